@@ -1,0 +1,44 @@
+"""`Authorization: Token <token>` against hashed, revocable tokens."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from apps.accounts.models import ApiToken, User, hash_token
+
+_TOUCH_EVERY = dt.timedelta(minutes=5)
+
+
+class HashedTokenAuthentication(authentication.BaseAuthentication):
+    """Token auth whose `WWW-Authenticate` header makes DRF answer 401, not 403."""
+
+    keyword = "Token"
+
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Token <token>'")
+        try:
+            raw = header[1].decode()
+        except UnicodeError as exc:
+            raise exceptions.AuthenticationFailed("token is not valid text") from exc
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(key_hash=hash_token(raw), revoked_at__isnull=True)
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword

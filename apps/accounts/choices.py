@@ -1,0 +1,23 @@
+"""Roles (CONTRACT §1) and the sets of roles each kind of action allows."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Role(models.TextChoices):
+    """What a user may do; see CONTRACT §1."""
+
+    MANAGER = "manager", "Manager"
+    OPERATOR = "operator", "Operator"
+    ENGINEER = "engineer", "Engineer"
+    AGENT = "agent", "Agent"
+    ADMIN = "admin", "Admin"
+
+
+# Each set includes the roles above it in the contract's ladder (manager < operator < engineer).
+READERS = frozenset({Role.MANAGER, Role.OPERATOR, Role.ENGINEER, Role.ADMIN})
+OPERATORS = frozenset({Role.OPERATOR, Role.ENGINEER, Role.ADMIN})
+ENGINEERS = frozenset({Role.ENGINEER, Role.ADMIN})
+AGENTS = frozenset({Role.AGENT, Role.ADMIN})
+ADMINS = frozenset({Role.ADMIN})

@@ -1,0 +1,57 @@
+"""Role checks for API views and pages (CONTRACT §1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from rest_framework.permissions import BasePermission
+from typing import TYPE_CHECKING
+
+from rest_framework.request import Request
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
+
+from apps.accounts.choices import READERS
+
+
+class RolePermission(BasePermission):
+    """Allow a request when the user's role is in the view's `roles[METHOD]`.
+
+    Views declare `roles = {"GET": READERS, "POST": OPERATORS}`; a method not listed is
+    refused. Unauthenticated requests fail with 401 (token auth is the first class).
+    """
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        roles: dict[str, frozenset[str]] = getattr(view, "roles", {})
+        method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method
+        allowed = roles.get(method or "")
+        return bool(allowed) and user.has_role(allowed)
+
+
+def role_required(
+    roles: frozenset[str] = READERS,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Page decorator: anonymous → login page; signed in without the role → 403."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            user = request.user
+            if not user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not user.has_role(roles):  # type: ignore[union-attr]
+                raise PermissionDenied("your role may not open this page")
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -1,0 +1,99 @@
+"""Bulk writes that skip the ORM's per-object cost: COPY on PostgreSQL, executemany on SQLite.
+
+Rows that collide with a unique constraint are skipped, which is what makes re-posting
+the same batch store each sample once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db import connection, transaction
+
+_CHUNK = 5_000
+
+
+def insert_ignore(table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    """Insert `rows` into `table`, skipping rows that violate a unique constraint.
+
+    Must run inside a transaction (the caller's batch is all-or-nothing). Returns the number
+    of rows actually inserted.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("insert_ignore must run inside transaction.atomic()")
+    cols = ", ".join(columns)
+    if connection.vendor == "postgresql":
+        return _copy_insert(table, cols, rows)
+    marks = ", ".join(["%s"] * len(columns))
+    sql = f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})"
+    inserted = 0
+    with connection.cursor() as cursor:
+        chunk: list[Sequence[object]] = []
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= _CHUNK:
+                cursor.executemany(sql, chunk)
+                inserted += max(cursor.rowcount, 0)
+                chunk = []
+        if chunk:
+            cursor.executemany(sql, chunk)
+            inserted += max(cursor.rowcount, 0)
+    return inserted
+
+
+def _copy_insert(table: str, cols: str, rows: Iterable[Sequence[object]]) -> int:
+    stage = f"_stage_{table}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {cols} FROM {table} WITH NO DATA"
+        )
+        cursor.execute(f"TRUNCATE {stage}")
+        with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(
+            f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} ON CONFLICT DO NOTHING"
+        )
+        inserted = cursor.rowcount
+        cursor.execute(f"TRUNCATE {stage}")
+    return inserted
+
+
+def update_many(
+    table: str,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    casts: dict[str, str] | None = None,
+) -> None:
+    """Set `columns` on the rows matched by `keys`; each row is key values then column values.
+
+    PostgreSQL: one `UPDATE … FROM (VALUES …)` per chunk; SQLite: executemany. `casts` names
+    a PostgreSQL type for a column whose text parameter needs one (e.g. `jsonb`).
+    """
+    if not rows:
+        return
+    casts = casts or {}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            names = [*keys, *columns]
+            sets = ", ".join(f"{c} = v.{c}" + (f"::{casts[c]}" if c in casts else "") for c in columns)
+            match = " AND ".join(f"t.{k} = v.{k}" for k in keys)
+            for start in range(0, len(rows), 1000):
+                chunk = rows[start : start + 1000]
+                marks = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * len(chunk))
+                params = [value for row in chunk for value in row]
+                cursor.execute(
+                    f"UPDATE {table} AS t SET {sets} FROM (VALUES {marks}) AS v({', '.join(names)}) "
+                    f"WHERE {match}",
+                    params,
+                )
+        else:
+            sets = ", ".join(f'"{c}" = %s' for c in columns)
+            match = " AND ".join(f'"{k}" = %s' for k in keys)
+            nk = len(keys)
+            cursor.executemany(
+                f"UPDATE {table} SET {sets} WHERE {match}",
+                [(*row[nk:], *row[:nk]) for row in rows],
+            )

@@ -1,0 +1,39 @@
+"""Plotly conventions shared by every chart (UI.md): no logo, responsive, range buttons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+RANGE_BUTTONS = [
+    {"count": 1, "label": "1 h", "step": "hour", "stepmode": "backward"},
+    {"count": 6, "label": "6 h", "step": "hour", "stepmode": "backward"},
+    {"count": 24, "label": "24 h", "step": "hour", "stepmode": "backward"},
+    {"count": 7, "label": "7 d", "step": "day", "stepmode": "backward"},
+    {"count": 30, "label": "30 d", "step": "day", "stepmode": "backward"},
+    {"step": "all", "label": "all"},
+]
+
+# Series colours, the same on every page.
+SERIES = {
+    "mfu": "#1f77b4",
+    "tokens_per_s": "#9467bd",
+    "loss": "#8c564b",
+    "step_time_s": "#17becf",
+    "target": "#7f7f7f",
+}
+
+CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def base_layout(**extra: Any) -> dict[str, Any]:
+    """Layout defaults: transparent background (themes come from CSS), tight margins."""
+    layout: dict[str, Any] = {
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "hovermode": "x unified",
+        "legend": {"orientation": "h", "y": 1.08},
+        "uirevision": "keep",
+    }
+    layout.update(extra)
+    return layout

@@ -1,0 +1,19 @@
+"""Template context shared by every page: the navigation."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+# (url name, label, url-name prefix that marks the entry as current)
+NAV = (
+    ("overview", "Overview", "overview"),
+    ("node-list", "Nodes", "node-"),
+    ("job-list", "Jobs", "job-"),
+)
+
+
+def nav(request: HttpRequest) -> dict[str, object]:
+    """Navigation entries, each with whether it is the current section."""
+    match = getattr(request, "resolver_match", None)
+    current = (match.url_name or "") if match else ""
+    return {"nav_items": [(name, label, current.startswith(prefix)) for name, label, prefix in NAV]}

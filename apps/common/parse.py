@@ -1,0 +1,49 @@
+"""Small typed parsers for hot-path batches: each raises ValueError with a 400-ready message."""
+
+from __future__ import annotations
+
+import math
+
+_NONFINITE_WORDS = {"nan": math.nan, "infinity": math.inf, "-infinity": -math.inf,
+                    "inf": math.inf, "-inf": -math.inf}
+
+
+def number(value: object, *, minimum: float | None = None, allow_nonfinite: bool = False) -> float:
+    """A JSON number (not a bool); non-finite only when allowed (then also as words)."""
+    if isinstance(value, str) and allow_nonfinite:
+        word = value.strip().lower()
+        if word in _NONFINITE_WORDS:
+            return _NONFINITE_WORDS[word]
+        raise ValueError("must be a number, NaN, Infinity or -Infinity")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    result = float(value)
+    if not math.isfinite(result):
+        if not allow_nonfinite:
+            raise ValueError("must be finite")
+        return result
+    if minimum is not None and result < minimum:
+        raise ValueError(f"must be ≥ {minimum:g}")
+    return result
+
+
+def integer(value: object, *, minimum: int | None = None) -> int:
+    """A JSON integer (a float with no fraction is accepted)."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValueError("must be an integer")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"must be ≥ {minimum}")
+    return value
+
+
+def text(value: object, *, max_length: int = 253) -> str:
+    """A non-empty string of bounded length."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    if len(value) > max_length:
+        raise ValueError(f"must be at most {max_length} characters")
+    return value.strip()

@@ -1,0 +1,90 @@
+"""Template helpers: UTC times with a relative hint, percentages, durations, sort links."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+
+from apps.common.timeutil import ago
+
+register = template.Library()
+
+
+@register.simple_tag
+def when(value: dt.datetime | None, now: dt.datetime | None = None) -> str:
+    """`<time>` in UTC plus a relative hint that the page's script keeps current."""
+    if value is None:
+        return format_html('<span class="muted">—</span>')
+    now = now or timezone.now()
+    utc = value.astimezone(dt.UTC)
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time> <span class="rel" data-since="{}">{}</span>',
+        utc.isoformat(),
+        utc.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        utc.strftime("%m-%d %H:%M"),
+        utc.isoformat(),
+        ago(value, now),
+    )
+
+
+@register.filter
+def pct(value: float | None, digits: int = 1) -> str:
+    """0.4321 → '43.2%'; None → '—'."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value * 100:.{digits}f}%"
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration in seconds, compact: '42 s', '7 min', '3.5 h', '2.1 d'."""
+    if value is None:
+        return "—"
+    value = float(value)
+    if value < 90:
+        return f"{value:.0f} s"
+    if value < 5400:
+        return f"{value / 60:.0f} min"
+    if value < 172800:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 86400:.1f} d"
+
+
+@register.filter
+def num(value: float | None, digits: int = 0) -> str:
+    """Thousands separators; '—' for missing."""
+    if value is None:
+        return "—"
+    try:
+        return f"{float(value):,.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def metric(metrics: dict | None, key: str) -> object:
+    """A value from a GPU's metrics dict."""
+    return (metrics or {}).get(key)
+
+
+@register.simple_tag
+def sort_link(label: str, key: str, current: str, base_query: str) -> str:
+    """A column heading that sorts by `key`, toggling direction, with an arrow when active."""
+    descending = current == f"-{key}"
+    target = key if descending or current != key else f"-{key}"
+    arrow = " ▲" if current == key else (" ▼" if descending else "")
+    query = f"{base_query}&" if base_query else ""
+    return format_html('<a href="?{}sort={}">{}{}</a>', query, target, label, arrow)
+
+
+STATE_GLYPHS = {"healthy": "", "suspect": "?", "drained": "−", "down": "×", "maintenance": "M"}
+
+
+@register.filter
+def glyph(state: str) -> str:
+    """A shape for a state, so colour is never the only signal."""
+    return STATE_GLYPHS.get(state, "")

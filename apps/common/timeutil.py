@@ -1,0 +1,50 @@
+"""Time parsing and formatting shared by intake, pages and reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from django.utils.dateparse import parse_datetime
+
+UTC = dt.UTC
+
+
+def parse_ts(value: object) -> dt.datetime:
+    """Parse an ISO 8601 timestamp *with a zone* (or epoch seconds) into an aware UTC datetime.
+
+    Raises ValueError with a message fit for a 400 body.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected an ISO 8601 timestamp with a zone")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("timestamp must be finite")
+        return dt.datetime.fromtimestamp(float(value), tz=UTC)
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 timestamp with a zone")
+    try:
+        parsed = parse_datetime(value.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise ValueError(f"{value!r} is not an ISO 8601 timestamp")
+    if parsed.tzinfo is None:
+        raise ValueError(f"{value!r} has no time zone (add Z or an offset)")
+    return parsed.astimezone(UTC)
+
+
+def ago(when: dt.datetime | None, now: dt.datetime) -> str:
+    """A short relative hint: '42 s ago', '4 min ago', '3 h ago', '2 d ago'."""
+    if when is None:
+        return "never"
+    seconds = (now - when).total_seconds()
+    suffix = "ago" if seconds >= 0 else "from now"
+    seconds = abs(seconds)
+    if seconds < 90:
+        return f"{int(seconds)} s {suffix}"
+    if seconds < 90 * 60:
+        return f"{int(seconds // 60)} min {suffix}"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h {suffix}"
+    return f"{int(seconds // 86400)} d {suffix}"

@@ -1,0 +1,39 @@
+"""Service endpoints outside the API: liveness and readiness."""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+
+
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive."""
+    return JsonResponse({"status": "ok"})
+
+
+def _broker_ok() -> tuple[bool, str]:
+    try:
+        with current_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=1)
+        return True, "ok"
+    except Exception as exc:  # any broker error means "not reachable now"
+        return False, f"{type(exc).__name__}: {exc}"[:200]
+
+
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 while the database answers, else 503; the broker is reported but never fails it."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        database, db_ok = "ok", True
+    except Exception as exc:  # the database being down is exactly what this reports
+        database, db_ok = f"{type(exc).__name__}: {exc}"[:200], False
+    broker_ok, broker = _broker_ok()
+    return JsonResponse(
+        {"ready": db_ok, "database": database, "broker": broker, "broker_ok": broker_ok},
+        status=200 if db_ok else 503,
+    )

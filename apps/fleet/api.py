@@ -1,0 +1,116 @@
+"""Fleet endpoints: clusters, nodes, node state and heartbeats (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
+from apps.fleet.filters import NodeFilter
+from apps.fleet.models import Node
+from apps.fleet.selectors import cluster_list, node_detail, node_list
+from apps.fleet.serializers import (
+    ClusterSerializer,
+    HeartbeatSerializer,
+    NodeCreateSerializer,
+    NodeDetailSerializer,
+    NodeSerializer,
+    NodeStateSerializer,
+)
+from apps.fleet.services import NodeSpec, cluster_create, node_heartbeat, node_register, node_set_state
+
+
+class ClusterListView(generics.ListCreateAPIView):
+    """List clusters; admins create them."""
+
+    roles = {"GET": READERS, "POST": ADMINS}
+    serializer_class = ClusterSerializer
+
+    def get_queryset(self):  # noqa: ANN201
+        return cluster_list()
+
+    def perform_create(self, serializer: ClusterSerializer) -> None:
+        cluster = cluster_create(**serializer.validated_data)
+        cluster.node_count, cluster.gpu_count = 0, 0
+        serializer.instance = cluster
+
+
+class ClusterDetailView(generics.RetrieveAPIView):
+    """One cluster by name, with `node_count` and `gpu_count`."""
+
+    roles = {"GET": READERS}
+    serializer_class = ClusterSerializer
+    lookup_field = "name"
+
+    def get_queryset(self):  # noqa: ANN201
+        return cluster_list()
+
+
+class NodeListView(generics.ListAPIView):
+    """`GET nodes/?cluster=&state=&rack=` (paginated); operators register with POST."""
+
+    roles = {"GET": READERS, "POST": OPERATORS}
+    serializer_class = NodeSerializer
+    filterset_class = NodeFilter
+
+    def get_queryset(self):  # noqa: ANN201
+        return node_list()
+
+    @extend_schema(request=NodeCreateSerializer, responses={201: NodeSerializer, 200: NodeSerializer})
+    def post(self, request: Request) -> Response:
+        data = NodeCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        cluster = values.pop("cluster")
+        node, created = node_register(cluster=cluster, spec=NodeSpec(**values))
+        node.cluster = cluster
+        return Response(
+            NodeSerializer(node).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class NodeDetailView(APIView):
+    """`GET nodes/{hostname}/`: state, last seen, GPUs with their latest values."""
+
+    roles = {"GET": READERS}
+
+    @extend_schema(responses=NodeDetailSerializer)
+    def get(self, request: Request, hostname: str) -> Response:
+        node = node_detail(hostname=hostname)
+        if node is None:
+            return Response({"detail": f"no node {hostname}"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(NodeDetailSerializer(node).data)
+
+
+class NodeStateView(APIView):
+    """`POST nodes/{hostname}/state/`: record a state change (history kept)."""
+
+    roles = {"POST": OPERATORS}
+
+    @extend_schema(request=NodeStateSerializer, responses=NodeSerializer)
+    def post(self, request: Request, hostname: str) -> Response:
+        node = get_object_or_404(Node.objects.select_related("cluster"), hostname=hostname)
+        data = NodeStateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        node_set_state(node=node, by=request.user.get_username(), **data.validated_data)
+        return Response(NodeSerializer(node).data)
+
+
+class HeartbeatView(APIView):
+    """`POST nodes/{hostname}/heartbeat/`: 204; the server's receive time counts."""
+
+    roles = {"POST": AGENTS}
+
+    @extend_schema(request=HeartbeatSerializer, responses={204: None})
+    def post(self, request: Request, hostname: str) -> Response:
+        data = HeartbeatSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        node = get_object_or_404(Node, hostname=hostname)
+        node_heartbeat(node=node)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+

@@ -1,0 +1,37 @@
+"""Node states and their colours (UI.md: one colour per state, everywhere)."""
+
+from __future__ import annotations
+
+from apps.common.choices import ColouredChoices
+
+
+class NodeState(ColouredChoices):
+    """A node's service state; availability (CONTRACT §4.3) counts healthy and suspect."""
+
+    HEALTHY = "healthy", "Healthy"
+    SUSPECT = "suspect", "Suspect"
+    DRAINED = "drained", "Drained"
+    DOWN = "down", "Down"
+    MAINTENANCE = "maintenance", "Maintenance"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "healthy": "#2e9e4f",
+            "suspect": "#d9a400",
+            "drained": "#ef7d22",
+            "down": "#d62728",
+            "maintenance": "#5b7fa6",
+        }
+
+
+AVAILABLE_STATES = frozenset({NodeState.HEALTHY, NodeState.SUSPECT})
+
+
+class StateSource:
+    """Who changed a node's state: shown beside the reason in its history."""
+
+    USER = "user"
+    CHECK = "check"
+    IMPORT = "import"
+    SIMULATOR = "simulator"

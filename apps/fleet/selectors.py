@@ -1,0 +1,75 @@
+"""Reads of the fleet for pages and the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, QuerySet, Sum
+
+from apps.fleet.choices import NodeState
+from apps.fleet.models import Cluster, Node, NodeStateChange
+
+
+def cluster_list() -> QuerySet[Cluster]:
+    """Clusters with `node_count` and `gpu_count`."""
+    return Cluster.objects.annotate(node_count=Count("nodes"), gpu_count=Sum("nodes__gpu_count"))
+
+
+def node_list(
+    *, cluster: str | None = None, state: str | None = None, rack: str | None = None
+) -> QuerySet[Node]:
+    """Nodes by hostname with their cluster joined."""
+    qs = Node.objects.select_related("cluster").order_by("hostname")
+    if cluster:
+        qs = qs.filter(cluster__name=cluster)
+    if state:
+        qs = qs.filter(state=state)
+    if rack:
+        qs = qs.filter(rack=rack)
+    return qs
+
+
+def node_detail(*, hostname: str) -> Node | None:
+    """One node with its cluster and GPUs loaded."""
+    return (
+        Node.objects.select_related("cluster")
+        .prefetch_related("gpus")
+        .filter(hostname=hostname)
+        .first()
+    )
+
+
+def node_state_history(*, node: Node, limit: int = 200) -> list[NodeStateChange]:
+    """A node's state changes, newest first."""
+    return list(NodeStateChange.objects.filter(node=node).order_by("-at", "-id")[:limit])
+
+
+@dataclass(frozen=True)
+class StateCount:
+    """Nodes and GPUs in one state."""
+
+    state: NodeState
+    nodes: int
+    gpus: int
+
+
+def state_counts(*, cluster: Cluster) -> list[StateCount]:
+    """Nodes and GPUs per state, every state listed (zeros included), in one query."""
+    rows = {
+        row["state"]: row
+        for row in Node.objects.filter(cluster=cluster)
+        .values("state")
+        .annotate(nodes=Count("id"), gpus=Sum("gpu_count"))
+    }
+    return [
+        StateCount(state, rows.get(state, {}).get("nodes", 0), rows.get(state, {}).get("gpus") or 0)
+        for state in NodeState
+    ]
+
+
+def rack_list(*, cluster: str | None = None) -> list[str]:
+    """Distinct racks, for the nodes page filter."""
+    qs = Node.objects.all()
+    if cluster:
+        qs = qs.filter(cluster__name=cluster)
+    return list(qs.order_by("rack").values_list("rack", flat=True).distinct())

@@ -1,0 +1,81 @@
+"""API shapes for clusters and nodes (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.fleet.choices import NodeState
+from apps.fleet.models import GPU, Cluster, Node
+
+HOSTNAME_RE = r"^[A-Za-z0-9]([A-Za-z0-9.\-_]{0,251}[A-Za-z0-9])?$"
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    """A cluster with its node and GPU counts."""
+
+    node_count = serializers.IntegerField(read_only=True)
+    gpu_count = serializers.IntegerField(read_only=True)
+    peak_tflops_per_gpu = serializers.FloatField(min_value=0.001)
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=64)
+
+    class Meta:
+        model = Cluster
+        fields = ["name", "gpu_model", "peak_tflops_per_gpu", "gpus_per_node",
+                  "node_count", "gpu_count", "created_at"]
+        read_only_fields = ["created_at"]
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    """A node as lists show it."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Node
+        fields = ["hostname", "cluster", "rack", "gpu_count", "exporter_url", "in_service_at",
+                  "state", "state_reason", "state_changed_at", "last_seen_at", "last_heartbeat_at"]
+        read_only_fields = fields
+
+
+class GPUSerializer(serializers.ModelSerializer):
+    """A GPU with its latest telemetry values."""
+
+    class Meta:
+        model = GPU
+        fields = ["index", "uuid", "model", "metrics", "updated_at"]
+        read_only_fields = fields
+
+
+class NodeDetailSerializer(NodeSerializer):
+    """A node with its GPUs' latest values."""
+
+    gpus = GPUSerializer(many=True, read_only=True)
+
+    class Meta(NodeSerializer.Meta):
+        fields = [*NodeSerializer.Meta.fields, "gpus"]
+        read_only_fields = fields
+
+
+class NodeCreateSerializer(serializers.Serializer):
+    """`POST nodes/` body."""
+
+    hostname = serializers.RegexField(HOSTNAME_RE, max_length=253)
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)
+    exporter_url = serializers.URLField(required=False, allow_blank=True, default="")
+    in_service_at = serializers.DateTimeField(required=False)
+
+
+class NodeStateSerializer(serializers.Serializer):
+    """`POST nodes/{hostname}/state/` body."""
+
+    state = serializers.ChoiceField(choices=NodeState.choices)
+    reason = serializers.CharField(max_length=2000)
+    at = serializers.DateTimeField(required=False)
+
+
+class HeartbeatSerializer(serializers.Serializer):
+    """`POST nodes/{hostname}/heartbeat/` body; `ts` is informational."""
+
+    ts = serializers.DateTimeField(required=False)

@@ -1,0 +1,180 @@
+"""Every write to the fleet: clusters, node registration, state changes, heartbeats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.common.bulk import update_many
+from apps.fleet.choices import NodeState, StateSource
+from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+
+# A state change stamped this far in the future is a clock error, not a plan.
+_FUTURE_SLACK = dt.timedelta(minutes=5)
+
+
+def cluster_create(
+    *,
+    name: str,
+    gpu_model: str,
+    peak_tflops_per_gpu: float,
+    gpus_per_node: int,
+    simulated: bool = False,
+) -> Cluster:
+    """Create a cluster."""
+    return Cluster.objects.create(
+        name=name,
+        gpu_model=gpu_model,
+        peak_tflops_per_gpu=peak_tflops_per_gpu,
+        gpus_per_node=gpus_per_node,
+        simulated=simulated,
+    )
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What registering a node needs; used for one node or thousands at once."""
+
+    hostname: str
+    rack: str = ""
+    gpu_count: int | None = None
+    exporter_url: str = ""
+    in_service_at: dt.datetime | None = None
+
+
+def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
+    """Register a node (and its GPUs); re-registering in the same cluster updates it.
+
+    Returns (node, created). A hostname already in another cluster is a ValidationError.
+    """
+    existing = Node.objects.filter(hostname=spec.hostname).select_related("cluster").first()
+    if existing is not None:
+        if existing.cluster_id != cluster.pk:
+            raise ValidationError(
+                {"hostname": [f"{spec.hostname} is registered in cluster {existing.cluster.name}"]}
+            )
+        changed = []
+        for field in ("rack", "exporter_url"):
+            value = getattr(spec, field)
+            if value and value != getattr(existing, field):
+                setattr(existing, field, value)
+                changed.append(field)
+        if changed:
+            existing.save(update_fields=changed)
+        return existing, False
+    return nodes_register(cluster=cluster, specs=[spec])[0], True
+
+
+@transaction.atomic
+def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]:
+    """Register new nodes in bulk: nodes, their GPUs and the first state-history entry."""
+    now = timezone.now()
+    nodes = [
+        Node(
+            cluster=cluster,
+            hostname=spec.hostname,
+            rack=spec.rack,
+            gpu_count=spec.gpu_count if spec.gpu_count is not None else cluster.gpus_per_node,
+            exporter_url=spec.exporter_url,
+            in_service_at=spec.in_service_at or now,
+            state=NodeState.HEALTHY,
+            state_changed_at=spec.in_service_at or now,
+        )
+        for spec in specs
+    ]
+    Node.objects.bulk_create(nodes, batch_size=1000)
+    if any(node.pk is None for node in nodes):  # SQLite before 3.35 returns no ids
+        by_host = dict(
+            Node.objects.filter(hostname__in=[n.hostname for n in nodes]).values_list(
+                "hostname", "pk"
+            )
+        )
+        for node in nodes:
+            node.pk = by_host[node.hostname]
+    GPU.objects.bulk_create(
+        [GPU(node=node, index=i, model=cluster.gpu_model) for node in nodes for i in range(node.gpu_count)],
+        batch_size=2000,
+    )
+    NodeStateChange.objects.bulk_create(
+        [
+            NodeStateChange(
+                node=node,
+                state=NodeState.HEALTHY,
+                reason="in service",
+                at=node.in_service_at,
+                source=StateSource.IMPORT,
+            )
+            for node in nodes
+        ],
+        batch_size=1000,
+    )
+    return nodes
+
+
+@transaction.atomic
+def node_set_state(
+    *,
+    node: Node,
+    state: str,
+    reason: str,
+    at: dt.datetime | None = None,
+    source: str = StateSource.USER,
+    by: str = "",
+) -> NodeStateChange:
+    """Record a state change at `at` (default now; may be back-filled).
+
+    The node's current state becomes its newest history entry, so a back-filled change
+    older than the newest one only adds history.
+    """
+    now = timezone.now()
+    at = at or now
+    if state not in NodeState.values:
+        raise ValidationError({"state": [f"unknown state {state!r}; one of {NodeState.values}"]})
+    if at < node.in_service_at:
+        raise ValidationError({"at": ["is before the node's in_service_at"]})
+    if at > now + _FUTURE_SLACK:
+        raise ValidationError({"at": ["is in the future"]})
+    change = NodeStateChange.objects.create(
+        node=node, state=state, reason=reason, at=at, source=source, by=by
+    )
+    newest = NodeStateChange.objects.filter(node=node).order_by("-at", "-id").first()
+    assert newest is not None
+    Node.objects.filter(pk=node.pk).update(
+        state=newest.state, state_reason=newest.reason, state_changed_at=newest.at
+    )
+    node.state, node.state_reason, node.state_changed_at = newest.state, newest.reason, newest.at
+    return change
+
+
+def node_heartbeat(*, node: Node, now: dt.datetime | None = None) -> None:
+    """A heartbeat: the server's receive time is what the heartbeat check uses."""
+    now = now or timezone.now()
+    Node.objects.filter(pk=node.pk).update(last_heartbeat_at=now, last_seen_at=now)
+
+
+def nodes_seen(*, node_ids: Sequence[int], now: dt.datetime | None = None) -> None:
+    """Mark nodes as heard from (telemetry or metrics arrived) at the server's time."""
+    if node_ids:
+        Node.objects.filter(pk__in=list(node_ids)).update(last_seen_at=now or timezone.now())
+
+
+def gpu_latest_set_bulk(*, rows: Sequence[tuple[int, int, dict[str, float], dt.datetime]]) -> None:
+    """Set GPUs' latest telemetry: rows of (node_id, gpu index, metrics, measured at)."""
+    update_many(
+        GPU._meta.db_table,
+        ("node_id", "index"),
+        ("metrics", "updated_at"),
+        [(node_id, index, json.dumps(metrics), ts) for node_id, index, metrics, ts in rows],
+        casts={"metrics": "jsonb"},
+    )
+
+
+def nodes_touch_bulk(*, rows: Sequence[tuple[int, dt.datetime | None, dt.datetime | None]]) -> None:
+    """Set nodes' last heartbeat and last seen times: rows of (node_id, heartbeat, seen)."""
+    update_many(Node._meta.db_table, ("id",), ("last_heartbeat_at", "last_seen_at"), rows)

@@ -1,0 +1,10 @@
+"""Fleet pages."""
+
+from django.urls import path
+
+from apps.fleet import views
+
+urlpatterns = [
+    path("nodes/", views.node_list_page, name="node-list"),
+    path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
+]

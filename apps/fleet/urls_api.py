@@ -1,0 +1,14 @@
+"""Fleet API routes, mounted under /api/v1/."""
+
+from django.urls import path
+
+from apps.fleet import api
+
+urlpatterns = [
+    path("clusters/", api.ClusterListView.as_view(), name="api-cluster-list"),
+    path("clusters/<slug:name>/", api.ClusterDetailView.as_view(), name="api-cluster-detail"),
+    path("nodes/", api.NodeListView.as_view(), name="api-node-list"),
+    path("nodes/<str:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
+    path("nodes/<str:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),
+    path("nodes/<str:hostname>/heartbeat/", api.HeartbeatView.as_view(), name="api-node-heartbeat"),
+]

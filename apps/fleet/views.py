@@ -1,0 +1,76 @@
+"""Fleet pages: the nodes list and a node's page."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from apps.accounts.permissions import role_required
+from apps.fleet.choices import NodeState
+from apps.fleet.filters import NodeFilter
+from apps.fleet.models import Cluster
+from apps.fleet.selectors import node_detail, node_list, node_state_history, rack_list
+from apps.fleet.telemetry import GPU_COLUMNS
+
+SORTS = {
+    "hostname": "hostname",
+    "-hostname": "-hostname",
+    "rack": "rack",
+    "-rack": "-rack",
+    "state": "state",
+    "-state": "-state",
+    "last_seen": "last_seen_at",
+    "-last_seen": "-last_seen_at",
+    "changed": "state_changed_at",
+    "-changed": "-state_changed_at",
+}
+
+
+@role_required()
+def node_list_page(request: HttpRequest) -> HttpResponse:
+    """All nodes, filterable by cluster/state/rack/host, sortable, paginated."""
+    filterset = NodeFilter(request.GET, queryset=node_list())
+    sort = request.GET.get("sort", "hostname")
+    qs = filterset.qs.order_by(SORTS.get(sort, "hostname"), "hostname")
+    page = Paginator(qs, 100).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    sort_query = query.copy()
+    sort_query.pop("sort", None)
+    return render(
+        request,
+        "fleet/node_list.html",
+        {
+            "filter": filterset,
+            "page": page,
+            "states": list(NodeState),
+            "selected_states": request.GET.getlist("state"),
+            "racks": rack_list(cluster=request.GET.get("cluster")),
+            "clusters": Cluster.objects.values_list("name", flat=True),
+            "query": query.urlencode(),
+            "sort_query": sort_query.urlencode(),
+            "sort": sort,
+            "now": timezone.now(),
+        },
+    )
+
+
+@role_required()
+def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
+    """A node: its GPUs' latest values, state history, jobs."""
+    node = node_detail(hostname=hostname)
+    if node is None:
+        raise Http404(f"no node {hostname}")
+    return render(
+        request,
+        "fleet/node_detail.html",
+        {
+            "node": node,
+            "gpus": list(node.gpus.all()),
+            "gpu_columns": GPU_COLUMNS,
+            "history": node_state_history(node=node),
+            "now": timezone.now(),
+        },
+    )

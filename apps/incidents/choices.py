@@ -1,0 +1,83 @@
+"""Incident categories (CONTRACT §3), severities and statuses, with colours."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.common.choices import ColouredChoices
+
+
+class Category(models.TextChoices):
+    """Root-cause category slugs (CONTRACT §3)."""
+
+    GPU = "gpu", "Faulty GPU"
+    GPU_HBM = "gpu_hbm", "GPU HBM memory"
+    GPU_SRAM = "gpu_sram", "GPU SRAM memory"
+    GPU_SYSTEM_PROCESSOR = "gpu_system_processor", "GPU system processor"
+    GPU_THERMAL = "gpu_thermal", "GPU thermal"
+    DRIVER = "driver", "Driver"
+    NETWORK_SWITCH_CABLE = "network_switch_cable", "Network switch/cable"
+    NIC = "nic", "NIC"
+    NCCL_TIMEOUT = "nccl_timeout", "NCCL timeout"
+    HANG = "hang", "Hang"
+    SILENT_DATA_CORRUPTION = "silent_data_corruption", "Silent data corruption"
+    SLOW_NODE = "slow_node", "Slow node"
+    SOFTWARE_BUG = "software_bug", "Software bug"
+    HOST_MAINTENANCE = "host_maintenance", "Host maintenance"
+    STORAGE = "storage", "Storage"
+    POWER_SUPPLY = "power_supply", "Power supply"
+    CPU = "cpu", "CPU"
+    HOST_MEMORY = "host_memory", "Host memory"
+    CHASSIS = "chassis", "Chassis"
+    IO_EXPANSION_BOARD = "io_expansion_board", "IO expansion board"
+    DEPENDENCY = "dependency", "Dependency"
+    NODE_UNREACHABLE = "node_unreachable", "Node unreachable"
+    OTHER = "other", "Other"
+
+
+class Severity(ColouredChoices):
+    """sev1 (training stopped) … sev4 (informational)."""
+
+    SEV1 = "sev1", "SEV1"
+    SEV2 = "sev2", "SEV2"
+    SEV3 = "sev3", "SEV3"
+    SEV4 = "sev4", "SEV4"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"sev1": "#d62728", "sev2": "#ef7d22", "sev3": "#d9a400", "sev4": "#8c8c8c"}
+
+
+class IncidentStatus(ColouredChoices):
+    """open → investigating → mitigated → resolved → closed."""
+
+    OPEN = "open", "Open"
+    INVESTIGATING = "investigating", "Investigating"
+    MITIGATED = "mitigated", "Mitigated"
+    RESOLVED = "resolved", "Resolved"
+    CLOSED = "closed", "Closed"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "open": "#d62728",
+            "investigating": "#ef7d22",
+            "mitigated": "#d9a400",
+            "resolved": "#2e9e4f",
+            "closed": "#8c8c8c",
+        }
+
+
+ACTIVE_STATUSES = frozenset(
+    {IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
+)
+
+
+class Source(models.TextChoices):
+    """Where an incident came from."""
+
+    MANUAL = "manual", "Manual"
+    HEALTH = "health", "Health check"
+    ALERTMANAGER = "alertmanager", "Alertmanager"
+    SLURM = "slurm", "Slurm"
+    SIMULATOR = "simulator", "Simulator"

@@ -1,0 +1,52 @@
+"""Incidents: every interruption of training, with the times the statistics are made of."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.fleet.models import Cluster, Node
+from apps.incidents.choices import Category, IncidentStatus, Severity, Source
+from apps.jobs.models import Job
+
+
+class Incident(models.Model):
+    """A failure or planned interruption. f(i) = occurred_at, else detected_at (§4)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="incidents")
+    title = models.CharField(max_length=300)
+    category = models.CharField(max_length=32, choices=Category.choices)
+    severity = models.CharField(max_length=8, choices=Severity.choices)
+    status = models.CharField(
+        max_length=16, choices=IncidentStatus.choices, default=IncidentStatus.OPEN
+    )
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    detected_at = models.DateTimeField()
+    localized_at = models.DateTimeField(null=True, blank=True)
+    recovered_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    job = models.ForeignKey(
+        Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="incidents"
+    )
+    nodes = models.ManyToManyField(Node, related_name="incidents", blank=True)
+    interrupts_job = models.BooleanField(default=False)
+    planned = models.BooleanField(default=False)
+    description = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    fingerprint = models.CharField(max_length=128, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+        indexes = [
+            models.Index(fields=["cluster", "detected_at"], name="incident_cluster_detected"),
+            models.Index(fields=["status", "severity"], name="incident_status_severity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.title}"
+
+    @property
+    def failed_at(self):  # noqa: ANN201 - datetime
+        """f(i): when it failed — occurred_at, else detected_at."""
+        return self.occurred_at or self.detected_at

@@ -1,0 +1,173 @@
+"""Job endpoints: jobs, step metrics, checkpoints (CONTRACT §2)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.common.parsers import LenientJSONParser
+from apps.common.timeutil import parse_ts
+from apps.jobs.filters import JobFilter
+from apps.jobs.intake import parse_metric_batch
+from apps.jobs.models import Job
+from apps.jobs.selectors import MAX_POINTS_DEFAULT, MAX_POINTS_LIMIT, job_list, job_metric_series
+from apps.jobs.serializers import (
+    AcceptedSerializer,
+    CheckpointSerializer,
+    JobSerializer,
+    JobWriteSerializer,
+    MetricBatchSerializer,
+    MetricPointsSerializer,
+)
+from apps.jobs.services import checkpoint_record, job_create, job_metrics_ingest, job_update
+
+JOB_WRITERS = OPERATORS | AGENTS
+
+
+def hostnames_by_job(job_ids: Iterable[int]) -> dict[int, list[str]]:
+    """job id → sorted hostnames, in one query for a whole page of jobs."""
+    through = Job.nodes.through
+    out: dict[int, list[str]] = defaultdict(list)
+    rows = through.objects.filter(job_id__in=list(job_ids)).values_list("job_id", "node__hostname")
+    for job_id, hostname in rows.order_by("node__hostname"):
+        out[job_id].append(hostname)
+    return out
+
+
+def _job_response(job: Job, code: int = status.HTTP_200_OK) -> Response:
+    context = {"hostnames": hostnames_by_job([job.pk])}
+    return Response(JobSerializer(job, context=context).data, status=code)
+
+
+class JobListView(generics.ListAPIView):
+    """`GET jobs/?cluster=&status=` (paginated); `POST jobs/` registers a run."""
+
+    roles = {"GET": READERS, "POST": JOB_WRITERS}
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+
+    def get_queryset(self):  # noqa: ANN201
+        return job_list()
+
+    def get_serializer(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        if args and isinstance(args[0], list):
+            kwargs.setdefault("context", self.get_serializer_context())
+            kwargs["context"]["hostnames"] = hostnames_by_job(job.pk for job in args[0])
+        return super().get_serializer(*args, **kwargs)
+
+    @extend_schema(request=JobWriteSerializer, responses={201: JobSerializer, 200: JobSerializer})
+    def post(self, request: Request) -> Response:
+        data = JobWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        job, created = job_create(cluster=values.pop("cluster"), nodes=values.pop("nodes", ()), **values)
+        return _job_response(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class JobDetailView(APIView):
+    """`GET jobs/{id}/`, `PATCH jobs/{id}/`."""
+
+    roles = {"GET": READERS, "PATCH": JOB_WRITERS}
+
+    @extend_schema(responses=JobSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        return _job_response(get_object_or_404(Job.objects.select_related("cluster"), pk=pk))
+
+    @extend_schema(request=JobWriteSerializer, responses=JobSerializer)
+    def patch(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        data = JobWriteSerializer(instance=job, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        values.pop("cluster", None)
+        nodes = values.pop("nodes", None)
+        return _job_response(job_update(job=job, nodes=nodes, **values))
+
+
+class JobMetricsView(APIView):
+    """`POST jobs/{id}/metrics/` (agents) and `GET` the downsampled job-wide series."""
+
+    roles = {"GET": READERS, "POST": AGENTS}
+    parser_classes = [LenientJSONParser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("start", dt.datetime),
+            OpenApiParameter("end", dt.datetime),
+            OpenApiParameter("max_points", int),
+        ],
+        responses=MetricPointsSerializer,
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        errors: dict[str, list[str]] = {}
+        bounds: dict[str, dt.datetime | None] = {"start": None, "end": None}
+        for key in bounds:
+            if request.query_params.get(key):
+                try:
+                    bounds[key] = parse_ts(request.query_params[key])
+                except ValueError as exc:
+                    errors[key] = [str(exc)]
+        max_points = MAX_POINTS_DEFAULT
+        if request.query_params.get("max_points"):
+            try:
+                max_points = int(request.query_params["max_points"])
+                if not 1 <= max_points <= MAX_POINTS_LIMIT:
+                    raise ValueError
+            except ValueError:
+                errors["max_points"] = [f"must be an integer from 1 to {MAX_POINTS_LIMIT}"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        series = job_metric_series(job=job, max_points=max_points, **bounds)
+        points = [
+            {
+                "ts": dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat().replace("+00:00", "Z"),
+                "step": step,
+                "step_time_s": step_time,
+                "tokens_per_s": tps,
+                "loss": loss,
+                "mfu": mfu,
+            }
+            for ts, step, step_time, tps, loss, mfu in zip(
+                series["ts"], series["step"], series["step_time_s"], series["tokens_per_s"],
+                series["loss"], series["mfu"], strict=True,
+            )
+        ]
+        return Response({"points": points})
+
+    @extend_schema(request=MetricBatchSerializer, responses={202: AcceptedSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        samples = parse_metric_batch(request.data)
+        accepted = job_metrics_ingest(job=job, samples=samples)
+        return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
+
+
+class JobCheckpointsView(generics.ListAPIView):
+    """`POST jobs/{id}/checkpoints/` (agents); `GET` lists them."""
+
+    roles = {"GET": READERS, "POST": AGENTS}
+    serializer_class = CheckpointSerializer
+
+    def get_queryset(self):  # noqa: ANN201
+        return get_object_or_404(Job, pk=self.kwargs["pk"]).checkpoints.order_by("-saved_at")
+
+    @extend_schema(request=CheckpointSerializer, responses={201: CheckpointSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(Job, pk=pk)
+        data = CheckpointSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        checkpoint, created = checkpoint_record(job=job, **data.validated_data)
+        return Response(
+            CheckpointSerializer(checkpoint).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )

@@ -1,0 +1,97 @@
+"""Parsing of `jobs/{id}/metrics/` batches: validate everything before anything is written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from apps.common.errors import BatchError
+from apps.common.parse import integer, number, text
+from apps.common.timeutil import parse_ts
+
+MAX_SAMPLES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One validated step sample; `node` set means a per-node timing sample."""
+
+    ts: dt.datetime
+    step: int
+    step_time_s: float
+    tokens_per_s: float | None
+    loss: float | None
+    grad_norm: float | None
+    node: str | None
+    compute_s: float | None
+
+    def nonfinite(self) -> str:
+        """The non-finite values as text (`loss=NaN`), kept because SQLite drops NaN."""
+        parts = []
+        for name in ("loss", "grad_norm"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                parts.append(f"{name}={_word(value)}")
+        return " ".join(parts)
+
+
+def _word(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def parse_metric_batch(payload: Any) -> list[MetricSample]:
+    """Parse `{samples: [...]}`; raise BatchError naming `samples[i].field` for every problem."""
+    if not isinstance(payload, dict):
+        raise BatchError({"non_field_errors": ["body must be a JSON object"]})
+    samples = payload.get("samples")
+    if not isinstance(samples, list) or not samples:
+        raise BatchError({"samples": ["must be a non-empty list"]})
+    if len(samples) > MAX_SAMPLES:
+        raise BatchError({"samples": [f"at most {MAX_SAMPLES} samples per batch"]})
+    errors: dict[str, list[str]] = {}
+    parsed: list[MetricSample] = []
+    for i, raw in enumerate(samples):
+        sample = _parse_one(raw, f"samples[{i}]", errors)
+        if sample is not None:
+            parsed.append(sample)
+        if len(errors) >= 100:
+            errors["samples"] = ["too many errors; first 100 shown"]
+            break
+    if errors:
+        raise BatchError(errors)
+    return parsed
+
+
+def _parse_one(raw: Any, where: str, errors: dict[str, list[str]]) -> MetricSample | None:
+    if not isinstance(raw, dict):
+        errors[where] = ["must be an object"]
+        return None
+    values: dict[str, Any] = {}
+    node = raw.get("node")
+
+    def field(name: str, parse: Any, *, required: bool) -> None:
+        if raw.get(name) is None:
+            if required:
+                errors[f"{where}.{name}"] = ["this field is required"]
+            values[name] = None
+            return
+        try:
+            values[name] = parse(raw[name])
+        except ValueError as exc:
+            errors[f"{where}.{name}"] = [str(exc)]
+
+    field("ts", parse_ts, required=True)
+    field("step", lambda v: integer(v, minimum=0), required=True)
+    field("step_time_s", lambda v: number(v, minimum=0), required=True)
+    field("tokens_per_s", lambda v: number(v, minimum=0), required=node is None)
+    field("loss", lambda v: number(v, allow_nonfinite=True), required=False)
+    field("grad_norm", lambda v: number(v, allow_nonfinite=True), required=False)
+    field("node", text, required=False)
+    field("compute_s", lambda v: number(v, minimum=0), required=False)
+    if any(key.startswith(where + ".") for key in errors):
+        return None
+    return MetricSample(**values)

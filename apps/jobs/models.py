@@ -1,0 +1,119 @@
+"""Training jobs, their step metrics (job-wide and per node) and checkpoints."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.fleet.models import Cluster, Node
+from apps.jobs.choices import JobStatus
+from apps.jobs.mfu import flops_per_token, mfu_factor
+
+
+class Job(models.Model):
+    """One training run. Restarted after a failure it stays the same job (CONTRACT §4)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=64, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    n_params = models.FloatField(null=True, blank=True)
+    flops_per_token = models.FloatField(null=True, blank=True)
+    gpu_count = models.PositiveIntegerField()
+    nodes = models.ManyToManyField(Node, related_name="jobs", blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    restart_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Denormalised from the newest job-wide sample and checkpoint, so the overview and the
+    # hang check read one row per job instead of scanning metrics.
+    last_metric_at = models.DateTimeField(null=True, blank=True)
+    last_step = models.BigIntegerField(null=True, blank=True)
+    last_step_time_s = models.FloatField(null=True, blank=True)
+    last_tokens_per_s = models.FloatField(null=True, blank=True)
+    last_checkpoint_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "status"], name="job_cluster_status")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="job_cluster_external_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def fpt(self) -> float | None:
+        """FLOPs per token (§4.4): own value, else 6 × n_params."""
+        return flops_per_token(flops_per_token=self.flops_per_token, n_params=self.n_params)
+
+    def mfu_factor(self) -> float | None:
+        """Multiply a tokens/s value by this to get MFU."""
+        return mfu_factor(
+            fpt=self.fpt,
+            gpu_count=self.gpu_count,
+            peak_tflops_per_gpu=self.cluster.peak_tflops_per_gpu,
+        )
+
+    @property
+    def status_choice(self) -> JobStatus:
+        """The status as its choice member (label and colour)."""
+        return JobStatus(self.status)
+
+
+class JobMetric(models.Model):
+    """A job-wide step sample (no node): what MFU, throughput and loss charts use.
+
+    Non-finite `loss`/`grad_norm` (the `sdc` check's evidence) are stored as NULL with the
+    literal kept in `nonfinite`, because SQLite turns NaN into NULL on its own.
+    """
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metrics")
+    ts = models.DateTimeField()
+    step = models.BigIntegerField()
+    step_time_s = models.FloatField()
+    tokens_per_s = models.FloatField()
+    loss = models.FloatField(null=True, blank=True)
+    grad_norm = models.FloatField(null=True, blank=True)
+    nonfinite = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "ts"], name="jobmetric_job_ts")]
+
+
+class NodeStepMetric(models.Model):
+    """One node's timing for a step: `compute_s` before it waits on a collective."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="node_metrics")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="step_metrics")
+    ts = models.DateTimeField()
+    step = models.BigIntegerField()
+    step_time_s = models.FloatField()
+    compute_s = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "node", "ts"], name="nodestep_job_node_ts")
+        ]
+
+
+class Checkpoint(models.Model):
+    """A checkpoint save: began at `saved_at`, paused training for `blocking_s`."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.BigIntegerField()
+    saved_at = models.DateTimeField()
+    blocking_s = models.FloatField()
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["saved_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "saved_at"], name="checkpoint_job_saved_at")
+        ]

@@ -1,0 +1,90 @@
+"""Reads of jobs for pages and the API."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from django.db.models import QuerySet
+
+from apps.common.downsample import downsample_indices
+from apps.common.sql import epoch_seconds
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job, JobMetric
+
+MAX_POINTS_DEFAULT = 2_000
+MAX_POINTS_LIMIT = 10_000
+
+
+def job_list(
+    *, cluster: str | None = None, status: str | None = None
+) -> QuerySet[Job]:
+    """Jobs, newest first, with their cluster joined."""
+    qs = Job.objects.select_related("cluster").order_by("-started_at", "-id")
+    if cluster:
+        qs = qs.filter(cluster__name=cluster)
+    if status:
+        qs = qs.filter(status=status)
+    return qs
+
+
+def running_jobs(*, cluster_id: int) -> list[Job]:
+    """A cluster's running jobs, largest first."""
+    return list(
+        Job.objects.filter(cluster_id=cluster_id, status=JobStatus.RUNNING)
+        .select_related("cluster")
+        .order_by("-gpu_count", "id")
+    )
+
+
+def job_metric_series(
+    *,
+    job: Job,
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+    max_points: int = MAX_POINTS_DEFAULT,
+) -> dict[str, list[Any]]:
+    """A job's job-wide samples as columns, downsampled shape-preserving to `max_points`.
+
+    Columns: ts (epoch seconds), step, step_time_s, tokens_per_s, loss (float, or the text
+    of a non-finite value), mfu.
+    """
+    where = ["job_id = %s"]
+    params: list[Any] = [job.pk]
+    if start is not None:
+        where.append("ts >= %s")
+        params.append(start)
+    if end is not None:
+        where.append("ts < %s")
+        params.append(end)
+    table = JobMetric._meta.db_table
+    sql = (
+        f"SELECT {epoch_seconds('ts')}, step, step_time_s, tokens_per_s, loss, nonfinite "
+        f"FROM {table} WHERE {' AND '.join(where)} ORDER BY ts"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return {k: [] for k in ("ts", "step", "step_time_s", "tokens_per_s", "loss", "mfu")}
+    ts = np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows))
+    tps = np.fromiter((r[3] for r in rows), dtype=np.float64, count=len(rows))
+    keep = downsample_indices(ts, tps, max_points)
+    factor = job.mfu_factor()
+    picked = [rows[i] for i in keep.tolist()]
+    return {
+        "ts": [r[0] for r in picked],
+        "step": [r[1] for r in picked],
+        "step_time_s": [r[2] for r in picked],
+        "tokens_per_s": [r[3] for r in picked],
+        "loss": [_loss(r[4], r[5]) for r in picked],
+        "mfu": [r[3] * factor if factor is not None else None for r in picked],
+    }
+
+
+def _loss(value: float | None, nonfinite: str) -> float | str | None:
+    if value is not None or "loss=" not in nonfinite:
+        return value
+    return nonfinite.split("loss=", 1)[1].split()[0]

@@ -1,0 +1,99 @@
+"""API shapes for jobs and checkpoints (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.fleet.models import Cluster, Node
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Checkpoint, Job
+
+
+class JobSerializer(serializers.ModelSerializer):
+    """A job as the API answers it; `nodes` are hostnames (filled by the view in one query)."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    nodes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ["id", "cluster", "name", "external_id", "model_name", "n_params",
+                  "flops_per_token", "gpu_count", "nodes", "status", "started_at", "ended_at",
+                  "restart_count", "last_metric_at", "last_step", "last_checkpoint_at"]
+        read_only_fields = fields
+
+    def get_nodes(self, job: Job) -> list[str]:
+        hostnames: dict[int, list[str]] = self.context.get("hostnames", {})
+        return hostnames.get(job.pk, [])
+
+
+class JobWriteSerializer(serializers.Serializer):
+    """`POST jobs/` and `PATCH jobs/{id}/` body."""
+
+    name = serializers.CharField(max_length=200)
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    external_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    n_params = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    flops_per_token = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    gpu_count = serializers.IntegerField(min_value=1)
+    nodes = serializers.ListField(
+        child=serializers.CharField(max_length=253), required=False, max_length=20_000
+    )
+    status = serializers.ChoiceField(choices=JobStatus.choices, required=False)
+    started_at = serializers.DateTimeField(required=False, allow_null=True)
+    ended_at = serializers.DateTimeField(required=False, allow_null=True)
+    restart_count = serializers.IntegerField(min_value=0, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        cluster = attrs.get("cluster") or (self.instance.cluster if self.instance else None)
+        if "nodes" in attrs and cluster is not None:
+            wanted = list(dict.fromkeys(attrs["nodes"]))
+            found = {
+                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
+            }
+            missing = [h for h in wanted if h not in found]
+            if missing:
+                raise serializers.ValidationError(
+                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
+                )
+            attrs["nodes"] = [found[h] for h in wanted]
+        if self.instance is not None and "cluster" in attrs and attrs["cluster"] != self.instance.cluster:
+            raise serializers.ValidationError({"cluster": ["a job cannot move to another cluster"]})
+        started = attrs.get("started_at", getattr(self.instance, "started_at", None))
+        ended = attrs.get("ended_at", getattr(self.instance, "ended_at", None))
+        if started and ended and ended < started:
+            raise serializers.ValidationError({"ended_at": ["is before started_at"]})
+        return attrs
+
+
+class CheckpointSerializer(serializers.ModelSerializer):
+    """`POST jobs/{id}/checkpoints/` body and answer."""
+
+    step = serializers.IntegerField(min_value=0)
+    blocking_s = serializers.FloatField(min_value=0)
+    size_bytes = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+
+    class Meta:
+        model = Checkpoint
+        fields = ["step", "saved_at", "blocking_s", "size_bytes"]
+
+
+class MetricPointsSerializer(serializers.Serializer):
+    """`GET jobs/{id}/metrics/` answer (documented for the schema)."""
+
+    points = serializers.ListField(child=serializers.DictField())
+
+
+class MetricBatchSerializer(serializers.Serializer):
+    """`POST jobs/{id}/metrics/` body (documented for the schema; parsed by jobs.intake)."""
+
+    samples = serializers.ListField(child=serializers.DictField())
+
+
+class AcceptedSerializer(serializers.Serializer):
+    """`{accepted: n}`."""
+
+    accepted = serializers.IntegerField()

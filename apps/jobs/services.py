@@ -1,0 +1,165 @@
+"""Every write to jobs: create/update, step-metric intake, checkpoints."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.common.bulk import insert_ignore
+from apps.common.errors import BatchError
+from apps.fleet.models import Cluster, Node
+from apps.fleet.services import nodes_seen
+from apps.jobs.choices import ENDED_STATUSES, JobStatus
+from apps.jobs.intake import MetricSample
+from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+
+JOB_FIELDS = (
+    "name", "external_id", "model_name", "n_params", "flops_per_token", "gpu_count",
+    "status", "started_at", "ended_at", "restart_count",
+)
+
+
+def _check_times(job: Job) -> None:
+    if job.started_at and job.ended_at and job.ended_at < job.started_at:
+        raise ValidationError({"ended_at": ["is before started_at"]})
+    if job.status == JobStatus.RUNNING and job.started_at is None:
+        job.started_at = timezone.now()
+
+
+@transaction.atomic
+def job_create(
+    *, cluster: Cluster, nodes: Sequence[Node] = (), **fields: Any
+) -> tuple[Job, bool]:
+    """Create a job; with an `external_id` already known in the cluster, update that one.
+
+    Returns (job, created) so a launcher can re-post its registration safely.
+    """
+    external_id = fields.get("external_id") or ""
+    if external_id:
+        existing = Job.objects.filter(cluster=cluster, external_id=external_id).first()
+        if existing is not None:
+            return job_update(job=existing, nodes=nodes or None, **fields), False
+    job = Job(cluster=cluster, **{k: v for k, v in fields.items() if k in JOB_FIELDS})
+    _check_times(job)
+    job.save()
+    if nodes:
+        job.nodes.set(nodes)
+    return job, True
+
+
+@transaction.atomic
+def job_update(*, job: Job, nodes: Sequence[Node] | None = None, **fields: Any) -> Job:
+    """Change any of a job's fields (and its nodes)."""
+    for key, value in fields.items():
+        if key in JOB_FIELDS:
+            setattr(job, key, value)
+    if job.status in ENDED_STATUSES and job.ended_at is None and "ended_at" not in fields:
+        job.ended_at = timezone.now()
+    _check_times(job)
+    job.save()
+    if nodes is not None:
+        job.nodes.set(nodes)
+    return job
+
+
+@transaction.atomic
+def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
+    """Store a validated batch of step samples, all or nothing; duplicates are skipped.
+
+    Job-wide samples (no node) go to JobMetric, per-node timings to NodeStepMetric. Node
+    names must belong to the job's cluster: an unknown one rejects the whole batch.
+    """
+    hostnames = {s.node for s in samples if s.node is not None}
+    node_ids: dict[str, int] = {}
+    if hostnames:
+        node_ids = dict(
+            Node.objects.filter(cluster_id=job.cluster_id, hostname__in=hostnames).values_list(
+                "hostname", "pk"
+            )
+        )
+        unknown = [
+            f"samples[{i}].node"
+            for i, s in enumerate(samples)
+            if s.node is not None and s.node not in node_ids
+        ]
+        if unknown:
+            raise BatchError(
+                {key: [f"unknown node in cluster {job.cluster.name}"] for key in unknown[:100]}
+            )
+    wide = [s for s in samples if s.node is None]
+    per_node = [s for s in samples if s.node is not None]
+    if wide:
+        insert_ignore(
+            JobMetric._meta.db_table,
+            ("job_id", "ts", "step", "step_time_s", "tokens_per_s", "loss", "grad_norm", "nonfinite"),
+            (
+                (job.pk, s.ts, s.step, s.step_time_s, s.tokens_per_s, _finite(s.loss),
+                 _finite(s.grad_norm), s.nonfinite())
+                for s in wide
+            ),
+        )
+        newest = max(wide, key=lambda s: s.ts)
+        Job.objects.filter(pk=job.pk).exclude(last_metric_at__gt=newest.ts).update(
+            last_metric_at=newest.ts,
+            last_step=newest.step,
+            last_step_time_s=newest.step_time_s,
+            last_tokens_per_s=newest.tokens_per_s,
+        )
+    if per_node:
+        insert_ignore(
+            NodeStepMetric._meta.db_table,
+            ("job_id", "node_id", "ts", "step", "step_time_s", "compute_s"),
+            (
+                (job.pk, node_ids[s.node], s.ts, s.step, s.step_time_s, s.compute_s)
+                for s in per_node
+                if s.node is not None
+            ),
+        )
+        nodes_seen(node_ids=sorted(set(node_ids.values())))
+    return len(samples)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and value == value and abs(value) != float("inf") else None
+
+
+@transaction.atomic
+def checkpoint_record(
+    *, job: Job, step: int, saved_at: dt.datetime, blocking_s: float, size_bytes: int | None = None
+) -> tuple[Checkpoint, bool]:
+    """Record a checkpoint once per (job, saved_at); returns (checkpoint, created)."""
+    checkpoint, created = Checkpoint.objects.get_or_create(
+        job=job,
+        saved_at=saved_at,
+        defaults={"step": step, "blocking_s": blocking_s, "size_bytes": size_bytes},
+    )
+    if created:
+        Job.objects.filter(pk=job.pk).exclude(last_checkpoint_at__gt=saved_at).update(
+            last_checkpoint_at=saved_at
+        )
+    return checkpoint, created
+
+
+@transaction.atomic
+def checkpoints_record_bulk(
+    *, job: Job, items: Sequence[tuple[int, dt.datetime, float, int | None]]
+) -> int:
+    """Record many checkpoints (step, saved_at, blocking_s, size_bytes) at once; duplicates
+    by (job, saved_at) are skipped. Returns how many were new."""
+    if not items:
+        return 0
+    inserted = insert_ignore(
+        Checkpoint._meta.db_table,
+        ("job_id", "step", "saved_at", "blocking_s", "size_bytes"),
+        ((job.pk, *item) for item in items),
+    )
+    newest = max(item[1] for item in items)
+    Job.objects.filter(pk=job.pk).exclude(last_checkpoint_at__gt=newest).update(
+        last_checkpoint_at=newest
+    )
+    return inserted

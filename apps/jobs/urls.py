@@ -1,0 +1,10 @@
+"""Job pages."""
+
+from django.urls import path
+
+from apps.jobs import views
+
+urlpatterns = [
+    path("jobs/", views.job_list_page, name="job-list"),
+    path("jobs/<int:pk>/", views.job_detail_page, name="job-detail"),
+]

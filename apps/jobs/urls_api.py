@@ -1,0 +1,12 @@
+"""Job API routes, mounted under /api/v1/."""
+
+from django.urls import path
+
+from apps.jobs import api
+
+urlpatterns = [
+    path("jobs/", api.JobListView.as_view(), name="api-job-list"),
+    path("jobs/<int:pk>/", api.JobDetailView.as_view(), name="api-job-detail"),
+    path("jobs/<int:pk>/metrics/", api.JobMetricsView.as_view(), name="api-job-metrics"),
+    path("jobs/<int:pk>/checkpoints/", api.JobCheckpointsView.as_view(), name="api-job-checkpoints"),
+]

@@ -1,0 +1,11 @@
+"""Overview, chart data and the generated colour stylesheet."""
+
+from django.urls import path
+
+from apps.reports import views
+
+urlpatterns = [
+    path("", views.overview_page, name="overview"),
+    path("charts/jobs/<int:pk>/progress.json", views.job_figure, name="chart-job-progress"),
+    path("ui/colours.css", views.colours_css, name="colours-css"),
+]

@@ -1,0 +1,63 @@
+"""`manage.py simulate --gpus N --days D --seed S`: a realistic, deterministic history."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from apps.fleet.models import Cluster
+from apps.simulator.plan import make_plan
+from apps.simulator.writer import cluster_wipe, write_plan
+
+
+class Command(BaseCommand):
+    help = "Write a simulated cluster history (nodes, jobs, metrics, failures) through the services."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--gpus", type=int, default=1024)
+        parser.add_argument("--days", type=float, default=14)
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--cluster", default="kuae-sim", help="cluster name (slug)")
+        parser.add_argument(
+            "--metric-interval", type=float, default=60.0,
+            help="seconds between a job's job-wide samples (default 60)",
+        )
+        parser.add_argument(
+            "--failure-rate", type=float, default=None,
+            help="unexpected interruptions per node-day (default: Llama 3's, 419/(2048×54))",
+        )
+        parser.add_argument("--force", action="store_true",
+                            help="write even into a database holding real clusters")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["gpus"] < 8 or opts["days"] <= 0 or opts["metric_interval"] < 1:
+            raise CommandError("--gpus must be ≥ 8, --days > 0, --metric-interval ≥ 1")
+        real = list(Cluster.objects.filter(simulated=False).values_list("name", flat=True))
+        if real and not opts["force"]:
+            raise CommandError(
+                f"this database holds clusters simulate did not write ({', '.join(real[:5])}); "
+                "use --force to add a simulated one anyway"
+            )
+        existing = Cluster.objects.filter(name=opts["cluster"]).first()
+        if existing is not None:
+            if not existing.simulated:
+                raise CommandError(f"cluster {existing.name} is real; choose another --cluster")
+            self.stderr.write(f"replacing simulated cluster {existing.name}")
+            cluster_wipe(existing)
+        started = time.perf_counter()
+        end = timezone.now().replace(microsecond=0)
+        plan = make_plan(
+            gpus=opts["gpus"], days=opts["days"], seed=opts["seed"], end=end,
+            failure_rate=opts["failure_rate"],
+        )
+        write_plan(
+            plan, cluster_name=opts["cluster"], interval_s=opts["metric_interval"],
+            log=lambda msg: self.stderr.write(f"  {msg}"),
+        )
+        self.stdout.write(
+            f"simulated {opts['cluster']}: {opts['gpus']} GPUs × {opts['days']:g} days "
+            f"in {time.perf_counter() - started:.1f} s"
+        )

@@ -1,0 +1,238 @@
+"""A deterministic plan of a cluster's history: nodes, jobs, interruptions. Pure, no database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from dataclasses import dataclass, field
+
+from apps.simulator.mix import (
+    HARDWARE,
+    LLAMA3_RATE_PER_NODE_DAY,
+    timing,
+    weighted_categories,
+)
+
+GPUS_PER_NODE = 8
+NODES_PER_RACK = 16
+H100_PEAK_TFLOPS = 989.4  # dense BF16, H100 SXM
+MODELS = (
+    ("llama-7b", 6.7e9, 4_194_304),
+    ("llama-13b", 13e9, 4_194_304),
+    ("code-34b", 34e9, 8_388_608),
+    ("llama-70b", 70e9, 8_388_608),
+)
+FLAGSHIP = ("llama-405b", 405e9, 16_777_216)
+
+
+@dataclass
+class Interruption:
+    """One failure (or planned stop) of a node, and of the job on it if any."""
+
+    at: dt.datetime
+    category: str
+    node: int
+    planned: bool = False
+    job: int | None = None
+    detected_at: dt.datetime | None = None
+    localized_at: dt.datetime | None = None
+    recovered_at: dt.datetime | None = None
+    node_back_at: dt.datetime | None = None
+    nodes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class JobPlan:
+    """A training run on a fixed set of nodes."""
+
+    index: int
+    name: str
+    model: str
+    n_params: float
+    batch_tokens: int
+    nodes: list[int]
+    start: dt.datetime
+    end: dt.datetime | None
+    status: str
+    mfu: float
+    checkpoint_every_s: float
+    checkpoint_blocking_s: tuple[float, float]
+    hang_at: dt.datetime | None = None
+    slow_node: int | None = None
+    interruptions: list[Interruption] = field(default_factory=list)
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.nodes) * GPUS_PER_NODE
+
+
+@dataclass
+class Plan:
+    """Everything `simulate` writes."""
+
+    start: dt.datetime
+    end: dt.datetime
+    hostnames: list[str]
+    racks: list[str]
+    jobs: list[JobPlan]
+    interruptions: list[Interruption]
+    seed: int
+
+
+def hostname(rack: int, slot: int) -> str:
+    """Node names as racks of 16: r012n07."""
+    return f"r{rack:03d}n{slot:02d}"
+
+
+def make_plan(
+    *, gpus: int, days: float, seed: int, end: dt.datetime, failure_rate: float | None = None
+) -> Plan:
+    """Lay out nodes, a flagship job and lanes of smaller jobs, then draw interruptions."""
+    rng = random.Random(seed)
+    n_nodes = max(1, gpus // GPUS_PER_NODE)
+    start = end - dt.timedelta(days=days)
+    hostnames = [hostname(i // NODES_PER_RACK, i % NODES_PER_RACK) for i in range(n_nodes)]
+    racks = [f"r{i // NODES_PER_RACK:03d}" for i in range(n_nodes)]
+    jobs = _jobs(rng, n_nodes, start, end)
+    rate = LLAMA3_RATE_PER_NODE_DAY if failure_rate is None else failure_rate
+    interruptions = _interruptions(rng, n_nodes, start, end, rate, jobs)
+    return Plan(start, end, hostnames, racks, jobs, interruptions, seed)
+
+
+def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime) -> list[JobPlan]:
+    jobs: list[JobPlan] = []
+    flagship_nodes = max(1, int(n_nodes * 0.75)) if n_nodes >= 8 else n_nodes
+    name, n_params, batch = FLAGSHIP
+    jobs.append(
+        JobPlan(
+            index=0, name=f"{name}-pretrain", model=name, n_params=n_params, batch_tokens=batch,
+            nodes=list(range(flagship_nodes)), start=start + dt.timedelta(minutes=30), end=None,
+            status="running", mfu=rng.uniform(0.40, 0.46), checkpoint_every_s=1800,
+            checkpoint_blocking_s=(4, 12),
+        )
+    )
+    free = list(range(flagship_nodes, n_nodes))
+    lanes: list[list[int]] = []
+    while free:
+        size = min(len(free), rng.choice((4, 8, 8, 16, 16, 32)))
+        if len(lanes) >= 19:
+            lanes[-1].extend(free)
+            break
+        lanes.append(free[:size])
+        free = free[size:]
+    for lane_no, lane in enumerate(lanes):
+        t = start + dt.timedelta(hours=rng.uniform(0, 6))
+        while t < end:
+            model, n_params, batch = rng.choice(MODELS)
+            duration = dt.timedelta(days=rng.uniform(0.5, 5))
+            job_end: dt.datetime | None = t + duration
+            status = rng.choices(("completed", "failed", "cancelled"), (70, 15, 15))[0]
+            if job_end >= end:
+                job_end, status = None, "running"
+            jobs.append(
+                JobPlan(
+                    index=len(jobs), name=f"{model}-lane{lane_no:02d}-{len(jobs):03d}",
+                    model=model, n_params=n_params, batch_tokens=batch, nodes=lane, start=t,
+                    end=job_end, status=status, mfu=rng.uniform(0.36, 0.52),
+                    checkpoint_every_s=rng.choice((1200, 1800, 3600)),
+                    checkpoint_blocking_s=(5, 40),
+                )
+            )
+            if job_end is None:
+                break
+            t = job_end + dt.timedelta(hours=rng.uniform(0.2, 3))
+    running = [j for j in jobs if j.status == "running"]
+    if len(running) > 1:  # one small job hangs without an error 25 minutes before the end
+        hung = running[-1]
+        hung.hang_at = end - dt.timedelta(minutes=25)
+    flagship = jobs[0]
+    if len(flagship.nodes) >= 8:  # and one node of the flagship is a straggler
+        flagship.slow_node = flagship.nodes[rng.randrange(len(flagship.nodes))]
+    return jobs
+
+
+def _job_at(jobs_by_node: dict[int, list[JobPlan]], node: int, t: dt.datetime) -> JobPlan | None:
+    for job in jobs_by_node.get(node, ()):
+        if job.start <= t and (job.end is None or t < job.end):
+            return job
+    return None
+
+
+def _interruptions(
+    rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime, rate: float,
+    jobs: list[JobPlan],
+) -> list[Interruption]:
+    days = (end - start).total_seconds() / 86400
+    expected = rate * n_nodes * days
+    count = _poisson(rng, expected)
+    categories, weights = weighted_categories()
+    jobs_by_node: dict[int, list[JobPlan]] = {}
+    for job in jobs:
+        for node in job.nodes:
+            jobs_by_node.setdefault(node, []).append(job)
+    draws = sorted(
+        (start + dt.timedelta(seconds=rng.uniform(3600, (end - start).total_seconds() - 1800)),
+         rng.randrange(n_nodes), rng.choices(categories, weights)[0])
+        for _ in range(count)
+    )
+    # Planned maintenance: one rack-sized window a week, announced, on idle or busy nodes.
+    for week in range(int(days // 7)):
+        at = start + dt.timedelta(days=7 * week + rng.uniform(2, 6))
+        draws.append((at, rng.randrange(n_nodes), "planned"))
+    draws.sort()
+    node_busy_until: dict[int, dt.datetime] = {}
+    job_busy_until: dict[int, dt.datetime] = {}
+    out: list[Interruption] = []
+    for at, node, category in draws:
+        if node_busy_until.get(node, start) > at:
+            continue  # a node that is already down cannot fail again
+        job = _job_at(jobs_by_node, node, at)
+        if job is not None and job.hang_at is not None and at >= job.hang_at - dt.timedelta(hours=1):
+            continue
+        if job is not None and job_busy_until.get(job.index, start) > at:
+            continue  # the job is already stopped: this failure folds into that one
+        planned = category == "planned"
+        item = _timed(rng, at, node, "host_maintenance" if planned else category, planned)
+        if job is not None:
+            item.job = job.index
+            if job.end is not None and item.recovered_at and item.recovered_at >= job.end:
+                continue
+            job.interruptions.append(item)
+            job_busy_until[job.index] = item.recovered_at or end
+        node_busy_until[node] = item.node_back_at or end
+        out.append(item)
+    return out
+
+
+def _timed(rng: random.Random, at: dt.datetime, node: int, category: str, planned: bool) -> Interruption:
+    if planned:
+        length = dt.timedelta(hours=rng.uniform(1.5, 3))
+        return Interruption(
+            at=at, category=category, node=node, planned=True, detected_at=at, localized_at=at,
+            recovered_at=at + length, node_back_at=at + length, nodes=[node],
+        )
+    t = timing(category)
+    detected = at + dt.timedelta(seconds=rng.uniform(*t.detect))
+    localized = detected + dt.timedelta(seconds=rng.uniform(*t.localize))
+    recovered = max(
+        at + dt.timedelta(seconds=rng.uniform(*t.recover)),
+        localized + dt.timedelta(seconds=rng.uniform(120, 600)),
+    )
+    repair = dt.timedelta(hours=rng.uniform(2, 30)) if category in HARDWARE else dt.timedelta(0)
+    return Interruption(
+        at=at, category=category, node=node, detected_at=detected, localized_at=localized,
+        recovered_at=recovered, node_back_at=max(recovered, detected + repair), nodes=[node],
+    )
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    """Poisson draw (normal approximation above 500, Knuth below)."""
+    if mean > 500:
+        return max(0, round(rng.gauss(mean, math.sqrt(mean))))
+    limit, k, p = math.exp(-mean), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= limit:
+            return k
+        k += 1

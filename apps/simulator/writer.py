@@ -1,0 +1,185 @@
+"""Writes a plan through the same services the API uses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable
+
+from django.db import transaction
+
+from apps.fleet.choices import NodeState, StateSource
+from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+from apps.fleet.services import (
+    NodeSpec,
+    cluster_create,
+    gpu_latest_set_bulk,
+    node_set_state,
+    nodes_register,
+    nodes_touch_bulk,
+)
+from apps.incidents.choices import Category, IncidentStatus, Source
+from apps.incidents.models import Incident
+from apps.incidents.services import incident_open
+from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
+from apps.simulator.mix import XID_BY_CATEGORY
+from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, Plan
+from apps.simulator.series import gpu_metrics, job_series, node_timings
+
+CHUNK = 50_000
+Log = Callable[[str], None]
+
+
+def cluster_wipe(cluster: Cluster) -> None:
+    """Delete a simulated cluster and everything under it, with set-based deletes."""
+    jobs = Job.objects.filter(cluster=cluster)
+    JobMetric.objects.filter(job__in=jobs).delete()
+    NodeStepMetric.objects.filter(job__in=jobs).delete()
+    Checkpoint.objects.filter(job__in=jobs).delete()
+    Incident.nodes.through.objects.filter(incident__cluster=cluster).delete()
+    Incident.objects.filter(cluster=cluster).delete()
+    Job.nodes.through.objects.filter(job__in=jobs).delete()
+    jobs.delete()
+    nodes = Node.objects.filter(cluster=cluster)
+    GPU.objects.filter(node__in=nodes).delete()
+    NodeStateChange.objects.filter(node__in=nodes).delete()
+    nodes.delete()
+    cluster.delete()
+
+
+def write_plan(plan: Plan, *, cluster_name: str, interval_s: float, log: Log) -> Cluster:
+    """Create the cluster, nodes, jobs with metrics and checkpoints, incidents, node states,
+    latest telemetry and heartbeats."""
+    with transaction.atomic():
+        cluster = cluster_create(
+            name=cluster_name, gpu_model="H100-SXM5-80GB", peak_tflops_per_gpu=H100_PEAK_TFLOPS,
+            gpus_per_node=GPUS_PER_NODE, simulated=True,
+        )
+        nodes = nodes_register(
+            cluster=cluster,
+            specs=[
+                NodeSpec(hostname=h, rack=r, in_service_at=plan.start)
+                for h, r in zip(plan.hostnames, plan.racks, strict=True)
+            ],
+        )
+    log(f"{len(nodes)} nodes, {len(nodes) * GPUS_PER_NODE} GPUs")
+    jobs = _write_jobs(plan, cluster, nodes, interval_s, log)
+    _write_interruptions(plan, cluster, nodes, jobs, log)
+    _write_live_state(plan, nodes, log)
+    return cluster
+
+
+def _write_jobs(
+    plan: Plan, cluster: Cluster, nodes: list[Node], interval_s: float, log: Log
+) -> dict[int, Job]:
+    jobs: dict[int, Job] = {}
+    total = 0
+    for jp in plan.jobs:
+        samples, checkpoints, shape = job_series(jp, until=plan.end, interval_s=interval_s, seed=plan.seed)
+        with transaction.atomic():
+            job, _ = job_create(
+                cluster=cluster, nodes=[nodes[i] for i in jp.nodes], name=jp.name,
+                external_id=f"sim-{jp.index}", model_name=jp.model, n_params=jp.n_params,
+                gpu_count=jp.gpu_count, status=jp.status, started_at=jp.start, ended_at=jp.end,
+                restart_count=sum(1 for i in jp.interruptions if not i.planned),
+            )
+        for start in range(0, len(samples), CHUNK):
+            job_metrics_ingest(job=job, samples=samples[start : start + CHUNK])
+        checkpoints_record_bulk(
+            job=job,
+            items=[(c.step, c.saved_at, round(c.blocking_s, 2), int(jp.n_params * 14)) for c in checkpoints],
+        )
+        if jp.status == "running" and jp.hang_at is None and samples:
+            timings = list(node_timings(jp, plan.hostnames, samples[-20:], plan.seed))
+            for start in range(0, len(timings), CHUNK):
+                job_metrics_ingest(job=job, samples=timings[start : start + CHUNK])
+        total += len(samples)
+        jobs[jp.index] = job
+    log(f"{len(jobs)} jobs, {total:,} step samples")
+    return jobs
+
+
+def _write_interruptions(
+    plan: Plan, cluster: Cluster, nodes: list[Node], jobs: dict[int, Job], log: Log
+) -> None:
+    rng = random.Random(plan.seed * 31 + 7)
+    recent = plan.end - dt.timedelta(days=2)
+    changes: list[tuple[dt.datetime, int, str, str]] = []
+    for item in plan.interruptions:
+        node = nodes[item.node]
+        job = jobs.get(item.job) if item.job is not None else None
+        label = Category(item.category).label
+        xid = XID_BY_CATEGORY.get(item.category)
+        title = f"{label} on {node.hostname}" + (f" (XID {xid})" if xid else "")
+        if item.planned:
+            title = f"Planned maintenance on {node.hostname}"
+        old = item.recovered_at is not None and item.recovered_at < recent
+        status = (
+            rng.choice((IncidentStatus.RESOLVED, IncidentStatus.CLOSED)) if old
+            else rng.choice((IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED))
+        )
+        incident_open(
+            cluster=cluster, title=title, category=item.category,
+            severity=_severity(item, job), status=status,
+            occurred_at=item.at, detected_at=item.detected_at or item.at,
+            localized_at=item.localized_at, recovered_at=item.recovered_at,
+            resolved_at=(item.recovered_at + dt.timedelta(hours=rng.uniform(1, 40))) if old and item.recovered_at else None,
+            job=job, nodes=[node], interrupts_job=job is not None, planned=item.planned,
+            source=Source.SIMULATOR,
+        )
+        changes.extend(_state_changes(item, plan.end))
+    for at, node_index, state, reason in sorted(changes):
+        if at <= plan.end:
+            node_set_state(
+                node=nodes[node_index], state=state, reason=reason, at=at,
+                source=StateSource.SIMULATOR,
+            )
+    log(f"{len(plan.interruptions)} interruptions, {len(changes)} node state changes")
+
+
+def _severity(item: Interruption, job: Job | None) -> str:
+    if item.planned:
+        return "sev4"
+    if item.category == "hang":
+        return "sev1"
+    return "sev2" if job is not None else "sev3"
+
+
+def _state_changes(item: Interruption, end: dt.datetime) -> list[tuple[dt.datetime, int, str, str]]:
+    if item.planned:
+        return [
+            (item.at, item.node, NodeState.MAINTENANCE, "planned maintenance"),
+            (item.node_back_at or end, item.node, NodeState.HEALTHY, "maintenance done"),
+        ]
+    detected = item.detected_at or item.at
+    out = [(detected, item.node, NodeState.DOWN, f"{item.category}: detected by simulator")]
+    back = item.node_back_at or end
+    if back > (item.recovered_at or detected):
+        out.append((item.recovered_at or detected, item.node, NodeState.DRAINED, f"{item.category}: awaiting repair"))
+    out.append((back, item.node, NodeState.HEALTHY, "repaired and returned" if back > detected else "recovered"))
+    return out
+
+
+def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
+    rng = random.Random(plan.seed * 17 + 3)
+    busy = {n for jp in plan.jobs if jp.status == "running" for n in jp.nodes}
+    slow = {jp.slow_node for jp in plan.jobs if jp.slow_node is not None}
+    states = dict(Node.objects.filter(pk__in=[n.pk for n in nodes]).values_list("pk", "state"))
+    silent = {NodeState.DOWN}
+    hot = rng.randrange(len(nodes))
+    rows = []
+    touches = []
+    for i, node in enumerate(nodes):
+        alive = states[node.pk] not in silent
+        seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if alive else node.state_changed_at
+        touches.append((node.pk, seen, seen))
+        for g in range(node.gpu_count):
+            metrics = gpu_metrics(rng, busy=i in busy, gemm_scale=0.86 if (i in slow and g == 3) else 1.0)
+            if i == hot and g == 5:
+                metrics["temp_c"] = 91
+            rows.append((node.pk, g, metrics, seen))
+    with transaction.atomic():
+        gpu_latest_set_bulk(rows=rows)
+        nodes_touch_bulk(rows=touches)
+    log(f"latest telemetry for {len(rows):,} GPUs")

@@ -6,7 +6,11 @@ from django.db import connection
 
 
 def epoch_seconds(column: str) -> str:
-    """SQL for a timestamp column as float seconds since the Unix epoch."""
+    """SQL for a timestamp column as float seconds since the Unix epoch.
+
+    For queries run with parameters: a literal percent sign is written `%%`.
+    """
     if connection.vendor == "postgresql":
         return f"EXTRACT(EPOCH FROM {column})::float8"
-    return f"((julianday({column}) - 2440587.5) * 86400.0)"
+    # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC; julianday() would lose microseconds.
+    return f"(CAST(strftime('%%s', {column}) AS REAL) + CAST(substr({column}, 20) AS REAL))"

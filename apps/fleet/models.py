@@ -31,7 +31,7 @@ class Node(models.Model):
     hostname = models.CharField(max_length=253, unique=True)
     rack = models.CharField(max_length=64, blank=True, default="")
     gpu_count = models.PositiveSmallIntegerField()
-    exporter_url = models.URLField(blank=True, default="")
+    exporter_url = models.CharField(max_length=500, blank=True, default="")
     in_service_at = models.DateTimeField()
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.HEALTHY)
     state_reason = models.TextField(blank=True, default="")

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from rest_framework import serializers
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
+
+def validate_exporter_url(value: str) -> None:
+    """http(s)://host[:port]/path — cluster-internal hosts have no dots, so no TLD is needed."""
+    if not value:
+        return
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise serializers.ValidationError("has a bad port") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise serializers.ValidationError("must be an http(s) URL with a host")
+
 
 HOSTNAME_RE = r"^[A-Za-z0-9]([A-Za-z0-9.\-_]{0,251}[A-Za-z0-9])?$"
 
@@ -63,7 +78,9 @@ class NodeCreateSerializer(serializers.Serializer):
     cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
     rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)
-    exporter_url = serializers.URLField(required=False, allow_blank=True, default="")
+    exporter_url = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=500, validators=[validate_exporter_url]
+    )
     in_service_at = serializers.DateTimeField(required=False)
 
 

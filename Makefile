@@ -1,0 +1,42 @@
+# KUAE Ops — the two commands: `make run` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT)
+
+.PHONY: run test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+## run: the dashboard on the embedded default (SQLite, filesystem broker) with a live demo cluster
+run: $(VENV)/.installed
+	@$(DEMO_ENV) $(PY) manage.py migrate --noinput -v0
+	@$(DEMO_ENV) $(PY) manage.py collectstatic --noinput -v0
+	@$(DEMO_ENV) $(PY) manage.py demo_setup
+	@echo "KUAE Ops on http://127.0.0.1:$(PORT)/ — sign in as demo / demo. Ctrl-C stops everything."
+	@$(DEMO_ENV) exec $(VENV)/bin/honcho start -f Procfile
+
+## test: lint, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set), then the
+## embedded-default smoke path when the main run used PostgreSQL/Redis
+test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest
+	@if [ -n "$$DATABASE_URL$$CELERY_BROKER_URL" ]; then \
+	  echo "--- embedded default (SQLite, filesystem broker) ---"; \
+	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest -m embedded; \
+	fi
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+## bench: figures against a baseline measured in the same run (PostgreSQL when DATABASE_URL is set)
+bench: $(VENV)/.installed
+	$(PY) -m tests.bench.run
+
+clean:
+	rm -rf var/ $(VENV)

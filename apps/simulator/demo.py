@@ -1,0 +1,181 @@
+"""The live demo: keeps a simulated cluster running while `make run` is up.
+
+Every tick (15 s, Celery beat, only with KUAE_DEMO=1): heartbeats, fresh GPU telemetry,
+job progress and checkpoints through the same services the API uses, and now and then a
+fault for the health checks to find — a node that goes silent, an XID, a hot GPU. A job
+that has made no progress for 10 minutes is left hung: that is a fault too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Avg
+from django.utils import timezone
+
+from apps.fleet.choices import NodeState
+from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.services import gpu_latest_set_bulk, nodes_touch_bulk
+from apps.jobs.choices import JobStatus
+from apps.jobs.intake import MetricSample
+from apps.jobs.models import Job, JobMetric
+from apps.jobs.services import checkpoint_record, job_metrics_ingest
+from apps.simulator.series import loss_at
+
+INTERVAL_S = 60
+HUNG_AFTER = dt.timedelta(minutes=10)
+CHECKPOINT_EVERY = dt.timedelta(minutes=30)
+FAULT_CHANCE = 1 / 60  # per tick: about one fault every 15 minutes
+FAULT_LENGTH = dt.timedelta(minutes=8)
+
+
+@dataclass
+class Fault:
+    """A live fault: what, where, until when."""
+
+    kind: str
+    hostname: str
+    gpu: int
+    until: str
+
+
+@dataclass
+class DemoState:
+    """What the demo remembers between ticks (a small JSON file under var/)."""
+
+    faults: list[Fault] = field(default_factory=list)
+    slow: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> DemoState:
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return cls()
+        return cls([Fault(**f) for f in raw.get("faults", [])], raw.get("slow", {}))
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"faults": [asdict(f) for f in self.faults], "slow": self.slow}))
+        tmp.replace(path)
+
+
+def state_path() -> Path:
+    """Where the demo keeps its state."""
+    return Path(settings.VAR_DIR) / "demo-state.json"
+
+
+def demo_tick(*, now: dt.datetime | None = None, rng: random.Random | None = None) -> dict[str, int]:
+    """Advance every simulated cluster to `now`; returns counts of what was written."""
+    now = now or timezone.now()
+    rng = rng or random.Random()
+    path = state_path()
+    state = DemoState.load(path)
+    state.faults = [f for f in state.faults if dt.datetime.fromisoformat(f.until) > now]
+    counts = {"samples": 0, "gpus": 0, "nodes": 0}
+    for cluster in Cluster.objects.filter(simulated=True):
+        _maybe_fault(cluster, state, now, rng)
+        counts["nodes"] += _heartbeats(cluster, state, now)
+        counts["gpus"] += _telemetry(cluster, state, now, rng)
+        counts["samples"] += _progress(cluster, state, now, rng)
+    state.save(path)
+    return counts
+
+
+def _silent(state: DemoState) -> set[str]:
+    return {f.hostname for f in state.faults if f.kind == "silent"}
+
+
+def _maybe_fault(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> None:
+    if rng.random() >= FAULT_CHANCE:
+        return
+    hosts = list(
+        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY).values_list("hostname", flat=True)
+    )
+    if hosts:
+        state.faults.append(
+            Fault(
+                kind=rng.choice(("silent", "xid", "hot")), hostname=rng.choice(hosts),
+                gpu=rng.randrange(cluster.gpus_per_node), until=(now + FAULT_LENGTH).isoformat(),
+            )
+        )
+
+
+def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:
+    silent = _silent(state)
+    ids = (
+        Node.objects.filter(cluster=cluster)
+        .exclude(state=NodeState.DOWN)
+        .exclude(hostname__in=silent)
+        .values_list("pk", flat=True)
+    )
+    rows = [(pk, now, now) for pk in ids]
+    nodes_touch_bulk(rows=rows)
+    return len(rows)
+
+
+def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:
+    silent = _silent(state)
+    faults = {(f.hostname, f.gpu): f.kind for f in state.faults}
+    rows = []
+    for node_id, hostname, index, metrics in GPU.objects.filter(node__cluster=cluster).values_list(
+        "node_id", "node__hostname", "index", "metrics"
+    ):
+        if hostname in silent or not metrics:
+            continue
+        m = dict(metrics)
+        busy = m.get("gpu_util", 0) > 50
+        m["temp_c"] = round(min(85, max(30, m.get("temp_c", 60) + rng.gauss(0, 0.8))))
+        m["power_w"] = round(max(60, m.get("power_w", 500) + rng.gauss(0, 8 if busy else 1)), 1)
+        m["gpu_util"] = round(min(100, max(0, m.get("gpu_util", 0) + rng.gauss(0, 1))))
+        m["xid"] = 0
+        kind = faults.get((hostname, index))
+        if kind == "xid":
+            m["xid"] = 79
+        elif kind == "hot":
+            m["temp_c"] = 92
+        rows.append((node_id, index, m, now))
+    gpu_latest_set_bulk(rows=rows)
+    return len(rows)
+
+
+def _progress(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:
+    written = 0
+    silent = _silent(state)
+    for job in Job.objects.filter(cluster=cluster, status=JobStatus.RUNNING).select_related("cluster"):
+        if job.last_metric_at is None or now - job.last_metric_at > HUNG_AFTER:
+            continue  # hung: left for the job_hang check to find
+        base = JobMetric.objects.filter(job=job, ts__gte=now - dt.timedelta(hours=1)).aggregate(
+            tps=Avg("tokens_per_s"), st=Avg("step_time_s")
+        )
+        tps0, st0 = base["tps"] or job.last_tokens_per_s or 1.0, base["st"] or 10.0
+        hosts = list(job.nodes.values_list("hostname", flat=True))
+        if str(job.pk) not in state.slow and len(hosts) >= 8 and job.gpu_count >= 1024:
+            state.slow[str(job.pk)] = rng.choice(hosts)
+        samples: list[MetricSample] = []
+        t = job.last_metric_at + dt.timedelta(seconds=INTERVAL_S)
+        step = job.last_step or 0
+        while t <= now:
+            tps = tps0 * (1 + rng.gauss(0, 0.012))
+            st = st0 * tps0 / tps
+            step += max(1, round(INTERVAL_S / st))
+            samples.append(MetricSample(t, step, round(st, 4), round(tps, 1),
+                                        loss_at(step * tps0 * st0, rng), abs(rng.gauss(0.6, 0.15)),
+                                        None, None))
+            for host in hosts:
+                if host in silent:
+                    continue
+                slow = 1.18 if state.slow.get(str(job.pk)) == host else 1.0
+                samples.append(MetricSample(t, step, round(st, 4), None, None, None, host,
+                                            round(st * 0.82 * slow * (1 + rng.gauss(0, 0.008)), 4)))
+            t += dt.timedelta(seconds=INTERVAL_S)
+        if samples:
+            written += job_metrics_ingest(job=job, samples=samples)
+        if job.last_checkpoint_at is None or now - job.last_checkpoint_at >= CHECKPOINT_EVERY:
+            checkpoint_record(job=job, step=step, saved_at=now, blocking_s=round(rng.uniform(4, 12), 2))
+    return written

@@ -1,0 +1,34 @@
+"""`manage.py demo_setup`: the demo cluster and login that `make run` needs (KUAE_DEMO=1 only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.accounts.choices import Role
+from apps.accounts.services import user_create_or_update
+from apps.fleet.models import Cluster
+
+DEMO_USER = "demo"
+DEMO_PASSWORD = "demo"
+
+
+class Command(BaseCommand):
+    help = "Simulate the demo cluster if there is none, and create the demo login."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--gpus", type=int, default=1024)
+        parser.add_argument("--days", type=float, default=14)
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if not settings.DEMO:
+            raise CommandError("the demo exists only with KUAE_DEMO=1")
+        if not Cluster.objects.exists():
+            call_command("simulate", gpus=opts["gpus"], days=opts["days"], seed=1)
+        else:
+            self.stderr.write("demo cluster already there (delete var/ to start afresh)")
+        user_create_or_update(username=DEMO_USER, role=Role.ADMIN, password=DEMO_PASSWORD)
+        self.stdout.write(f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (role admin)")

@@ -6,9 +6,16 @@ the same batch store each sample once.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
+
+
+def _sqlite_row(row: Sequence[object]) -> tuple[object, ...]:
+    """Datetimes in Django's SQLite storage form (naive UTC text), as the ORM writes them."""
+    adapt = connection.ops.adapt_datetimefield_value
+    return tuple(adapt(v) if isinstance(v, dt.datetime) else v for v in row)
 
 _CHUNK = 5_000
 
@@ -30,7 +37,7 @@ def insert_ignore(table: str, columns: Sequence[str], rows: Iterable[Sequence[ob
     with connection.cursor() as cursor:
         chunk: list[Sequence[object]] = []
         for row in rows:
-            chunk.append(row)
+            chunk.append(_sqlite_row(row))
             if len(chunk) >= _CHUNK:
                 cursor.executemany(sql, chunk)
                 inserted += max(cursor.rowcount, 0)
@@ -95,5 +102,5 @@ def update_many(
             nk = len(keys)
             cursor.executemany(
                 f"UPDATE {table} SET {sets} WHERE {match}",
-                [(*row[nk:], *row[:nk]) for row in rows],
+                [_sqlite_row((*row[nk:], *row[:nk])) for row in rows],
             )

@@ -55,10 +55,10 @@ def job_metric_series(
     params: list[Any] = [job.pk]
     if start is not None:
         where.append("ts >= %s")
-        params.append(start)
+        params.append(connection.ops.adapt_datetimefield_value(start))
     if end is not None:
         where.append("ts < %s")
-        params.append(end)
+        params.append(connection.ops.adapt_datetimefield_value(end))
     table = JobMetric._meta.db_table
     sql = (
         f"SELECT {epoch_seconds('ts')}, step, step_time_s, tokens_per_s, loss, nonfinite "

@@ -8,6 +8,7 @@ import math
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from apps.common.timeutil import ago
 
@@ -18,7 +19,7 @@ register = template.Library()
 def when(value: dt.datetime | None, now: dt.datetime | None = None) -> str:
     """`<time>` in UTC plus a relative hint that the page's script keeps current."""
     if value is None:
-        return format_html('<span class="muted">—</span>')
+        return mark_safe('<span class="muted">—</span>')
     now = now or timezone.now()
     utc = value.astimezone(dt.UTC)
     return format_html(

@@ -1,0 +1,90 @@
+"""Server-rendered pages over a simulated cluster: content, query-count guards."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from django.core.management import call_command
+
+from apps.fleet.models import Node
+from apps.jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sim(db):  # noqa: ANN001
+    call_command("simulate", gpus=512, days=5, seed=3, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.fixture
+def browser(client, users):  # noqa: ANN001
+    client.force_login(users["mia"])
+    return client
+
+
+@pytest.mark.embedded
+def test_overview_shows_kpis_grid_jobs(browser, sim, django_assert_max_num_queries):
+    with django_assert_max_num_queries(20):
+        response = browser.get("/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<nav" in html and "<main" in html
+    assert html.count('<a class="tile state-') == Node.objects.count() == 64
+    flagship = Job.objects.get(external_id="sim-0")
+    assert flagship.name in html and "GPUs available" in html and "MFU now" in html
+
+
+def test_overview_panel_fragment_for_polling(browser, sim):
+    html = browser.get("/?cluster=kuae-sim&panel=1").content.decode()
+    assert "<html" not in html and 'class="kpis"' in html
+
+
+def test_overview_without_cluster_says_how_to_start(browser):
+    assert b"No cluster yet" in browser.get("/").content
+
+
+def test_nodes_page_filters_sorts_and_counts_queries(browser, sim, django_assert_max_num_queries):
+    Node.objects.filter(hostname="r001n03").update(state="drained", state_reason="xid 79")
+    with django_assert_max_num_queries(12):
+        html = browser.get("/nodes/?state=drained").content.decode()
+    assert "r001n03" in html and "xid 79" in html and "r000n00" not in html
+    by_rack = browser.get("/nodes/?rack=r002&sort=-hostname").content.decode()
+    hosts = re.findall(r'href="/nodes/(r\d+n\d+)/"', by_rack)
+    assert hosts == sorted(hosts, reverse=True) and all(h.startswith("r002") for h in hosts)
+
+
+def test_node_page_shows_gpus_and_history(browser, sim, django_assert_max_num_queries):
+    with django_assert_max_num_queries(15):
+        response = browser.get("/nodes/r000n00/")
+    html = response.content.decode()
+    assert response.status_code == 200 and "State history" in html and "HBM temp" in html
+    assert browser.get("/nodes/nope/").status_code == 404
+
+
+def test_jobs_list_and_job_page(browser, sim, django_assert_max_num_queries):
+    with django_assert_max_num_queries(12):
+        listing = browser.get("/jobs/?status=running").content.decode()
+    flagship = Job.objects.get(external_id="sim-0")
+    assert flagship.name in listing
+    with django_assert_max_num_queries(15):
+        page = browser.get(f"/jobs/{flagship.pk}/").content.decode()
+    assert "data-figure" in page and "vendor/plotly" in page
+
+
+def test_job_chart_is_downsampled_plotly_json(browser, sim, django_assert_max_num_queries):
+    flagship = Job.objects.get(external_id="sim-0")
+    with django_assert_max_num_queries(8):
+        fig = browser.get(f"/charts/jobs/{flagship.pk}/progress.json").json()
+    lines = [t for t in fig["data"] if t["mode"] == "lines"]
+    assert [t["name"] for t in lines] == ["mfu", "tokens_per_s", "loss"]
+    assert all(0 < len(t["x"]) <= 2000 for t in lines)
+    assert 0.3 < sorted(lines[0]["y"])[len(lines[0]["y"]) // 2] < 0.6  # median MFU in 30–60%
+    assert fig["config"]["displaylogo"] is False
+
+
+def test_colour_stylesheet_comes_from_the_choices(client):
+    css = client.get("/ui/colours.css").content.decode()
+    assert ".state-healthy{--c:#2e9e4f}" in css and ".sev-sev1{--c:#d62728}" in css

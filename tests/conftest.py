@@ -61,7 +61,10 @@ def nodes(cluster: Cluster) -> list[Node]:
     start = timezone.now() - dt.timedelta(days=30)
     return nodes_register(
         cluster=cluster,
-        specs=[NodeSpec(hostname=f"gpu{i:03d}", rack=f"r{i // 4}", in_service_at=start) for i in range(8)],
+        specs=[
+            NodeSpec(hostname=f"gpu{i:03d}", rack=f"r{i // 4}", in_service_at=start)
+            for i in range(8)
+        ],
     )
 
 
@@ -69,7 +72,12 @@ def nodes(cluster: Cluster) -> list[Node]:
 def job(cluster: Cluster, nodes: list[Node]) -> Job:
     """A running 70B job on the first four nodes."""
     created, _ = job_create(
-        cluster=cluster, nodes=nodes[:4], name="llama-70b", n_params=70e9, gpu_count=32,
-        status="running", started_at=timezone.now() - dt.timedelta(days=2),
+        cluster=cluster,
+        nodes=nodes[:4],
+        name="llama-70b",
+        n_params=70e9,
+        gpu_count=32,
+        status="running",
+        started_at=timezone.now() - dt.timedelta(days=2),
     )
     return created

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
-from typing import TYPE_CHECKING
-
 from rest_framework.request import Request
 
 if TYPE_CHECKING:
@@ -27,7 +25,7 @@ class RolePermission(BasePermission):
     refused. Unauthenticated requests fail with 401 (token auth is the first class).
     """
 
-    def has_permission(self, request: Request, view: "APIView") -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         user = request.user
         if not (user and user.is_authenticated):
             return False

@@ -17,6 +17,7 @@ def _sqlite_row(row: Sequence[object]) -> tuple[object, ...]:
     adapt = connection.ops.adapt_datetimefield_value
     return tuple(adapt(v) if isinstance(v, dt.datetime) else v for v in row)
 
+
 _CHUNK = 5_000
 
 
@@ -85,14 +86,17 @@ def update_many(
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             names = [*keys, *columns]
-            sets = ", ".join(f"{c} = v.{c}" + (f"::{casts[c]}" if c in casts else "") for c in columns)
+            sets = ", ".join(
+                f"{c} = v.{c}" + (f"::{casts[c]}" if c in casts else "") for c in columns
+            )
             match = " AND ".join(f"t.{k} = v.{k}" for k in keys)
             for start in range(0, len(rows), 1000):
                 chunk = rows[start : start + 1000]
                 marks = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * len(chunk))
                 params = [value for row in chunk for value in row]
+                alias = ", ".join(names)
                 cursor.execute(
-                    f"UPDATE {table} AS t SET {sets} FROM (VALUES {marks}) AS v({', '.join(names)}) "
+                    f"UPDATE {table} AS t SET {sets} FROM (VALUES {marks}) AS v({alias}) "
                     f"WHERE {match}",
                     params,
                 )

@@ -20,6 +20,8 @@ class BatchError(exceptions.ValidationError):
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, plus model validation errors turned into a 400 naming the fields."""
     if isinstance(exc, DjangoValidationError):
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        detail = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

@@ -11,9 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
 def _too_large(limit: int) -> JsonResponse:
-    return JsonResponse(
-        {"detail": f"request body exceeds the limit of {limit} bytes"}, status=413
-    )
+    return JsonResponse({"detail": f"request body exceeds the limit of {limit} bytes"}, status=413)
 
 
 class BodyLimitMiddleware:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import math
 
-_NONFINITE_WORDS = {"nan": math.nan, "infinity": math.inf, "-infinity": -math.inf,
-                    "inf": math.inf, "-inf": -math.inf}
+_NONFINITE_WORDS = {
+    "nan": math.nan,
+    "infinity": math.inf,
+    "-infinity": -math.inf,
+    "inf": math.inf,
+    "-inf": -math.inf,
+}
 
 
 def number(value: object, *, minimum: float | None = None, allow_nonfinite: bool = False) -> float:

@@ -21,7 +21,13 @@ from apps.fleet.serializers import (
     NodeSerializer,
     NodeStateSerializer,
 )
-from apps.fleet.services import NodeSpec, cluster_create, node_heartbeat, node_register, node_set_state
+from apps.fleet.services import (
+    NodeSpec,
+    cluster_create,
+    node_heartbeat,
+    node_register,
+    node_set_state,
+)
 
 
 class ClusterListView(generics.ListCreateAPIView):
@@ -60,7 +66,9 @@ class NodeListView(generics.ListAPIView):
     def get_queryset(self):  # noqa: ANN201
         return node_list()
 
-    @extend_schema(request=NodeCreateSerializer, responses={201: NodeSerializer, 200: NodeSerializer})
+    @extend_schema(
+        request=NodeCreateSerializer, responses={201: NodeSerializer, 200: NodeSerializer}
+    )
     def post(self, request: Request) -> Response:
         data = NodeCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -69,7 +77,8 @@ class NodeListView(generics.ListAPIView):
         node, created = node_register(cluster=cluster, spec=NodeSpec(**values))
         node.cluster = cluster
         return Response(
-            NodeSerializer(node).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            NodeSerializer(node).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 
@@ -112,5 +121,3 @@ class HeartbeatView(APIView):
         node = get_object_or_404(Node, hostname=hostname)
         node_heartbeat(node=node)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
 
+
 def validate_exporter_url(value: str) -> None:
     """http(s)://host[:port]/path — cluster-internal hosts have no dots, so no TLD is needed."""
     if not value:
@@ -35,8 +36,15 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = ["name", "gpu_model", "peak_tflops_per_gpu", "gpus_per_node",
-                  "node_count", "gpu_count", "created_at"]
+        fields = [
+            "name",
+            "gpu_model",
+            "peak_tflops_per_gpu",
+            "gpus_per_node",
+            "node_count",
+            "gpu_count",
+            "created_at",
+        ]
         read_only_fields = ["created_at"]
 
 
@@ -47,8 +55,19 @@ class NodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Node
-        fields = ["hostname", "cluster", "rack", "gpu_count", "exporter_url", "in_service_at",
-                  "state", "state_reason", "state_changed_at", "last_seen_at", "last_heartbeat_at"]
+        fields = [
+            "hostname",
+            "cluster",
+            "rack",
+            "gpu_count",
+            "exporter_url",
+            "in_service_at",
+            "state",
+            "state_reason",
+            "state_changed_at",
+            "last_seen_at",
+            "last_heartbeat_at",
+        ]
         read_only_fields = fields
 
 
@@ -79,7 +98,11 @@ class NodeCreateSerializer(serializers.Serializer):
     rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)
     exporter_url = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=500, validators=[validate_exporter_url]
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=500,
+        validators=[validate_exporter_url],
     )
     in_service_at = serializers.DateTimeField(required=False)
 

@@ -98,7 +98,11 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
         for node in nodes:
             node.pk = by_host[node.hostname]
     GPU.objects.bulk_create(
-        [GPU(node=node, index=i, model=cluster.gpu_model) for node in nodes for i in range(node.gpu_count)],
+        [
+            GPU(node=node, index=i, model=cluster.gpu_model)
+            for node in nodes
+            for i in range(node.gpu_count)
+        ],
         batch_size=2000,
     )
     NodeStateChange.objects.bulk_create(

@@ -29,6 +29,4 @@ GPU_COLUMNS = (
     MetricColumn("gemm_tflops", "GEMM", "TFLOP/s", 1),
 )
 
-METRIC_NAMES = frozenset(
-    {c.key for c in GPU_COLUMNS} | {"nvlink_bw_total", "gemm_checksum"}
-)
+METRIC_NAMES = frozenset({c.key for c in GPU_COLUMNS} | {"nvlink_bw_total", "gemm_checksum"})

@@ -28,7 +28,9 @@ def mfu(
 
 def mfu_factor(*, fpt: float | None, gpu_count: int, peak_tflops_per_gpu: float) -> float | None:
     """The constant that turns a job's tokens/s into MFU (so series convert in one multiply)."""
-    return mfu(fpt=fpt, tokens_per_s=1.0, gpu_count=gpu_count, peak_tflops_per_gpu=peak_tflops_per_gpu)
+    return mfu(
+        fpt=fpt, tokens_per_s=1.0, gpu_count=gpu_count, peak_tflops_per_gpu=peak_tflops_per_gpu
+    )
 
 
 def weighted_mean_mfu(samples: Iterable[tuple[float | None, float]]) -> float | None:

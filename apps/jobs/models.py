@@ -86,6 +86,9 @@ class JobMetric(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "ts"], name="jobmetric_job_ts")]
 
+    def __str__(self) -> str:
+        return f"job {self.job_id} step {self.step} @ {self.ts:%Y-%m-%d %H:%M:%S}"
+
 
 class NodeStepMetric(models.Model):
     """One node's timing for a step: `compute_s` before it waits on a collective."""
@@ -102,6 +105,9 @@ class NodeStepMetric(models.Model):
             models.UniqueConstraint(fields=["job", "node", "ts"], name="nodestep_job_node_ts")
         ]
 
+    def __str__(self) -> str:
+        return f"job {self.job_id} node {self.node_id} step {self.step}"
+
 
 class Checkpoint(models.Model):
     """A checkpoint save: began at `saved_at`, paused training for `blocking_s`."""
@@ -117,3 +123,6 @@ class Checkpoint(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "saved_at"], name="checkpoint_job_saved_at")
         ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} step {self.step} @ {self.saved_at:%Y-%m-%d %H:%M}"

@@ -18,9 +18,7 @@ MAX_POINTS_DEFAULT = 2_000
 MAX_POINTS_LIMIT = 10_000
 
 
-def job_list(
-    *, cluster: str | None = None, status: str | None = None
-) -> QuerySet[Job]:
+def job_list(*, cluster: str | None = None, status: str | None = None) -> QuerySet[Job]:
     """Jobs, newest first, with their cluster joined."""
     qs = Job.objects.select_related("cluster").order_by("-started_at", "-id")
     if cluster:

@@ -19,9 +19,24 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "cluster", "name", "external_id", "model_name", "n_params",
-                  "flops_per_token", "gpu_count", "nodes", "status", "started_at", "ended_at",
-                  "restart_count", "last_metric_at", "last_step", "last_checkpoint_at"]
+        fields = [
+            "id",
+            "cluster",
+            "name",
+            "external_id",
+            "model_name",
+            "n_params",
+            "flops_per_token",
+            "gpu_count",
+            "nodes",
+            "status",
+            "started_at",
+            "ended_at",
+            "restart_count",
+            "last_metric_at",
+            "last_step",
+            "last_checkpoint_at",
+        ]
         read_only_fields = fields
 
     def get_nodes(self, job: Job) -> list[str]:
@@ -60,7 +75,11 @@ class JobWriteSerializer(serializers.Serializer):
                     {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
                 )
             attrs["nodes"] = [found[h] for h in wanted]
-        if self.instance is not None and "cluster" in attrs and attrs["cluster"] != self.instance.cluster:
+        if (
+            self.instance is not None
+            and "cluster" in attrs
+            and attrs["cluster"] != self.instance.cluster
+        ):
             raise serializers.ValidationError({"cluster": ["a job cannot move to another cluster"]})
         started = attrs.get("started_at", getattr(self.instance, "started_at", None))
         ended = attrs.get("ended_at", getattr(self.instance, "ended_at", None))

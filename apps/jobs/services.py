@@ -19,8 +19,16 @@ from apps.jobs.intake import MetricSample
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 
 JOB_FIELDS = (
-    "name", "external_id", "model_name", "n_params", "flops_per_token", "gpu_count",
-    "status", "started_at", "ended_at", "restart_count",
+    "name",
+    "external_id",
+    "model_name",
+    "n_params",
+    "flops_per_token",
+    "gpu_count",
+    "status",
+    "started_at",
+    "ended_at",
+    "restart_count",
 )
 
 
@@ -32,9 +40,7 @@ def _check_times(job: Job) -> None:
 
 
 @transaction.atomic
-def job_create(
-    *, cluster: Cluster, nodes: Sequence[Node] = (), **fields: Any
-) -> tuple[Job, bool]:
+def job_create(*, cluster: Cluster, nodes: Sequence[Node] = (), **fields: Any) -> tuple[Job, bool]:
     """Create a job; with an `external_id` already known in the cluster, update that one.
 
     Returns (job, created) so a launcher can re-post its registration safely.
@@ -96,10 +102,27 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
     if wide:
         insert_ignore(
             JobMetric._meta.db_table,
-            ("job_id", "ts", "step", "step_time_s", "tokens_per_s", "loss", "grad_norm", "nonfinite"),
             (
-                (job.pk, s.ts, s.step, s.step_time_s, s.tokens_per_s, _finite(s.loss),
-                 _finite(s.grad_norm), s.nonfinite())
+                "job_id",
+                "ts",
+                "step",
+                "step_time_s",
+                "tokens_per_s",
+                "loss",
+                "grad_norm",
+                "nonfinite",
+            ),
+            (
+                (
+                    job.pk,
+                    s.ts,
+                    s.step,
+                    s.step_time_s,
+                    s.tokens_per_s,
+                    _finite(s.loss),
+                    _finite(s.grad_norm),
+                    s.nonfinite(),
+                )
                 for s in wide
             ),
         )

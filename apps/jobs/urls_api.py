@@ -8,5 +8,7 @@ urlpatterns = [
     path("jobs/", api.JobListView.as_view(), name="api-job-list"),
     path("jobs/<int:pk>/", api.JobDetailView.as_view(), name="api-job-detail"),
     path("jobs/<int:pk>/metrics/", api.JobMetricsView.as_view(), name="api-job-metrics"),
-    path("jobs/<int:pk>/checkpoints/", api.JobCheckpointsView.as_view(), name="api-job-checkpoints"),
+    path(
+        "jobs/<int:pk>/checkpoints/", api.JobCheckpointsView.as_view(), name="api-job-checkpoints"
+    ),
 ]

@@ -15,11 +15,16 @@ from apps.jobs.models import Job
 from apps.jobs.selectors import job_list
 
 SORTS = {
-    "started": "started_at", "-started": "-started_at",
-    "gpus": "gpu_count", "-gpus": "-gpu_count",
-    "name": "name", "-name": "-name",
-    "status": "status", "-status": "-status",
-    "progress": "last_metric_at", "-progress": "-last_metric_at",
+    "started": "started_at",
+    "-started": "-started_at",
+    "gpus": "gpu_count",
+    "-gpus": "-gpu_count",
+    "name": "name",
+    "-name": "-name",
+    "status": "status",
+    "-status": "-status",
+    "progress": "last_metric_at",
+    "-progress": "-last_metric_at",
 }
 
 
@@ -61,8 +66,7 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
         "jobs/job_detail.html",
         {
             "job": job,
-            "mfu_now": job.last_tokens_per_s * factor
-            if factor and job.last_tokens_per_s else None,
+            "mfu_now": job.last_tokens_per_s * factor if factor and job.last_tokens_per_s else None,
             "checkpoints": list(job.checkpoints.order_by("-saved_at")[:20]),
             "checkpoint_count": job.checkpoints.count(),
             "nodes": list(job.nodes.order_by("hostname").values_list("hostname", "state")),

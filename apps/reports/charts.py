@@ -25,9 +25,15 @@ def _iso(ts: float | dt.datetime) -> str:
 
 def _line(x: list[str], y: list[Any], name: str, axis: str, hover: str) -> dict[str, Any]:
     return {
-        "type": "scattergl" if len(x) > 5000 else "scatter", "mode": "lines", "name": name,
-        "x": x, "y": y, "xaxis": "x", "yaxis": axis,
-        "line": {"color": SERIES[name], "width": 1.3}, "hovertemplate": hover,
+        "type": "scattergl" if len(x) > 5000 else "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "xaxis": "x",
+        "yaxis": axis,
+        "line": {"color": SERIES[name], "width": 1.3},
+        "hovertemplate": hover,
     }
 
 
@@ -46,31 +52,67 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
         job.checkpoints.order_by("-saved_at").values_list("saved_at", flat=True)[:MAX_SHAPES]
     )
     if checkpoints:
-        traces.append({
-            "type": "scatter", "mode": "markers", "name": "checkpoint", "xaxis": "x", "yaxis": "y",
-            "x": [_iso(c) for c in checkpoints], "y": [0] * len(checkpoints),
-            "marker": {"symbol": "triangle-up", "size": 6, "color": SERIES["target"]},
-            "hovertemplate": "checkpoint<extra></extra>",
-        })
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "checkpoint",
+                "xaxis": "x",
+                "yaxis": "y",
+                "x": [_iso(c) for c in checkpoints],
+                "y": [0] * len(checkpoints),
+                "marker": {"symbol": "triangle-up", "size": 6, "color": SERIES["target"]},
+                "hovertemplate": "checkpoint<extra></extra>",
+            }
+        )
     now = dt.datetime.now(tz=dt.UTC)
-    shapes: list[dict[str, Any]] = [{
-        "type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 0.6, "y1": 0.6,
-        "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
-    }]
+    shapes: list[dict[str, Any]] = [
+        {
+            "type": "line",
+            "xref": "paper",
+            "x0": 0,
+            "x1": 1,
+            "yref": "y",
+            "y0": 0.6,
+            "y1": 0.6,
+            "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
+        }
+    ]
     for occurred, detected, recovered in (
         Incident.objects.filter(job=job, interrupts_job=True)
         .order_by("-detected_at")
         .values_list("occurred_at", "detected_at", "recovered_at")[:MAX_SHAPES]
     ):
-        shapes.append({
-            "type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "layer": "below",
-            "x0": _iso(occurred or detected), "x1": _iso(recovered or job.ended_at or now),
-            "fillcolor": "#d62728", "opacity": 0.2, "line": {"width": 0},
-        })
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "layer": "below",
+                "x0": _iso(occurred or detected),
+                "x1": _iso(recovered or job.ended_at or now),
+                "fillcolor": "#d62728",
+                "opacity": 0.2,
+                "line": {"width": 0},
+            }
+        )
     layout = base_layout(
-        height=600, showlegend=False, shapes=shapes,
-        xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS, "x": 0, "y": 1.06}, "anchor": "y3"},
-        yaxis={"domain": [0.70, 1], "tickformat": ".0%", "rangemode": "tozero", "title": {"text": "MFU"}},
+        height=600,
+        showlegend=False,
+        shapes=shapes,
+        xaxis={
+            "type": "date",
+            "rangeselector": {"buttons": RANGE_BUTTONS, "x": 0, "y": 1.06},
+            "anchor": "y3",
+        },
+        yaxis={
+            "domain": [0.70, 1],
+            "tickformat": ".0%",
+            "rangemode": "tozero",
+            "title": {"text": "MFU"},
+        },
         yaxis2={"domain": [0.36, 0.64], "rangemode": "tozero", "title": {"text": "tokens/s"}},
         yaxis3={"domain": [0, 0.30], "title": {"text": "loss"}},
     )

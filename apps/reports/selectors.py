@@ -83,17 +83,20 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
     running = [
         RunningJob(
             job=job,
-            mfu=(job.last_tokens_per_s * f) if (f := job.mfu_factor()) and job.last_tokens_per_s else None,
-            since_progress_s=(now - job.last_metric_at).total_seconds() if job.last_metric_at else None,
+            mfu=(job.last_tokens_per_s * f)
+            if (f := job.mfu_factor()) and job.last_tokens_per_s
+            else None,
+            since_progress_s=(now - job.last_metric_at).total_seconds()
+            if job.last_metric_at
+            else None,
             since_checkpoint_s=(now - job.last_checkpoint_at).total_seconds()
-            if job.last_checkpoint_at else None,
+            if job.last_checkpoint_at
+            else None,
         )
         for job in jobs
     ]
     weighted = [(r.mfu, r.job.gpu_count) for r in running if r.mfu is not None]
-    mfu_now = (
-        sum(m * g for m, g in weighted) / sum(g for _, g in weighted) if weighted else None
-    )
+    mfu_now = sum(m * g for m, g in weighted) / sum(g for _, g in weighted) if weighted else None
     open_counts = dict(
         Incident.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES)
         .values_list("severity")

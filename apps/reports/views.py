@@ -32,7 +32,9 @@ def overview_page(request: HttpRequest) -> HttpResponse:
     context = {"clusters": names, "cluster": cluster, "now": timezone.now()}
     if cluster is not None:
         context["o"] = overview(cluster=cluster, now=context["now"])
-    template = "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
+    template = (
+        "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
+    )
     return render(request, template, context)
 
 

@@ -70,7 +70,9 @@ def state_path() -> Path:
     return Path(settings.VAR_DIR) / "demo-state.json"
 
 
-def demo_tick(*, now: dt.datetime | None = None, rng: random.Random | None = None) -> dict[str, int]:
+def demo_tick(
+    *, now: dt.datetime | None = None, rng: random.Random | None = None
+) -> dict[str, int]:
     """Advance every simulated cluster to `now`; returns counts of what was written."""
     now = now or timezone.now()
     rng = rng or random.Random()
@@ -95,13 +97,17 @@ def _maybe_fault(cluster: Cluster, state: DemoState, now: dt.datetime, rng: rand
     if rng.random() >= FAULT_CHANCE:
         return
     hosts = list(
-        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY).values_list("hostname", flat=True)
+        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY).values_list(
+            "hostname", flat=True
+        )
     )
     if hosts:
         state.faults.append(
             Fault(
-                kind=rng.choice(("silent", "xid", "hot")), hostname=rng.choice(hosts),
-                gpu=rng.randrange(cluster.gpus_per_node), until=(now + FAULT_LENGTH).isoformat(),
+                kind=rng.choice(("silent", "xid", "hot")),
+                hostname=rng.choice(hosts),
+                gpu=rng.randrange(cluster.gpus_per_node),
+                until=(now + FAULT_LENGTH).isoformat(),
             )
         )
 
@@ -147,7 +153,9 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
 def _progress(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:
     written = 0
     silent = _silent(state)
-    for job in Job.objects.filter(cluster=cluster, status=JobStatus.RUNNING).select_related("cluster"):
+    for job in Job.objects.filter(cluster=cluster, status=JobStatus.RUNNING).select_related(
+        "cluster"
+    ):
         if job.last_metric_at is None or now - job.last_metric_at > HUNG_AFTER:
             continue  # hung: left for the job_hang check to find
         base = JobMetric.objects.filter(job=job, ts__gte=now - dt.timedelta(hours=1)).aggregate(
@@ -164,18 +172,39 @@ def _progress(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.
             tps = tps0 * (1 + rng.gauss(0, 0.012))
             st = st0 * tps0 / tps
             step += max(1, round(INTERVAL_S / st))
-            samples.append(MetricSample(t, step, round(st, 4), round(tps, 1),
-                                        loss_at(step * tps0 * st0, rng), abs(rng.gauss(0.6, 0.15)),
-                                        None, None))
+            samples.append(
+                MetricSample(
+                    t,
+                    step,
+                    round(st, 4),
+                    round(tps, 1),
+                    loss_at(step * tps0 * st0, rng),
+                    abs(rng.gauss(0.6, 0.15)),
+                    None,
+                    None,
+                )
+            )
             for host in hosts:
                 if host in silent:
                     continue
                 slow = 1.18 if state.slow.get(str(job.pk)) == host else 1.0
-                samples.append(MetricSample(t, step, round(st, 4), None, None, None, host,
-                                            round(st * 0.82 * slow * (1 + rng.gauss(0, 0.008)), 4)))
+                samples.append(
+                    MetricSample(
+                        t,
+                        step,
+                        round(st, 4),
+                        None,
+                        None,
+                        None,
+                        host,
+                        round(st * 0.82 * slow * (1 + rng.gauss(0, 0.008)), 4),
+                    )
+                )
             t += dt.timedelta(seconds=INTERVAL_S)
         if samples:
             written += job_metrics_ingest(job=job, samples=samples)
         if job.last_checkpoint_at is None or now - job.last_checkpoint_at >= CHECKPOINT_EVERY:
-            checkpoint_record(job=job, step=step, saved_at=now, blocking_s=round(rng.uniform(4, 12), 2))
+            checkpoint_record(
+                job=job, step=step, saved_at=now, blocking_s=round(rng.uniform(4, 12), 2)
+            )
     return written

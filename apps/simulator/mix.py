@@ -34,10 +34,23 @@ EXTRA_COUNTS = {"hang": 14, "slow_node": 8}
 # Unexpected interruptions per node-day: 419 / (2,048 nodes × 54 days).
 LLAMA3_RATE_PER_NODE_DAY = 419 / (2048 * 54)
 
-HARDWARE = frozenset({
-    "gpu", "gpu_hbm", "gpu_sram", "gpu_system_processor", "gpu_thermal", "nic", "storage",
-    "power_supply", "chassis", "io_expansion_board", "cpu", "host_memory", "silent_data_corruption",
-})
+HARDWARE = frozenset(
+    {
+        "gpu",
+        "gpu_hbm",
+        "gpu_sram",
+        "gpu_system_processor",
+        "gpu_thermal",
+        "nic",
+        "storage",
+        "power_supply",
+        "chassis",
+        "io_expansion_board",
+        "cpu",
+        "host_memory",
+        "silent_data_corruption",
+    }
+)
 SILENT = frozenset({"hang", "nccl_timeout", "silent_data_corruption", "slow_node"})
 XID_BY_CATEGORY = {"gpu": 79, "gpu_hbm": 48, "gpu_sram": 94, "gpu_system_processor": 119}
 

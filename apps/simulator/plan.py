@@ -106,9 +106,17 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
     name, n_params, batch = FLAGSHIP
     jobs.append(
         JobPlan(
-            index=0, name=f"{name}-pretrain", model=name, n_params=n_params, batch_tokens=batch,
-            nodes=list(range(flagship_nodes)), start=start + dt.timedelta(minutes=30), end=None,
-            status="running", mfu=rng.uniform(0.40, 0.46), checkpoint_every_s=1800,
+            index=0,
+            name=f"{name}-pretrain",
+            model=name,
+            n_params=n_params,
+            batch_tokens=batch,
+            nodes=list(range(flagship_nodes)),
+            start=start + dt.timedelta(minutes=30),
+            end=None,
+            status="running",
+            mfu=rng.uniform(0.40, 0.46),
+            checkpoint_every_s=1800,
             checkpoint_blocking_s=(4, 12),
         )
     )
@@ -132,9 +140,16 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
                 job_end, status = None, "running"
             jobs.append(
                 JobPlan(
-                    index=len(jobs), name=f"{model}-lane{lane_no:02d}-{len(jobs):03d}",
-                    model=model, n_params=n_params, batch_tokens=batch, nodes=lane, start=t,
-                    end=job_end, status=status, mfu=rng.uniform(0.36, 0.52),
+                    index=len(jobs),
+                    name=f"{model}-lane{lane_no:02d}-{len(jobs):03d}",
+                    model=model,
+                    n_params=n_params,
+                    batch_tokens=batch,
+                    nodes=lane,
+                    start=t,
+                    end=job_end,
+                    status=status,
+                    mfu=rng.uniform(0.36, 0.52),
                     checkpoint_every_s=rng.choice((1200, 1800, 3600)),
                     checkpoint_blocking_s=(5, 40),
                 )
@@ -160,7 +175,11 @@ def _job_at(jobs_by_node: dict[int, list[JobPlan]], node: int, t: dt.datetime) -
 
 
 def _interruptions(
-    rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime, rate: float,
+    rng: random.Random,
+    n_nodes: int,
+    start: dt.datetime,
+    end: dt.datetime,
+    rate: float,
     jobs: list[JobPlan],
 ) -> list[Interruption]:
     days = (end - start).total_seconds() / 86400
@@ -172,8 +191,11 @@ def _interruptions(
         for node in job.nodes:
             jobs_by_node.setdefault(node, []).append(job)
     draws = sorted(
-        (start + dt.timedelta(seconds=rng.uniform(3600, (end - start).total_seconds() - 1800)),
-         rng.randrange(n_nodes), rng.choices(categories, weights)[0])
+        (
+            start + dt.timedelta(seconds=rng.uniform(3600, (end - start).total_seconds() - 1800)),
+            rng.randrange(n_nodes),
+            rng.choices(categories, weights)[0],
+        )
         for _ in range(count)
     )
     # Planned maintenance: one rack-sized window a week, announced, on idle or busy nodes.
@@ -188,7 +210,11 @@ def _interruptions(
         if node_busy_until.get(node, start) > at:
             continue  # a node that is already down cannot fail again
         job = _job_at(jobs_by_node, node, at)
-        if job is not None and job.hang_at is not None and at >= job.hang_at - dt.timedelta(hours=1):
+        if (
+            job is not None
+            and job.hang_at is not None
+            and at >= job.hang_at - dt.timedelta(hours=1)
+        ):
             continue
         if job is not None and job_busy_until.get(job.index, start) > at:
             continue  # the job is already stopped: this failure folds into that one
@@ -205,12 +231,21 @@ def _interruptions(
     return out
 
 
-def _timed(rng: random.Random, at: dt.datetime, node: int, category: str, planned: bool) -> Interruption:
+def _timed(
+    rng: random.Random, at: dt.datetime, node: int, category: str, planned: bool
+) -> Interruption:
     if planned:
         length = dt.timedelta(hours=rng.uniform(1.5, 3))
         return Interruption(
-            at=at, category=category, node=node, planned=True, detected_at=at, localized_at=at,
-            recovered_at=at + length, node_back_at=at + length, nodes=[node],
+            at=at,
+            category=category,
+            node=node,
+            planned=True,
+            detected_at=at,
+            localized_at=at,
+            recovered_at=at + length,
+            node_back_at=at + length,
+            nodes=[node],
         )
     t = timing(category)
     detected = at + dt.timedelta(seconds=rng.uniform(*t.detect))
@@ -221,8 +256,14 @@ def _timed(rng: random.Random, at: dt.datetime, node: int, category: str, planne
     )
     repair = dt.timedelta(hours=rng.uniform(2, 30)) if category in HARDWARE else dt.timedelta(0)
     return Interruption(
-        at=at, category=category, node=node, detected_at=detected, localized_at=localized,
-        recovered_at=recovered, node_back_at=max(recovered, detected + repair), nodes=[node],
+        at=at,
+        category=category,
+        node=node,
+        detected_at=detected,
+        localized_at=localized,
+        recovered_at=recovered,
+        node_back_at=max(recovered, detected + repair),
+        nodes=[node],
     )
 
 

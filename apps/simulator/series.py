@@ -72,17 +72,28 @@ def job_series(
         step_time = s.batch_tokens / tps
         step += interval_s / step_time
         loss: float = loss_at(step * s.batch_tokens, rng)
-        if k < len(stops) and stops[k].category == "silent_data_corruption" and \
-                stops[k].at - step_dt <= t < stops[k].at:
+        if (
+            k < len(stops)
+            and stops[k].category == "silent_data_corruption"
+            and stops[k].at - step_dt <= t < stops[k].at
+        ):
             loss = math.nan
         samples.append(
             MetricSample(
-                ts=t, step=int(step), step_time_s=round(step_time, 4), tokens_per_s=round(tps, 1),
-                loss=loss, grad_norm=abs(rng.gauss(0.6, 0.15)), node=None, compute_s=None,
+                ts=t,
+                step=int(step),
+                step_time_s=round(step_time, 4),
+                tokens_per_s=round(tps, 1),
+                loss=loss,
+                grad_norm=abs(rng.gauss(0.6, 0.15)),
+                node=None,
+                compute_s=None,
             )
         )
         if t >= next_ckpt:
-            checkpoints.append(CheckpointPlan(int(step), t, rng.uniform(*job.checkpoint_blocking_s)))
+            checkpoints.append(
+                CheckpointPlan(int(step), t, rng.uniform(*job.checkpoint_blocking_s))
+            )
             last_ckpt_step = int(step)
             next_ckpt = t + dt.timedelta(seconds=job.checkpoint_every_s)
         t += step_dt
@@ -99,8 +110,14 @@ def node_timings(
             factor = 1.18 if node == job.slow_node else 1.0
             compute = sample.step_time_s * 0.82 * factor * (1 + rng.gauss(0, 0.008))
             yield MetricSample(
-                ts=sample.ts, step=sample.step, step_time_s=sample.step_time_s, tokens_per_s=None,
-                loss=None, grad_norm=None, node=hostnames[node], compute_s=round(compute, 4),
+                ts=sample.ts,
+                step=sample.step,
+                step_time_s=sample.step_time_s,
+                tokens_per_s=None,
+                loss=None,
+                grad_norm=None,
+                node=hostnames[node],
+                compute_s=round(compute, 4),
             )
 
 
@@ -121,5 +138,3 @@ def gpu_metrics(rng: random.Random, *, busy: bool, gemm_scale: float = 1.0) -> d
         "gemm_tflops": round(rng.gauss(720, 6) * gemm_scale, 1),
         "gemm_checksum": 1834.2265625,
     }
-
-

@@ -53,8 +53,11 @@ def write_plan(plan: Plan, *, cluster_name: str, interval_s: float, log: Log) ->
     latest telemetry and heartbeats."""
     with transaction.atomic():
         cluster = cluster_create(
-            name=cluster_name, gpu_model="H100-SXM5-80GB", peak_tflops_per_gpu=H100_PEAK_TFLOPS,
-            gpus_per_node=GPUS_PER_NODE, simulated=True,
+            name=cluster_name,
+            gpu_model="H100-SXM5-80GB",
+            peak_tflops_per_gpu=H100_PEAK_TFLOPS,
+            gpus_per_node=GPUS_PER_NODE,
+            simulated=True,
         )
         nodes = nodes_register(
             cluster=cluster,
@@ -76,19 +79,31 @@ def _write_jobs(
     jobs: dict[int, Job] = {}
     total = 0
     for jp in plan.jobs:
-        samples, checkpoints, shape = job_series(jp, until=plan.end, interval_s=interval_s, seed=plan.seed)
+        samples, checkpoints, shape = job_series(
+            jp, until=plan.end, interval_s=interval_s, seed=plan.seed
+        )
         with transaction.atomic():
             job, _ = job_create(
-                cluster=cluster, nodes=[nodes[i] for i in jp.nodes], name=jp.name,
-                external_id=f"sim-{jp.index}", model_name=jp.model, n_params=jp.n_params,
-                gpu_count=jp.gpu_count, status=jp.status, started_at=jp.start, ended_at=jp.end,
+                cluster=cluster,
+                nodes=[nodes[i] for i in jp.nodes],
+                name=jp.name,
+                external_id=f"sim-{jp.index}",
+                model_name=jp.model,
+                n_params=jp.n_params,
+                gpu_count=jp.gpu_count,
+                status=jp.status,
+                started_at=jp.start,
+                ended_at=jp.end,
                 restart_count=sum(1 for i in jp.interruptions if not i.planned),
             )
         for start in range(0, len(samples), CHUNK):
             job_metrics_ingest(job=job, samples=samples[start : start + CHUNK])
         checkpoints_record_bulk(
             job=job,
-            items=[(c.step, c.saved_at, round(c.blocking_s, 2), int(jp.n_params * 14)) for c in checkpoints],
+            items=[
+                (c.step, c.saved_at, round(c.blocking_s, 2), int(jp.n_params * 14))
+                for c in checkpoints
+            ],
         )
         if jp.status == "running" and jp.hang_at is None and samples:
             timings = list(node_timings(jp, plan.hostnames, samples[-20:], plan.seed))
@@ -116,23 +131,39 @@ def _write_interruptions(
             title = f"Planned maintenance on {node.hostname}"
         old = item.recovered_at is not None and item.recovered_at < recent
         status = (
-            rng.choice((IncidentStatus.RESOLVED, IncidentStatus.CLOSED)) if old
-            else rng.choice((IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED))
+            rng.choice((IncidentStatus.RESOLVED, IncidentStatus.CLOSED))
+            if old
+            else rng.choice(
+                (IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED)
+            )
         )
         incident_open(
-            cluster=cluster, title=title, category=item.category,
-            severity=_severity(item, job), status=status,
-            occurred_at=item.at, detected_at=item.detected_at or item.at,
-            localized_at=item.localized_at, recovered_at=item.recovered_at,
-            resolved_at=(item.recovered_at + dt.timedelta(hours=rng.uniform(1, 40))) if old and item.recovered_at else None,
-            job=job, nodes=[node], interrupts_job=job is not None, planned=item.planned,
+            cluster=cluster,
+            title=title,
+            category=item.category,
+            severity=_severity(item, job),
+            status=status,
+            occurred_at=item.at,
+            detected_at=item.detected_at or item.at,
+            localized_at=item.localized_at,
+            recovered_at=item.recovered_at,
+            resolved_at=(item.recovered_at + dt.timedelta(hours=rng.uniform(1, 40)))
+            if old and item.recovered_at
+            else None,
+            job=job,
+            nodes=[node],
+            interrupts_job=job is not None,
+            planned=item.planned,
             source=Source.SIMULATOR,
         )
         changes.extend(_state_changes(item, plan.end))
     for at, node_index, state, reason in sorted(changes):
         if at <= plan.end:
             node_set_state(
-                node=nodes[node_index], state=state, reason=reason, at=at,
+                node=nodes[node_index],
+                state=state,
+                reason=reason,
+                at=at,
                 source=StateSource.SIMULATOR,
             )
     log(f"{len(plan.interruptions)} interruptions, {len(changes)} node state changes")
@@ -156,8 +187,22 @@ def _state_changes(item: Interruption, end: dt.datetime) -> list[tuple[dt.dateti
     out = [(detected, item.node, NodeState.DOWN, f"{item.category}: detected by simulator")]
     back = item.node_back_at or end
     if back > (item.recovered_at or detected):
-        out.append((item.recovered_at or detected, item.node, NodeState.DRAINED, f"{item.category}: awaiting repair"))
-    out.append((back, item.node, NodeState.HEALTHY, "repaired and returned" if back > detected else "recovered"))
+        out.append(
+            (
+                item.recovered_at or detected,
+                item.node,
+                NodeState.DRAINED,
+                f"{item.category}: awaiting repair",
+            )
+        )
+    out.append(
+        (
+            back,
+            item.node,
+            NodeState.HEALTHY,
+            "repaired and returned" if back > detected else "recovered",
+        )
+    )
     return out
 
 
@@ -172,10 +217,14 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
     touches = []
     for i, node in enumerate(nodes):
         alive = states[node.pk] not in silent
-        seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if alive else node.state_changed_at
+        seen = (
+            plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if alive else node.state_changed_at
+        )
         touches.append((node.pk, seen, seen))
         for g in range(node.gpu_count):
-            metrics = gpu_metrics(rng, busy=i in busy, gemm_scale=0.86 if (i in slow and g == 3) else 1.0)
+            metrics = gpu_metrics(
+                rng, busy=i in busy, gemm_scale=0.86 if (i in slow and g == 3) else 1.0
+            )
             if i == hot and g == 5:
                 metrics["temp_c"] = 91
             rows.append((node.pk, g, metrics, seen))

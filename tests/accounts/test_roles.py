@@ -30,9 +30,19 @@ def test_create_user_prints_token_last_and_stores_only_its_hash(monkeypatch):
 
 
 def test_create_user_updates_role_of_existing_user():
-    call_command("create_user", "nina", "--role", "manager", stdout=io.StringIO(), stderr=io.StringIO())
-    call_command("create_user", "nina", "--role", "engineer", "--password", "x", stdout=io.StringIO(),
-                 stderr=io.StringIO())
+    call_command(
+        "create_user", "nina", "--role", "manager", stdout=io.StringIO(), stderr=io.StringIO()
+    )
+    call_command(
+        "create_user",
+        "nina",
+        "--role",
+        "engineer",
+        "--password",
+        "x",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     assert User.objects.get(username="nina").role == "engineer"
 
 
@@ -57,7 +67,12 @@ def test_bad_and_revoked_tokens_are_401(api, users):
     [("mia", 403), ("otto", 403), ("erin", 403), ("ada", 403), ("root", 201)],
 )
 def test_only_admin_creates_clusters(api, persona, expected):
-    body = {"name": f"x-{persona}", "gpu_model": "H100", "peak_tflops_per_gpu": 989.4, "gpus_per_node": 8}
+    body = {
+        "name": f"x-{persona}",
+        "gpu_model": "H100",
+        "peak_tflops_per_gpu": 989.4,
+        "gpus_per_node": 8,
+    }
     assert api(persona).post("/api/v1/clusters/", body, format="json").status_code == expected
 
 
@@ -70,13 +85,18 @@ def test_agent_has_no_reads(api, cluster, persona, expected):
     ("persona", "expected"), [("mia", 403), ("ada", 403), ("otto", 201), ("erin", 201)]
 )
 def test_registering_nodes_is_for_operators_and_up(api, cluster, persona, expected):
-    response = api(persona).post("/api/v1/nodes/", {"hostname": f"n-{persona}", "cluster": "c1"}, format="json")
+    response = api(persona).post(
+        "/api/v1/nodes/", {"hostname": f"n-{persona}", "cluster": "c1"}, format="json"
+    )
     assert response.status_code == expected
 
 
 @pytest.mark.parametrize(("persona", "expected"), [("ada", 204), ("otto", 403), ("mia", 403)])
 def test_heartbeats_are_for_agents(api, nodes, persona, expected):
-    assert api(persona).post("/api/v1/nodes/gpu000/heartbeat/", {}, format="json").status_code == expected
+    assert (
+        api(persona).post("/api/v1/nodes/gpu000/heartbeat/", {}, format="json").status_code
+        == expected
+    )
 
 
 def test_pages_send_anonymous_to_login_and_refuse_agents(client, users):

@@ -25,9 +25,23 @@ def test_create_cluster_and_read_counts(api, nodes):
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"name": "Not A Slug", "gpu_model": "H100", "peak_tflops_per_gpu": 1, "gpus_per_node": 8}, "name"),
-        ({"name": "ok", "gpu_model": "H100", "peak_tflops_per_gpu": -5, "gpus_per_node": 8}, "peak_tflops_per_gpu"),
-        ({"name": "ok", "gpu_model": "H100", "peak_tflops_per_gpu": 1, "gpus_per_node": 0}, "gpus_per_node"),
+        (
+            {
+                "name": "Not A Slug",
+                "gpu_model": "H100",
+                "peak_tflops_per_gpu": 1,
+                "gpus_per_node": 8,
+            },
+            "name",
+        ),
+        (
+            {"name": "ok", "gpu_model": "H100", "peak_tflops_per_gpu": -5, "gpus_per_node": 8},
+            "peak_tflops_per_gpu",
+        ),
+        (
+            {"name": "ok", "gpu_model": "H100", "peak_tflops_per_gpu": 1, "gpus_per_node": 0},
+            "gpus_per_node",
+        ),
         ({"name": "ok", "peak_tflops_per_gpu": 1, "gpus_per_node": 8}, "gpu_model"),
     ],
 )
@@ -47,8 +61,13 @@ def test_register_node_creates_gpus_and_history(api, cluster):
     when = "2026-01-05T00:00:00Z"
     response = api("otto").post(
         "/api/v1/nodes/",
-        {"hostname": "gpu-a017", "cluster": "c1", "rack": "a", "in_service_at": when,
-         "exporter_url": "http://gpu-a017:9400/metrics"},
+        {
+            "hostname": "gpu-a017",
+            "cluster": "c1",
+            "rack": "a",
+            "in_service_at": when,
+            "exporter_url": "http://gpu-a017:9400/metrics",
+        },
         format="json",
     )
     assert response.status_code == 201, response.json()
@@ -68,9 +87,14 @@ def test_reposting_a_node_is_idempotent(api, cluster):
 
 
 def test_node_in_another_cluster_is_400(api, cluster, nodes):
-    api("root").post("/api/v1/clusters/", {"name": "c2", "gpu_model": "A100", "peak_tflops_per_gpu": 312,
-                                            "gpus_per_node": 8}, format="json")
-    response = api("otto").post("/api/v1/nodes/", {"hostname": "gpu000", "cluster": "c2"}, format="json")
+    api("root").post(
+        "/api/v1/clusters/",
+        {"name": "c2", "gpu_model": "A100", "peak_tflops_per_gpu": 312, "gpus_per_node": 8},
+        format="json",
+    )
+    response = api("otto").post(
+        "/api/v1/nodes/", {"hostname": "gpu000", "cluster": "c2"}, format="json"
+    )
     assert response.status_code == 400 and "hostname" in response.json()
 
 
@@ -96,7 +120,9 @@ def test_node_list_filters_and_paginates(api, nodes):
     assert page["count"] == 8 and len(page["results"]) == 3 and page["next"]
     assert [n["hostname"] for n in page["results"]] == ["gpu000", "gpu001", "gpu002"]
     assert client.get("/api/v1/nodes/?rack=r1").json()["count"] == 4
-    api("otto").post("/api/v1/nodes/gpu005/state/", {"state": "drained", "reason": "xid 79"}, format="json")
+    api("otto").post(
+        "/api/v1/nodes/gpu005/state/", {"state": "drained", "reason": "xid 79"}, format="json"
+    )
     drained = client.get("/api/v1/nodes/?state=drained").json()
     assert [n["hostname"] for n in drained["results"]] == ["gpu005"]
     assert client.get("/api/v1/nodes/?state=bogus").status_code == 400
@@ -110,7 +136,9 @@ def test_node_list_query_count_does_not_grow(api, nodes, django_assert_max_num_q
 
 
 def test_node_detail_has_gpus_with_latest_values(api, nodes):
-    GPU.objects.filter(node=nodes[0], index=2).update(metrics={"temp_c": 71}, updated_at=timezone.now())
+    GPU.objects.filter(node=nodes[0], index=2).update(
+        metrics={"temp_c": 71}, updated_at=timezone.now()
+    )
     body = api("mia").get("/api/v1/nodes/gpu000/").json()
     assert body["state"] == "healthy" and len(body["gpus"]) == 8
     assert body["gpus"][2]["metrics"] == {"temp_c": 71}
@@ -120,14 +148,23 @@ def test_node_detail_has_gpus_with_latest_values(api, nodes):
 def test_state_change_and_backfill(api, nodes):
     client = api("otto")
     now = timezone.now()
-    response = client.post("/api/v1/nodes/gpu001/state/", {"state": "down", "reason": "no heartbeat"}, format="json")
+    response = client.post(
+        "/api/v1/nodes/gpu001/state/", {"state": "down", "reason": "no heartbeat"}, format="json"
+    )
     assert response.status_code == 200 and response.json()["state"] == "down"
     # A back-filled change older than the newest one adds history but not the current state.
     earlier = (now - dt.timedelta(days=3)).isoformat()
-    back = client.post("/api/v1/nodes/gpu001/state/",
-                       {"state": "maintenance", "reason": "firmware", "at": earlier}, format="json")
+    back = client.post(
+        "/api/v1/nodes/gpu001/state/",
+        {"state": "maintenance", "reason": "firmware", "at": earlier},
+        format="json",
+    )
     assert back.status_code == 200 and back.json()["state"] == "down"
-    history = list(NodeStateChange.objects.filter(node__hostname="gpu001").order_by("at").values_list("state", flat=True))
+    history = list(
+        NodeStateChange.objects.filter(node__hostname="gpu001")
+        .order_by("at")
+        .values_list("state", flat=True)
+    )
     assert history == ["healthy", "maintenance", "down"]
     assert Node.objects.get(hostname="gpu001").state_reason == "no heartbeat"
 
@@ -149,7 +186,9 @@ def test_bad_state_change_is_400(api, nodes, body, field):
 
 def test_heartbeat_uses_server_time(api, nodes):
     before = timezone.now()
-    response = api("ada").post("/api/v1/nodes/gpu003/heartbeat/", {"ts": "2001-01-01T00:00:00Z"}, format="json")
+    response = api("ada").post(
+        "/api/v1/nodes/gpu003/heartbeat/", {"ts": "2001-01-01T00:00:00Z"}, format="json"
+    )
     assert response.status_code == 204
     node = Node.objects.get(hostname="gpu003")
     assert node.last_heartbeat_at >= before and node.last_seen_at >= before

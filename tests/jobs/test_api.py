@@ -23,21 +23,38 @@ def iso(t: dt.datetime) -> str:
 
 def samples(n: int, *, start: dt.datetime = T0, every: float = 10.0, **extra) -> list[dict]:
     return [
-        {"ts": iso(start + dt.timedelta(seconds=i * every)), "step": i, "step_time_s": 10.0,
-         "tokens_per_s": 1.0e5, "loss": 2.5, **extra}
+        {
+            "ts": iso(start + dt.timedelta(seconds=i * every)),
+            "step": i,
+            "step_time_s": 10.0,
+            "tokens_per_s": 1.0e5,
+            "loss": 2.5,
+            **extra,
+        }
         for i in range(n)
     ]
 
 
 def test_create_job_with_nodes_and_read_it(api, nodes):
-    body = {"name": "run-1", "cluster": "c1", "external_id": "4242", "n_params": 7e9, "gpu_count": 16,
-            "nodes": ["gpu001", "gpu000"], "status": "running", "started_at": iso(T0)}
+    body = {
+        "name": "run-1",
+        "cluster": "c1",
+        "external_id": "4242",
+        "n_params": 7e9,
+        "gpu_count": 16,
+        "nodes": ["gpu001", "gpu000"],
+        "status": "running",
+        "started_at": iso(T0),
+    }
     created = api("ada").post("/api/v1/jobs/", body, format="json")
     assert created.status_code == 201, created.json()
     job = created.json()
     assert job["nodes"] == ["gpu000", "gpu001"] and job["cluster"] == "c1" and job["id"]
-    again = api("otto").post("/api/v1/jobs/", {**body, "status": "completed", "ended_at": iso(T0 + dt.timedelta(hours=3))},
-                             format="json")
+    again = api("otto").post(
+        "/api/v1/jobs/",
+        {**body, "status": "completed", "ended_at": iso(T0 + dt.timedelta(hours=3))},
+        format="json",
+    )
     assert again.status_code == 200 and again.json()["id"] == job["id"]
     assert again.json()["status"] == "completed"
     assert Job.objects.count() == 1
@@ -64,18 +81,28 @@ def test_bad_job_is_400_naming_the_field(api, nodes, patch, field):
 
 
 def test_patch_job(api, job):
-    response = api("ada").patch(f"/api/v1/jobs/{job.pk}/", {"status": "failed", "nodes": ["gpu004"]}, format="json")
+    response = api("ada").patch(
+        f"/api/v1/jobs/{job.pk}/", {"status": "failed", "nodes": ["gpu004"]}, format="json"
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "failed" and body["ended_at"] and body["nodes"] == ["gpu004"]
-    assert api("mia").patch(f"/api/v1/jobs/{job.pk}/", {"status": "running"}, format="json").status_code == 403
+    assert (
+        api("mia")
+        .patch(f"/api/v1/jobs/{job.pk}/", {"status": "running"}, format="json")
+        .status_code
+        == 403
+    )
 
 
 def test_job_list_query_count_is_flat(api, cluster, nodes, django_assert_max_num_queries):
     client = api("otto")
     for i in range(30):
-        client.post("/api/v1/jobs/", {"name": f"j{i}", "cluster": "c1", "gpu_count": 8, "nodes": ["gpu000", "gpu001"]},
-                    format="json")
+        client.post(
+            "/api/v1/jobs/",
+            {"name": f"j{i}", "cluster": "c1", "gpu_count": 8, "nodes": ["gpu000", "gpu001"]},
+            format="json",
+        )
     with django_assert_max_num_queries(7):
         body = api("mia").get("/api/v1/jobs/?page_size=100").json()
     assert body["count"] == 30 and all(j["nodes"] == ["gpu000", "gpu001"] for j in body["results"])
@@ -93,13 +120,18 @@ def test_metrics_batch_is_stored_once_and_updates_job(api, job):
 
 
 def test_per_node_samples_go_apart_and_are_deduplicated(api, job):
-    batch = {"samples": [
-        {"ts": iso(T0), "step": 1, "step_time_s": 10, "tokens_per_s": 1e5},
-        {"ts": iso(T0), "step": 1, "step_time_s": 10, "node": "gpu000", "compute_s": 8.1},
-        {"ts": iso(T0), "step": 1, "step_time_s": 10, "node": "gpu001", "compute_s": 8.3},
-    ]}
+    batch = {
+        "samples": [
+            {"ts": iso(T0), "step": 1, "step_time_s": 10, "tokens_per_s": 1e5},
+            {"ts": iso(T0), "step": 1, "step_time_s": 10, "node": "gpu000", "compute_s": 8.1},
+            {"ts": iso(T0), "step": 1, "step_time_s": 10, "node": "gpu001", "compute_s": 8.3},
+        ]
+    }
     for _ in range(2):
-        assert api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", batch, format="json").status_code == 202
+        assert (
+            api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", batch, format="json").status_code
+            == 202
+        )
     assert JobMetric.objects.filter(job=job).count() == 1
     assert NodeStepMetric.objects.filter(job=job).count() == 2
 
@@ -126,17 +158,37 @@ def test_unknown_node_rejects_the_batch(api, job):
 
 @pytest.mark.parametrize("body", [[], {"samples": []}, {"samples": "x"}, {"other": 1}])
 def test_malformed_batches_are_400(api, job, body):
-    assert api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", body, format="json").status_code == 400
+    assert (
+        api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", body, format="json").status_code == 400
+    )
 
 
 def test_non_finite_loss_is_stored_as_evidence(api, job):
-    raw = json.dumps({"samples": [
-        {"ts": iso(T0), "step": 1, "step_time_s": 10, "tokens_per_s": 1e5, "loss": float("nan")},
-        {"ts": iso(T0 + dt.timedelta(seconds=10)), "step": 2, "step_time_s": 10, "tokens_per_s": 1e5,
-         "loss": "Infinity", "grad_norm": float("-inf")},
-    ]})
+    raw = json.dumps(
+        {
+            "samples": [
+                {
+                    "ts": iso(T0),
+                    "step": 1,
+                    "step_time_s": 10,
+                    "tokens_per_s": 1e5,
+                    "loss": float("nan"),
+                },
+                {
+                    "ts": iso(T0 + dt.timedelta(seconds=10)),
+                    "step": 2,
+                    "step_time_s": 10,
+                    "tokens_per_s": 1e5,
+                    "loss": "Infinity",
+                    "grad_norm": float("-inf"),
+                },
+            ]
+        }
+    )
     assert "NaN" in raw
-    response = api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", raw, content_type="application/json")
+    response = api("ada").post(
+        f"/api/v1/jobs/{job.pk}/metrics/", raw, content_type="application/json"
+    )
     assert response.status_code == 202, response.json()
     rows = list(JobMetric.objects.filter(job=job).order_by("ts").values_list("loss", "nonfinite"))
     assert rows == [(None, "loss=NaN"), (None, "loss=Infinity grad_norm=-Infinity")]
@@ -155,9 +207,8 @@ def test_get_metrics_computes_mfu_and_downsamples(api, job):
     small = client.get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=500").json()["points"]
     assert 2 < len(small) <= 500
     assert small[0]["ts"] == full[0]["ts"] and small[-1]["ts"] == full[-1]["ts"]
-    window = client.get(
-        f"/api/v1/jobs/{job.pk}/metrics/?start={iso(T0 + dt.timedelta(seconds=100))}&end={iso(T0 + dt.timedelta(seconds=200))}"
-    ).json()["points"]
+    start, end = iso(T0 + dt.timedelta(seconds=100)), iso(T0 + dt.timedelta(seconds=200))
+    window = client.get(f"/api/v1/jobs/{job.pk}/metrics/?start={start}&end={end}").json()["points"]
     assert [p["step"] for p in window] == list(range(10, 20))
 
 
@@ -169,7 +220,9 @@ def test_downsampling_keeps_a_spike(api, job):
     assert max(p["tokens_per_s"] for p in points) == 5e5
 
 
-@pytest.mark.parametrize("query", ["max_points=0", "max_points=10001", "max_points=x", "start=yesterday"])
+@pytest.mark.parametrize(
+    "query", ["max_points=0", "max_points=10001", "max_points=x", "start=yesterday"]
+)
 def test_bad_metric_query_is_400(api, job, query):
     response = api("mia").get(f"/api/v1/jobs/{job.pk}/metrics/?{query}")
     assert response.status_code == 400
@@ -179,12 +232,18 @@ def test_bad_metric_query_is_400(api, job, query):
 def test_checkpoints_are_idempotent(api, job):
     body = {"step": 1000, "saved_at": iso(T0), "blocking_s": 4.5, "size_bytes": 10**12}
     client = api("ada")
-    assert client.post(f"/api/v1/jobs/{job.pk}/checkpoints/", body, format="json").status_code == 201
-    assert client.post(f"/api/v1/jobs/{job.pk}/checkpoints/", body, format="json").status_code == 200
+    assert (
+        client.post(f"/api/v1/jobs/{job.pk}/checkpoints/", body, format="json").status_code == 201
+    )
+    assert (
+        client.post(f"/api/v1/jobs/{job.pk}/checkpoints/", body, format="json").status_code == 200
+    )
     assert Checkpoint.objects.filter(job=job).count() == 1
     job.refresh_from_db()
     assert job.last_checkpoint_at == T0
-    bad = client.post(f"/api/v1/jobs/{job.pk}/checkpoints/", {**body, "blocking_s": -1}, format="json")
+    bad = client.post(
+        f"/api/v1/jobs/{job.pk}/checkpoints/", {**body, "blocking_s": -1}, format="json"
+    )
     assert bad.status_code == 400 and "blocking_s" in bad.json()
 
 
@@ -193,17 +252,30 @@ def test_bodies_over_the_limit_are_413_compressed_or_not(api, job):
     client = api("ada")
     big = json.dumps({"samples": samples(200)})
     assert len(big) > 4096
-    assert client.post(f"/api/v1/jobs/{job.pk}/metrics/", big, content_type="application/json").status_code == 413
+    assert (
+        client.post(
+            f"/api/v1/jobs/{job.pk}/metrics/", big, content_type="application/json"
+        ).status_code
+        == 413
+    )
     packed = gzip.compress(big.encode())
     assert len(packed) < 4096
-    response = client.post(f"/api/v1/jobs/{job.pk}/metrics/", packed, content_type="application/json",
-                           HTTP_CONTENT_ENCODING="gzip")
+    response = client.post(
+        f"/api/v1/jobs/{job.pk}/metrics/",
+        packed,
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
     assert response.status_code == 413
     assert JobMetric.objects.count() == 0
 
 
 def test_gzip_bodies_are_accepted(api, job):
     packed = gzip.compress(json.dumps({"samples": samples(20)}).encode())
-    response = api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", packed, content_type="application/json",
-                               HTTP_CONTENT_ENCODING="gzip")
+    response = api("ada").post(
+        f"/api/v1/jobs/{job.pk}/metrics/",
+        packed,
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
     assert response.status_code == 202 and JobMetric.objects.count() == 20

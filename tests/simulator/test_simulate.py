@@ -72,7 +72,11 @@ def test_same_seed_same_history_and_rerun_replaces():
     run(gpus=128, days=3, seed=4)
     first = (JobMetric.objects.count(), Incident.objects.count(), Checkpoint.objects.count())
     run(gpus=128, days=3, seed=4)
-    assert (JobMetric.objects.count(), Incident.objects.count(), Checkpoint.objects.count()) == first
+    assert (
+        JobMetric.objects.count(),
+        Incident.objects.count(),
+        Checkpoint.objects.count(),
+    ) == first
     assert Cluster.objects.count() == 1
 
 
@@ -89,7 +93,12 @@ def test_refuses_a_database_with_real_clusters():
 def test_demo_tick_keeps_the_cluster_alive(tmp_path, settings):
     settings.VAR_DIR = tmp_path
     run(gpus=128, days=1, seed=1)
-    job = Job.objects.filter(status="running").exclude(last_metric_at=None).order_by("-gpu_count").first()
+    job = (
+        Job.objects.filter(status="running")
+        .exclude(last_metric_at=None)
+        .order_by("-gpu_count")
+        .first()
+    )
     before = job.last_metric_at
     now = timezone.now() + dt.timedelta(minutes=3)
     counts = demo_tick(now=now, rng=random.Random(1))

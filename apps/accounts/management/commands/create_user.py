@@ -17,9 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=Role.values)
-        parser.add_argument(
-            "--password", help="or set KUAE_PASSWORD, which stays out of `ps`"
-        )
+        parser.add_argument("--password", help="or set KUAE_PASSWORD, which stays out of `ps`")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         password = opts["password"] or os.environ.get("KUAE_PASSWORD") or None

@@ -14,7 +14,9 @@ from apps.simulator.writer import cluster_wipe, write_plan
 
 
 class Command(BaseCommand):
-    help = "Write a simulated cluster history (nodes, jobs, metrics, failures) through the services."
+    help = (
+        "Write a simulated cluster history (nodes, jobs, metrics, failures) through the services."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--gpus", type=int, default=1024)
@@ -22,15 +24,20 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--cluster", default="kuae-sim", help="cluster name (slug)")
         parser.add_argument(
-            "--metric-interval", type=float, default=60.0,
+            "--metric-interval",
+            type=float,
+            default=60.0,
             help="seconds between a job's job-wide samples (default 60)",
         )
         parser.add_argument(
-            "--failure-rate", type=float, default=None,
+            "--failure-rate",
+            type=float,
+            default=None,
             help="unexpected interruptions per node-day (default: Llama 3's, 419/(2048×54))",
         )
-        parser.add_argument("--force", action="store_true",
-                            help="write even into a database holding real clusters")
+        parser.add_argument(
+            "--force", action="store_true", help="write even into a database holding real clusters"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["gpus"] < 8 or opts["days"] <= 0 or opts["metric_interval"] < 1:
@@ -50,11 +57,16 @@ class Command(BaseCommand):
         started = time.perf_counter()
         end = timezone.now().replace(microsecond=0)
         plan = make_plan(
-            gpus=opts["gpus"], days=opts["days"], seed=opts["seed"], end=end,
+            gpus=opts["gpus"],
+            days=opts["days"],
+            seed=opts["seed"],
+            end=end,
             failure_rate=opts["failure_rate"],
         )
         write_plan(
-            plan, cluster_name=opts["cluster"], interval_s=opts["metric_interval"],
+            plan,
+            cluster_name=opts["cluster"],
+            interval_s=opts["metric_interval"],
             log=lambda msg: self.stderr.write(f"  {msg}"),
         )
         self.stdout.write(

@@ -1,0 +1,113 @@
+"""Service endpoints, settings from the environment, the OpenAPI schema, static assets."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.embedded
+def test_healthz_and_readyz(client, db):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["database"] == "ok" and body["broker_ok"] is True, body
+
+
+def test_readyz_reports_a_dead_broker_without_failing(client, db, settings):
+    from kuaeweb.celery import app
+
+    old = app.conf.broker_url
+    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    try:
+        body = client.get("/readyz")
+    finally:
+        app.conf.broker_url = old
+    assert body.status_code == 200 and body.json()["broker_ok"] is False
+
+
+def test_schema_builds_without_warnings(tmp_path):
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    text = out.read_text()
+    for path in (
+        "/api/v1/nodes/{hostname}/state/",
+        "/api/v1/jobs/{id}/metrics/",
+        "/api/v1/clusters/",
+    ):
+        assert path in text.replace("{pk}", "{id}")
+
+
+def test_swagger_ui_is_served_locally(client, users):
+    client.force_login(users["mia"])
+    html = client.get("/api/docs/").content.decode()
+    assert "swagger-ui" in html and "cdn" not in html.lower()
+    assert "/static/drf_spectacular_sidecar/" in html
+
+
+def test_vendored_plotly_is_the_pinned_packages_copy():
+    import plotly
+
+    shipped = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert filecmp.cmp(shipped, ROOT / "static" / "vendor" / "plotly.min.js", shallow=False)
+
+
+def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "KUAE_", "DATABASE_URL"))
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_production_settings_pass_check_deploy():
+    result = _start(
+        {
+            "DJANGO_SECRET_KEY": "x" * 64 + "-production-secret-0123456789abcdefghijklmnop",
+            "DJANGO_ALLOWED_HOSTS": "ops.example.com",
+        }
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "DJANGO_SECRET_KEY"),
+        ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG"),
+        ({"KUAE_DEMO": "1", "DATABASE_URL": "mysql2://nope"}, "DATABASE_URL"),
+        ({"KUAE_DEMO": "1", "CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL"),
+        ({"KUAE_DEMO": "1", "KUAE_MAX_BODY_BYTES": "lots"}, "KUAE_MAX_BODY_BYTES"),
+        ({"DJANGO_SECRET_KEY_FILE": "/nonexistent/secret"}, "DJANGO_SECRET_KEY_FILE"),
+    ],
+)
+def test_bad_settings_fail_loudly_at_start(env, message):
+    result = _start(env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_secret_key_from_file(tmp_path):
+    secret = tmp_path / "key"
+    secret.write_text("f" * 60 + "-from-a-file-0123456789abcdefghijklmnopq\n")
+    result = _start(
+        {"DJANGO_SECRET_KEY_FILE": str(secret), "DJANGO_ALLOWED_HOSTS": "ops.example.com"}
+    )
+    assert result.returncode == 0, result.stderr

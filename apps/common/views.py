@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import current_app
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -14,9 +15,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def _broker_ok() -> tuple[bool, str]:
+def _broker_ok(url: str) -> tuple[bool, str]:
     try:
-        with current_app.connection_for_write() as conn:
+        options = current_app.conf.broker_transport_options
+        with current_app.connection_for_write(url, transport_options=options) as conn:
             conn.ensure_connection(max_retries=1, timeout=1)
         return True, "ok"
     except Exception as exc:  # any broker error means "not reachable now"
@@ -32,7 +34,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         database, db_ok = "ok", True
     except Exception as exc:  # the database being down is exactly what this reports
         database, db_ok = f"{type(exc).__name__}: {exc}"[:200], False
-    broker_ok, broker = _broker_ok()
+    broker_ok, broker = _broker_ok(settings.CELERY_BROKER_URL)
     return JsonResponse(
         {"ready": db_ok, "database": database, "broker": broker, "broker_ok": broker_ok},
         status=200 if db_ok else 503,

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
-DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT)
+DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 
 .PHONY: run test lint bench clean
 

@@ -1,0 +1,135 @@
+"""`make bench`: figures at cluster scale, each with a baseline measured in the same run.
+
+Runs against PostgreSQL (BENCH_DATABASE_URL, default a `kuae_bench` database on
+127.0.0.1), which it drops and recreates. Prints a table; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/kuae_bench"
+
+
+def _prepare_database(url: str) -> None:
+    """Drop and recreate the bench database (PostgreSQL) or delete the file (SQLite)."""
+    if url.startswith("sqlite"):
+        path = url.split("sqlite:///", 1)[1]
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        return
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    """Median wall time in ms over `repeat` runs (after one warm-up), and the last result."""
+    result = fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gpus", type=int, default=10240)
+    parser.add_argument("--days", type=float, default=30)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    _prepare_database(url)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kuaeweb.settings_test")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.accounts.services import user_create_or_update
+    from apps.jobs.models import Job, JobMetric
+
+    call_command("migrate", verbosity=0)
+    print(f"KUAE Ops bench — {connection.vendor} ({url.rsplit('@', 1)[-1]})\n")
+
+    # 1. simulate, against a raw bulk write of the same step samples.
+    start = time.perf_counter()
+    call_command("simulate", gpus=args.gpus, days=args.days, seed=1, stdout=io.StringIO(),
+                 stderr=io.StringIO())
+    simulate_s = time.perf_counter() - start
+    rows = list(JobMetric.objects.values_list("job_id", "ts", "step", "step_time_s", "tokens_per_s"))
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_copy")
+        cursor.execute("CREATE TABLE bench_copy AS SELECT job_id, ts, step, step_time_s, tokens_per_s "
+                       "FROM jobs_jobmetric WITH NO DATA" if connection.vendor == "postgresql" else
+                       "CREATE TABLE bench_copy (job_id, ts, step, step_time_s, tokens_per_s)")
+    start = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.copy("COPY bench_copy FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany("INSERT INTO bench_copy VALUES (%s, %s, %s, %s, %s)", rows)
+    copy_s = time.perf_counter() - start
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE bench_copy")
+    print(f"simulate --gpus {args.gpus} --days {args.days:g}: {simulate_s:.1f} s "
+          f"({len(rows):,} step samples and the rest)")
+    print(f"  baseline: raw bulk write of those {len(rows):,} samples alone: {copy_s:.1f} s "
+          f"→ simulate = {simulate_s / copy_s:.1f}× that\n")
+
+    # 2. Page server times, against /healthz through the same client.
+    user = user_create_or_update(username="bench", role="manager", password="x")
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    flagship = Job.objects.get(external_id="sim-0")
+    pages = [
+        ("baseline /healthz", "/healthz"),
+        ("overview", "/"),
+        ("nodes list", "/nodes/"),
+        ("nodes, filtered", "/nodes/?state=healthy&rack=r010"),
+        ("node detail", "/nodes/r010n03/"),
+        ("jobs list", "/jobs/"),
+        ("job detail", f"/jobs/{flagship.pk}/"),
+        ("job chart data", f"/charts/jobs/{flagship.pk}/progress.json"),
+        ("API job metrics", f"/api/v1/jobs/{flagship.pk}/metrics/"),
+        ("API nodes, 1,000", "/api/v1/nodes/?page_size=1000"),
+    ]
+    print(f"{'page':<22}{'median ms':>10}{'queries':>9}{'× baseline':>12}   goal")
+    base_ms = None
+    for label, path in pages:
+        def get(path: str = path) -> int:
+            response = client.get(path)
+            assert response.status_code == 200, (path, response.status_code)
+            return len(response.content)
+        ms, _ = _timed(get, args.repeat)
+        with CaptureQueriesContext(connection) as queries:
+            get()
+        base_ms = base_ms or ms
+        goal = "" if label.startswith("baseline") else ("≤ 200 ms" if "API" in label or "chart" in label
+                                                         else "≤ 150 ms, ≤ 20 queries")
+        print(f"{label:<22}{ms:>10.1f}{len(queries):>9}{ms / base_ms:>11.1f}×   {goal}")
+    print(f"\nflagship job: {flagship.gpu_count:,} GPUs, "
+          f"{JobMetric.objects.filter(job=flagship).count():,} job-wide samples")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.getcwd())
+    main()

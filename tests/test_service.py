@@ -105,3 +105,15 @@ def test_secret_key_from_file(tmp_path):
         {"DJANGO_SECRET_KEY_FILE": str(secret), "DJANGO_ALLOWED_HOSTS": "ops.example.com"}
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_schema_and_docs_are_not_public(client, api):
+    assert api(None).get("/api/v1/schema/").status_code == 401
+    assert client.get("/api/docs/").status_code in (401, 403)
+    assert api("mia").get("/api/v1/schema/").status_code == 200
+
+
+def test_admin_lists_fleet_and_jobs(client, users, nodes, job):
+    client.force_login(users["root"])
+    for path in ("/admin/fleet/node/", "/admin/jobs/job/", "/admin/incidents/incident/"):
+        assert client.get(path).status_code == 200

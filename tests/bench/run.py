@@ -70,15 +70,26 @@ def main() -> None:
 
     # 1. simulate, against a raw bulk write of the same step samples.
     start = time.perf_counter()
-    call_command("simulate", gpus=args.gpus, days=args.days, seed=1, stdout=io.StringIO(),
-                 stderr=io.StringIO())
+    call_command(
+        "simulate",
+        gpus=args.gpus,
+        days=args.days,
+        seed=1,
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     simulate_s = time.perf_counter() - start
-    rows = list(JobMetric.objects.values_list("job_id", "ts", "step", "step_time_s", "tokens_per_s"))
+    rows = list(
+        JobMetric.objects.values_list("job_id", "ts", "step", "step_time_s", "tokens_per_s")
+    )
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS bench_copy")
-        cursor.execute("CREATE TABLE bench_copy AS SELECT job_id, ts, step, step_time_s, tokens_per_s "
-                       "FROM jobs_jobmetric WITH NO DATA" if connection.vendor == "postgresql" else
-                       "CREATE TABLE bench_copy (job_id, ts, step, step_time_s, tokens_per_s)")
+        cursor.execute(
+            "CREATE TABLE bench_copy AS SELECT job_id, ts, step, step_time_s, tokens_per_s "
+            "FROM jobs_jobmetric WITH NO DATA"
+            if connection.vendor == "postgresql"
+            else "CREATE TABLE bench_copy (job_id, ts, step, step_time_s, tokens_per_s)"
+        )
     start = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -90,10 +101,14 @@ def main() -> None:
     copy_s = time.perf_counter() - start
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE bench_copy")
-    print(f"simulate --gpus {args.gpus} --days {args.days:g}: {simulate_s:.1f} s "
-          f"({len(rows):,} step samples and the rest)")
-    print(f"  baseline: raw bulk write of those {len(rows):,} samples alone: {copy_s:.1f} s "
-          f"→ simulate = {simulate_s / copy_s:.1f}× that\n")
+    print(
+        f"simulate --gpus {args.gpus} --days {args.days:g}: {simulate_s:.1f} s "
+        f"({len(rows):,} step samples and the rest)"
+    )
+    print(
+        f"  baseline: raw bulk write of those {len(rows):,} samples alone: {copy_s:.1f} s "
+        f"→ simulate = {simulate_s / copy_s:.1f}× that\n"
+    )
 
     # 2. Page server times, against /healthz through the same client.
     user = user_create_or_update(username="bench", role="manager", password="x")
@@ -115,19 +130,26 @@ def main() -> None:
     print(f"{'page':<22}{'median ms':>10}{'queries':>9}{'× baseline':>12}   goal")
     base_ms = None
     for label, path in pages:
+
         def get(path: str = path) -> int:
             response = client.get(path)
             assert response.status_code == 200, (path, response.status_code)
             return len(response.content)
+
         ms, _ = _timed(get, args.repeat)
         with CaptureQueriesContext(connection) as queries:
             get()
         base_ms = base_ms or ms
-        goal = "" if label.startswith("baseline") else ("≤ 200 ms" if "API" in label or "chart" in label
-                                                         else "≤ 150 ms, ≤ 20 queries")
+        goal = (
+            ""
+            if label.startswith("baseline")
+            else ("≤ 200 ms" if "API" in label or "chart" in label else "≤ 150 ms, ≤ 20 queries")
+        )
         print(f"{label:<22}{ms:>10.1f}{len(queries):>9}{ms / base_ms:>11.1f}×   {goal}")
-    print(f"\nflagship job: {flagship.gpu_count:,} GPUs, "
-          f"{JobMetric.objects.filter(job=flagship).count():,} job-wide samples")
+    print(
+        f"\nflagship job: {flagship.gpu_count:,} GPUs, "
+        f"{JobMetric.objects.filter(job=flagship).count():,} job-wide samples"
+    )
 
 
 if __name__ == "__main__":

@@ -72,33 +72,28 @@ def update_many(
     keys: Sequence[str],
     columns: Sequence[str],
     rows: Sequence[Sequence[object]],
-    *,
-    casts: dict[str, str] | None = None,
 ) -> None:
     """Set `columns` on the rows matched by `keys`; each row is key values then column values.
 
-    PostgreSQL: one `UPDATE … FROM (VALUES …)` per chunk; SQLite: executemany. `casts` names
-    a PostgreSQL type for a column whose text parameter needs one (e.g. `jsonb`).
+    PostgreSQL: one `UPDATE … FROM (VALUES …)` per chunk, each value cast to its column's
+    type (a VALUES list has no types of its own); SQLite: executemany.
     """
     if not rows:
         return
-    casts = casts or {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            types = _pg_types(table)
             names = [*keys, *columns]
-            sets = ", ".join(
-                f"{c} = v.{c}" + (f"::{casts[c]}" if c in casts else "") for c in columns
-            )
-            match = " AND ".join(f"t.{k} = v.{k}" for k in keys)
+            sets = ", ".join(f"{c} = v.{c}::{types[c]}" for c in columns)
+            match = " AND ".join(f"t.{k} = v.{k}::{types[k]}" for k in keys)
+            alias = ", ".join(names)
             for start in range(0, len(rows), 1000):
                 chunk = rows[start : start + 1000]
                 marks = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * len(chunk))
-                params = [value for row in chunk for value in row]
-                alias = ", ".join(names)
                 cursor.execute(
                     f"UPDATE {table} AS t SET {sets} FROM (VALUES {marks}) AS v({alias}) "
                     f"WHERE {match}",
-                    params,
+                    [value for row in chunk for value in row],
                 )
         else:
             sets = ", ".join(f'"{c}" = %s' for c in columns)
@@ -108,3 +103,63 @@ def update_many(
                 f"UPDATE {table} SET {sets} WHERE {match}",
                 [_sqlite_row((*row[nk:], *row[:nk])) for row in rows],
             )
+
+
+_PG_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _pg_types(table: str) -> dict[str, str]:
+    """Column name → SQL type of a PostgreSQL table (cached per process)."""
+    if table not in _PG_TYPES:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+                [table],
+            )
+            _PG_TYPES[table] = dict(cursor.fetchall())
+    return _PG_TYPES[table]
+
+
+_MERGE = {
+    # How an existing value `t.c` and an incoming one `excluded.c` combine; NULL-safe.
+    "postgresql": {
+        "min": "LEAST({t}, excluded.{c})",
+        "max": "GREATEST({t}, excluded.{c})",
+        "sum": "COALESCE({t}, 0) + COALESCE(excluded.{c}, 0)",
+        "replace": "excluded.{c}",
+    },
+    "sqlite": {
+        "min": "COALESCE(min({t}, excluded.{c}), {t}, excluded.{c})",
+        "max": "COALESCE(max({t}, excluded.{c}), {t}, excluded.{c})",
+        "sum": "COALESCE({t}, 0) + COALESCE(excluded.{c}, 0)",
+        "replace": "excluded.{c}",
+    },
+}
+
+
+def upsert_merge(
+    table: str,
+    conflict: Sequence[str],
+    merge: dict[str, str],
+    rows: Sequence[Sequence[object]],
+) -> None:
+    """Insert rows of (*conflict, *merge columns); on conflict combine each column with the
+    stored value by its rule: `min`, `max`, `sum` or `replace`. Safe under concurrency: the
+    database does the merge."""
+    if not rows:
+        return
+    columns = [*conflict, *merge]
+    rules = _MERGE[connection.vendor]
+    sets = ", ".join(
+        f"{c} = " + rules[rule].format(t=f"{table}.{c}", c=c) for c, rule in merge.items()
+    )
+    marks = ", ".join(["%s"] * len(columns))
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {sets}"
+    )
+    if connection.vendor == "sqlite":
+        rows = [_sqlite_row(row) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)

@@ -4,24 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import exceptions, status
-from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
+class BatchError(ValueError):
+    """A batch was rejected; `errors` maps `samples[i].field` (or a field) to messages.
 
-class BatchError(exceptions.ValidationError):
-    """A batch was rejected; `detail` maps `samples[i].field` (or a field) to messages."""
+    A plain exception, so pure parsers can raise it without Django; the API's exception
+    handler turns it into a 400 whose body is `errors`.
+    """
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
         super().__init__(errors)
+        self.errors = errors
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, plus model validation errors turned into a 400 naming the fields."""
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
+    """DRF's handler, plus batch and model validation errors as a 400 naming the fields."""
+    from django.core.exceptions import ValidationError as DjangoValidationError
+    from rest_framework import status
+    from rest_framework.response import Response
+    from rest_framework.views import exception_handler as drf_exception_handler
+
+    if isinstance(exc, BatchError):
+        return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
-        detail = (
-            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        )
+        if hasattr(exc, "error_dict"):
+            detail = exc.message_dict
+        else:
+            detail = {"non_field_errors": exc.messages}
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

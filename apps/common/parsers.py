@@ -1,9 +1,23 @@
-"""A JSON parser that accepts NaN/Infinity, as Python's `json` writes them (CONTRACT §2)."""
+"""Body parsers: JSON with NaN/Infinity (CONTRACT §2), and plain text for Prometheus."""
 
-from rest_framework.parsers import JSONParser
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser, JSONParser
 
 
 class LenientJSONParser(JSONParser):
     """JSON with the non-standard tokens NaN, Infinity, -Infinity allowed."""
 
     strict = False
+
+
+class PlainTextParser(BaseParser):
+    """`text/plain` bodies (Prometheus exposition format) as a str."""
+
+    media_type = "text/plain"
+
+    def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
+        charset = (parser_context or {}).get("encoding") or "utf-8"
+        try:
+            return stream.read().decode(charset)
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"body is not {charset} text: {exc}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from apps.fleet.choices import NodeState
+from apps.fleet.telemetry import ROLLUP_METRICS
 
 
 class Cluster(models.Model):
@@ -82,7 +83,10 @@ class GPU(models.Model):
     uuid = models.CharField(max_length=64, blank=True, default="")
     model = models.CharField(max_length=64, blank=True, default="")
     metrics = models.JSONField(default=dict, blank=True)
-    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True, help_text="newest sample's ts")
+    # The values before the newest sample, so checks can see ECC growth and new XIDs.
+    prev_metrics = models.JSONField(default=dict, blank=True)
+    prev_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["node", "index"]
@@ -90,3 +94,75 @@ class GPU(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id}/{self.index}"
+
+
+class TelemetryEvent(models.Model):
+    """Something a GPU reported that matters later: an XID, ECC growth, a counter reset."""
+
+    class Kind(models.TextChoices):
+        XID = "xid", "XID error"
+        ECC_SBE = "ecc_sbe", "ECC single-bit errors grew"
+        ECC_DBE = "ecc_dbe", "ECC double-bit errors grew"
+        COUNTER_RESET = "counter_reset", "Counter reset"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
+    gpu = models.PositiveSmallIntegerField()
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    value = models.FloatField()
+    previous = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["node", "at"], name="event_node_at"),
+            models.Index(fields=["at"], name="event_at"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "gpu", "at", "kind"], name="event_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}/{self.gpu} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
+
+
+def _rollup_fields() -> dict[str, models.Field]:
+    fields: dict[str, models.Field] = {}
+    for metric in ROLLUP_METRICS:
+        fields[f"{metric}_min"] = models.FloatField(null=True)
+        fields[f"{metric}_max"] = models.FloatField(null=True)
+        fields[f"{metric}_sum"] = models.FloatField(default=0)
+        fields[f"{metric}_n"] = models.IntegerField(default=0)
+    return fields
+
+
+class NodeRollupBase(models.Model):
+    """Columns min/max/sum/n per rolled-up metric (mean = sum / n)."""
+
+    class Meta:
+        abstract = True
+
+
+for _name, _field in _rollup_fields().items():
+    NodeRollupBase.add_to_class(_name, _field)
+
+
+class NodeRollup(NodeRollupBase):
+    """One node's GPU telemetry over one 5-minute bucket, all its GPUs together."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="rollups")
+    bucket = models.DateTimeField(help_text="start of the 5-minute bucket")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "bucket"], name="rollup_node_bucket")
+        ]
+        indexes = [models.Index(fields=["bucket"], name="rollup_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} @ {self.bucket:%Y-%m-%d %H:%M}"
+
+    def mean(self, metric: str) -> float | None:
+        """Mean of `metric` over the bucket."""
+        n = getattr(self, f"{metric}_n")
+        return getattr(self, f"{metric}_sum") / n if n else None

@@ -1,4 +1,4 @@
-"""Every write to the fleet: clusters, node registration, state changes, heartbeats."""
+"""Writes for clusters, node registration, state changes, heartbeats."""
 
 from __future__ import annotations
 
@@ -175,7 +175,6 @@ def gpu_latest_set_bulk(*, rows: Sequence[tuple[int, int, dict[str, float], dt.d
         ("node_id", "index"),
         ("metrics", "updated_at"),
         [(node_id, index, json.dumps(metrics), ts) for node_id, index, metrics, ts in rows],
-        casts={"metrics": "jsonb"},
     )
 
 

@@ -1,0 +1,80 @@
+"""Telemetry intake endpoints: JSON samples and dcgm-exporter's Prometheus text."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import AGENTS
+from apps.common.parsers import PlainTextParser
+from apps.common.timeutil import parse_ts
+from apps.fleet.intake import parse_telemetry_batch
+from apps.fleet.prometheus import ExpositionError, parse_dcgm
+from apps.fleet.services import telemetry_ingest
+
+
+class TelemetryBatchSerializer(serializers.Serializer):
+    """`{samples: [{node, gpu, ts, metrics: {name: number}}]}` (documentation only)."""
+
+    samples = serializers.ListField(child=serializers.DictField())
+
+
+class IngestResultSerializer(serializers.Serializer):
+    """`{accepted, applied, stale, events}`: `stale` samples were not newer than ones stored."""
+
+    accepted = serializers.IntegerField()
+    applied = serializers.IntegerField()
+    stale = serializers.IntegerField()
+    events = serializers.IntegerField()
+
+
+class TelemetryIngestView(APIView):
+    """`POST ingest/telemetry/`: per-GPU samples, all or nothing."""
+
+    roles = {"POST": AGENTS}
+
+    @extend_schema(request=TelemetryBatchSerializer, responses={202: IngestResultSerializer})
+    def post(self, request: Request) -> Response:
+        samples = parse_telemetry_batch(request.data)
+        result = telemetry_ingest(samples=samples)
+        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
+class PrometheusIngestView(APIView):
+    """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is."""
+
+    roles = {"POST": AGENTS}
+    parser_classes = [PlainTextParser]
+
+    @extend_schema(
+        request={"text/plain": str},
+        parameters=[
+            OpenApiParameter("node", str, description="host, when the text has no Hostname label"),
+            OpenApiParameter("ts", str, description="scrape time (default: receive time)"),
+        ],
+        responses={202: IngestResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        ts = timezone.now()
+        if request.query_params.get("ts"):
+            try:
+                ts = parse_ts(request.query_params["ts"])
+            except ValueError as exc:
+                raise serializers.ValidationError({"ts": [str(exc)]}) from exc
+        text = request.data if isinstance(request.data, str) else ""
+        try:
+            samples = parse_dcgm(text, ts=ts, node=request.query_params.get("node") or None)
+        except ExpositionError as exc:
+            raise serializers.ValidationError(
+                {"body": [str(exc)], "line": [str(exc.line)]}
+            ) from exc
+        if not samples:
+            raise serializers.ValidationError(
+                {"body": ["no per-GPU samples with a Hostname/hostname label (or ?node=)"]}
+            )
+        result = telemetry_ingest(samples=samples)
+        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)

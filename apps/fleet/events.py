@@ -1,0 +1,41 @@
+"""What a new GPU sample means against the previous one: pure, no database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.fleet.telemetry import COUNTERS
+
+
+@dataclass(frozen=True)
+class Change:
+    """An event worth keeping: kind, the new value, the previous one."""
+
+    kind: str
+    value: float
+    previous: float | None
+
+
+_COUNTER_KIND = {"ecc_sbe_total": "ecc_sbe", "ecc_dbe_total": "ecc_dbe"}
+
+
+def changes(previous: dict[str, float], current: dict[str, float]) -> list[Change]:
+    """Events between two samples of one GPU.
+
+    - `xid`: a non-zero value that differs from the previous one (dcgm-exporter keeps the
+      last XID until it restarts, so an unchanged value is not a new error);
+    - ECC counters: growth is an event; a decrease is a reset (driver reload), noted once.
+    """
+    out: list[Change] = []
+    xid = current.get("xid")
+    if xid is not None and xid != 0 and xid != previous.get("xid"):
+        out.append(Change("xid", xid, previous.get("xid")))
+    for name in COUNTERS:
+        new, old = current.get(name), previous.get(name)
+        if new is None or old is None:
+            continue
+        if new > old:
+            out.append(Change(_COUNTER_KIND[name], new, old))
+        elif new < old:
+            out.append(Change("counter_reset", new, old))
+    return out

@@ -1,0 +1,27 @@
+"""Every write to the fleet: nodes and their states (`nodes`), telemetry intake (`telemetry`)."""
+
+from apps.fleet.services.nodes import (
+    NodeSpec,
+    cluster_create,
+    gpu_latest_set_bulk,
+    node_heartbeat,
+    node_register,
+    node_set_state,
+    nodes_register,
+    nodes_seen,
+    nodes_touch_bulk,
+)
+from apps.fleet.services.telemetry import telemetry_ingest
+
+__all__ = [
+    "NodeSpec",
+    "cluster_create",
+    "gpu_latest_set_bulk",
+    "node_heartbeat",
+    "node_register",
+    "node_set_state",
+    "nodes_register",
+    "nodes_seen",
+    "nodes_touch_bulk",
+    "telemetry_ingest",
+]

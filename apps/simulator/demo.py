@@ -19,8 +19,9 @@ from django.db.models import Avg
 from django.utils import timezone
 
 from apps.fleet.choices import NodeState
+from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster, Node
-from apps.fleet.services import gpu_latest_set_bulk, nodes_touch_bulk
+from apps.fleet.services import nodes_touch_bulk, telemetry_ingest
 from apps.jobs.choices import JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job, JobMetric
@@ -128,9 +129,9 @@ def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:
 def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:
     silent = _silent(state)
     faults = {(f.hostname, f.gpu): f.kind for f in state.faults}
-    rows = []
-    for node_id, hostname, index, metrics in GPU.objects.filter(node__cluster=cluster).values_list(
-        "node_id", "node__hostname", "index", "metrics"
+    samples = []
+    for hostname, index, metrics in GPU.objects.filter(node__cluster=cluster).values_list(
+        "node__hostname", "index", "metrics"
     ):
         if hostname in silent or not metrics:
             continue
@@ -145,9 +146,10 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
             m["xid"] = 79
         elif kind == "hot":
             m["temp_c"] = 92
-        rows.append((node_id, index, m, now))
-    gpu_latest_set_bulk(rows=rows)
-    return len(rows)
+        samples.append(TelemetrySample(hostname, index, now, m))
+    if samples:
+        telemetry_ingest(samples=samples, now=now)
+    return len(samples)
 
 
 def _progress(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:

@@ -9,14 +9,15 @@ from collections.abc import Callable
 from django.db import transaction
 
 from apps.fleet.choices import NodeState, StateSource
+from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.services import (
     NodeSpec,
     cluster_create,
-    gpu_latest_set_bulk,
     node_set_state,
     nodes_register,
     nodes_touch_bulk,
+    telemetry_ingest,
 )
 from apps.incidents.choices import Category, IncidentStatus, Source
 from apps.incidents.models import Incident
@@ -28,6 +29,7 @@ from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, P
 from apps.simulator.series import gpu_metrics, job_series, node_timings
 
 CHUNK = 50_000
+HISTORY_STEPS = 24  # two hours of 5-minute telemetry
 Log = Callable[[str], None]
 
 
@@ -207,28 +209,38 @@ def _state_changes(item: Interruption, end: dt.datetime) -> list[tuple[dt.dateti
 
 
 def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
+    """GPU telemetry for the last two hours (5-minute steps, so charts have rollups) through
+    the telemetry intake, then heartbeats. Nodes that are down went silent when they failed."""
     rng = random.Random(plan.seed * 17 + 3)
     busy = {n for jp in plan.jobs if jp.status == "running" for n in jp.nodes}
     slow = {jp.slow_node for jp in plan.jobs if jp.slow_node is not None}
-    states = dict(Node.objects.filter(pk__in=[n.pk for n in nodes]).values_list("pk", "state"))
-    silent = {NodeState.DOWN}
+    current = dict(Node.objects.filter(pk__in=[n.pk for n in nodes]).values_list("pk", "state"))
+    changed = dict(
+        Node.objects.filter(pk__in=[n.pk for n in nodes]).values_list("pk", "state_changed_at")
+    )
     hot = rng.randrange(len(nodes))
-    rows = []
     touches = []
-    for i, node in enumerate(nodes):
-        alive = states[node.pk] not in silent
-        seen = (
-            plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if alive else node.state_changed_at
-        )
-        touches.append((node.pk, seen, seen))
-        for g in range(node.gpu_count):
-            metrics = gpu_metrics(
-                rng, busy=i in busy, gemm_scale=0.86 if (i in slow and g == 3) else 1.0
-            )
-            if i == hot and g == 5:
-                metrics["temp_c"] = 91
-            rows.append((node.pk, g, metrics, seen))
+    total = 0
+    for start in range(0, len(nodes), 128):
+        samples: list[TelemetrySample] = []
+        for i in range(start, min(start + 128, len(nodes))):
+            node = nodes[i]
+            down = current[node.pk] == NodeState.DOWN
+            last = changed[node.pk] - dt.timedelta(seconds=30) if down else plan.end
+            for step in range(HISTORY_STEPS, -1, -1):
+                ts = last - dt.timedelta(minutes=5 * step, seconds=rng.uniform(0, 15))
+                if ts < plan.start:
+                    continue
+                for g in range(node.gpu_count):
+                    scale = 0.86 if (i in slow and g == 3) else 1.0
+                    metrics = gpu_metrics(rng, busy=i in busy and not down, gemm_scale=scale)
+                    if i == hot and g == 5 and step == 0:
+                        metrics["temp_c"] = 91
+                    samples.append(TelemetrySample(node.hostname, g, ts, metrics))
+            seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if not down else last
+            touches.append((node.pk, seen, seen))
+        telemetry_ingest(samples=samples, now=plan.end)
+        total += len(samples)
     with transaction.atomic():
-        gpu_latest_set_bulk(rows=rows)
         nodes_touch_bulk(rows=touches)
-    log(f"latest telemetry for {len(rows):,} GPUs")
+    log(f"{total:,} telemetry samples for {len(nodes) * GPUS_PER_NODE:,} GPUs")

@@ -3,7 +3,6 @@
 from apps.fleet.services.nodes import (
     NodeSpec,
     cluster_create,
-    gpu_latest_set_bulk,
     node_heartbeat,
     node_register,
     node_set_state,
@@ -16,7 +15,6 @@ from apps.fleet.services.telemetry import telemetry_ingest
 __all__ = [
     "NodeSpec",
     "cluster_create",
-    "gpu_latest_set_bulk",
     "node_heartbeat",
     "node_register",
     "node_set_state",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -166,16 +165,6 @@ def nodes_seen(*, node_ids: Sequence[int], now: dt.datetime | None = None) -> No
     """Mark nodes as heard from (telemetry or metrics arrived) at the server's time."""
     if node_ids:
         Node.objects.filter(pk__in=list(node_ids)).update(last_seen_at=now or timezone.now())
-
-
-def gpu_latest_set_bulk(*, rows: Sequence[tuple[int, int, dict[str, float], dt.datetime]]) -> None:
-    """Set GPUs' latest telemetry: rows of (node_id, gpu index, metrics, measured at)."""
-    update_many(
-        GPU._meta.db_table,
-        ("node_id", "index"),
-        ("metrics", "updated_at"),
-        [(node_id, index, json.dumps(metrics), ts) for node_id, index, metrics, ts in rows],
-    )
 
 
 def nodes_touch_bulk(*, rows: Sequence[tuple[int, dt.datetime | None, dt.datetime | None]]) -> None:

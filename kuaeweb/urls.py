@@ -10,6 +10,7 @@ from apps.common import views as common_views
 api_v1 = [
     path("", include("apps.fleet.urls_api")),
     path("", include("apps.jobs.urls_api")),
+    path("", include("apps.incidents.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
 

@@ -7,11 +7,15 @@ from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
+from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
+from apps.jobs.services import slurm_jobs_upsert
+from apps.jobs.slurm import SlurmJob, parse_slurm
 
 # occurred ≤ detected ≤ localized ≤ recovered ≤ resolved, each only when both are set.
 _ORDER = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
@@ -85,3 +89,56 @@ def incident_open(
     if nodes:
         incident.nodes.set(nodes)
     return incident
+
+
+@transaction.atomic
+def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
+    """Apply `sacct --json` records: jobs created or updated, and for a NODE_FAIL a
+    `node_unreachable` incident interrupting the job (once per job attempt)."""
+    records = parse_slurm(payload)
+    by_cluster: dict[str, list[SlurmJob]] = {}
+    errors: dict[str, list[str]] = {}
+    for i, record in enumerate(records):
+        name = cluster_name or record.cluster
+        if not name:
+            errors[f"jobs[{i}].cluster"] = ["no cluster: pass ?cluster=NAME"]
+        by_cluster.setdefault(name, []).append(record)
+    clusters = {c.name: c for c in Cluster.objects.filter(name__in=list(by_cluster))}
+    for name in by_cluster:
+        if name and name not in clusters:
+            errors["cluster"] = [f"unknown cluster {name!r}"]
+    if errors:
+        raise BatchError(errors)
+    counts = {"created": 0, "updated": 0, "incidents": 0}
+    for name, items in by_cluster.items():
+        cluster = clusters[name]
+        for (job, created), record in zip(
+            slurm_jobs_upsert(cluster=cluster, records=items), items, strict=True
+        ):
+            counts["created" if created else "updated"] += 1
+            if record.node_fail and _node_fail_incident(cluster, job, record):
+                counts["incidents"] += 1
+    return counts
+
+
+def _node_fail_incident(cluster: Cluster, job: Job, record: SlurmJob) -> bool:
+    fingerprint = f"slurm:{cluster.name}:{record.job_id}:{record.restart_cnt}"
+    if Incident.objects.filter(cluster=cluster, fingerprint=fingerprint).exists():
+        return False
+    hosts = record.failed_nodes or record.hostnames
+    failed_at = record.ended_at or timezone.now()
+    incident_open(
+        cluster=cluster,
+        title=f"Slurm NODE_FAIL for job {record.job_id} ({', '.join(hosts[:3])}"
+        + (" …)" if len(hosts) > 3 else ")"),
+        category=Category.NODE_UNREACHABLE,
+        severity=Severity.SEV2,
+        occurred_at=failed_at,
+        detected_at=failed_at,
+        job=job,
+        nodes=list(Node.objects.filter(cluster=cluster, hostname__in=hosts)),
+        interrupts_job=True,
+        source=Source.SLURM,
+        fingerprint=fingerprint,
+    )
+    return True

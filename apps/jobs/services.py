@@ -13,10 +13,11 @@ from django.utils import timezone
 from apps.common.bulk import insert_ignore
 from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
-from apps.fleet.services import nodes_seen
+from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.jobs.slurm import SlurmJob
 
 JOB_FIELDS = (
     "name",
@@ -186,3 +187,36 @@ def checkpoints_record_bulk(
         last_checkpoint_at=newest
     )
     return inserted
+
+
+@transaction.atomic
+def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[Job, bool]]:
+    """Create or update jobs from Slurm records, by external_id = Slurm job id; nodes named
+    by a record and not yet known are registered in the cluster. Returns (job, created)."""
+    wanted = {h for r in records for h in (*r.hostnames, *r.failed_nodes)}
+    known = {n.hostname: n for n in Node.objects.filter(hostname__in=wanted)}
+    elsewhere = sorted(h for h, n in known.items() if n.cluster_id != cluster.pk)
+    if elsewhere:
+        raise BatchError({"nodes": [f"already in another cluster: {', '.join(elsewhere[:20])}"]})
+    new = sorted(wanted - set(known))
+    if new:
+        for node in nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in new]):
+            known[node.hostname] = node
+    out = []
+    for record in records:
+        nodes = [known[h] for h in record.hostnames]
+        gpus = record.gpus or len(nodes) * cluster.gpus_per_node or 1
+        out.append(
+            job_create(
+                cluster=cluster,
+                nodes=nodes,
+                name=record.name,
+                external_id=record.job_id,
+                status=record.status,
+                started_at=record.started_at,
+                ended_at=record.ended_at,
+                gpu_count=gpus,
+                restart_count=record.restart_cnt,
+            )
+        )
+    return out

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery.schedules import crontab
 from django.conf import settings
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:
-    """The beat schedule; the live demo tick only runs with KUAE_DEMO=1."""
-    schedule: dict[str, dict[str, Any]] = {}
+    """The beat schedule; intervals come from settings (environment)."""
+    schedule: dict[str, dict[str, Any]] = {
+        "prune-job-metrics": {
+            "task": "apps.jobs.tasks.prune_metrics",
+            "schedule": crontab(minute=17),
+        },
+        "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+    }
+    if settings.KUAE_SCRAPE_INTERVAL:
+        schedule["scrape-exporters"] = {
+            "task": "apps.fleet.tasks.scrape_round",
+            "schedule": float(settings.KUAE_SCRAPE_INTERVAL),
+        }
     if settings.DEMO:
         schedule["demo-tick"] = {"task": "apps.simulator.tasks.demo_tick", "schedule": 15.0}
     return schedule

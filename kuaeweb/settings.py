@@ -140,6 +140,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 
+# Pull mode (seconds; 0 turns scraping off) and retention (days).
+KUAE_SCRAPE_INTERVAL = env_int("KUAE_SCRAPE_INTERVAL", 30)
+KUAE_SCRAPE_TIMEOUT = env_int("KUAE_SCRAPE_TIMEOUT", 5, minimum=1)
+KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
+KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)
+
 # --- Web, API -----------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"

@@ -39,6 +39,11 @@ class Node(models.Model):
     state_changed_at = models.DateTimeField()
     last_seen_at = models.DateTimeField(null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Pull mode: the outcome of the last scrape of `exporter_url` (like Prometheus' `up`).
+    scraped_at = models.DateTimeField(null=True, blank=True)
+    scrape_ok = models.BooleanField(null=True, blank=True)
+    scrape_error = models.CharField(max_length=300, blank=True, default="")
+    scrape_ms = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["hostname"]

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.common.bulk import insert_ignore
 from apps.common.errors import BatchError
+from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
@@ -220,3 +221,12 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
             )
         )
     return out
+
+
+def job_metrics_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:
+    """Delete step samples (job-wide and per node) older than the given age; jobs,
+    checkpoints and their denormalised latest values stay."""
+    cutoff = (now or timezone.now()) - dt.timedelta(days=older_than_days)
+    return delete_in_batches(JobMetric.objects.filter(ts__lt=cutoff)) + delete_in_batches(
+        NodeStepMetric.objects.filter(ts__lt=cutoff)
+    )

@@ -279,3 +279,21 @@ def test_gzip_bodies_are_accepted(api, job):
         HTTP_CONTENT_ENCODING="gzip",
     )
     assert response.status_code == 202 and JobMetric.objects.count() == 20
+
+
+def test_metric_retention_keeps_jobs_and_latest_values(api, job):
+    from django.utils import timezone
+
+    from apps.jobs.services import job_metrics_prune
+
+    now = timezone.now()
+    old = samples(5, start=now - dt.timedelta(days=100), every=60)
+    new = samples(5, start=now - dt.timedelta(days=1), every=60)
+    node_old = [{**s, "node": "gpu000", "compute_s": 1.0} for s in old]
+    api("ada").post(
+        f"/api/v1/jobs/{job.pk}/metrics/", {"samples": old + new + node_old}, format="json"
+    )
+    assert job_metrics_prune(older_than_days=90, now=now) == 10
+    assert JobMetric.objects.filter(job=job).count() == 5 and NodeStepMetric.objects.count() == 0
+    job.refresh_from_db()
+    assert job.last_metric_at is not None

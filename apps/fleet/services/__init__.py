@@ -1,4 +1,5 @@
-"""Every write to the fleet: nodes and their states (`nodes`), telemetry intake (`telemetry`)."""
+"""Every write to the fleet: nodes and their states (`nodes`), telemetry intake
+(`telemetry`), pull-mode scraping (`scrape`), retention (`retention`)."""
 
 from apps.fleet.services.nodes import (
     NodeSpec,
@@ -10,6 +11,8 @@ from apps.fleet.services.nodes import (
     nodes_seen,
     nodes_touch_bulk,
 )
+from apps.fleet.services.retention import rollups_prune
+from apps.fleet.services.scrape import scrape_nodes
 from apps.fleet.services.telemetry import telemetry_ingest
 
 __all__ = [
@@ -21,5 +24,7 @@ __all__ = [
     "nodes_register",
     "nodes_seen",
     "nodes_touch_bulk",
+    "rollups_prune",
+    "scrape_nodes",
     "telemetry_ingest",
 ]

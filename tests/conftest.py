@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.utils import timezone
@@ -15,6 +15,7 @@ from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Job
 from apps.jobs.services import job_create
+from tests.support import ExporterServer
 
 # Personas: one per role, as healthchecks does with alice, bob and charlie.
 PERSONAS = {
@@ -81,3 +82,11 @@ def job(cluster: Cluster, nodes: list[Node]) -> Job:
         started_at=timezone.now() - dt.timedelta(days=2),
     )
     return created
+
+
+@pytest.fixture
+def exporter() -> Iterator[str]:
+    """Base URL of a loopback server: /metrics (the real dcgm sample), /slow, /broken, /missing."""
+    server = ExporterServer()
+    yield server.url
+    server.close()

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import http.server
-import socket
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -15,56 +10,15 @@ from django.utils import timezone
 from apps.fleet.models import GPU, Node, NodeRollup
 from apps.fleet.services import NodeSpec, nodes_register, rollups_prune, scrape_nodes
 from apps.fleet.tasks import scrape_round
+from tests.support import closed_port
 
 pytestmark = pytest.mark.django_db
-
-SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dcgm" / "h100-node.prom"
-
-
-class _Exporter(http.server.BaseHTTPRequestHandler):
-    """Serves the real dcgm-exporter sample at /metrics; /slow never answers in time."""
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path == "/slow":
-            threading.Event().wait(3)
-        if self.path == "/broken":
-            body = b'DCGM_FI_DEV_GPU_TEMP{gpu="0" 55\n'
-        else:
-            body = SAMPLE.read_bytes()
-        if self.path == "/missing":
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def exporter() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_scrape_stores_samples_and_marks_targets(cluster, exporter):
     specs = [
         NodeSpec(hostname="gpu-a017", exporter_url=f"{exporter}/metrics"),
-        NodeSpec(hostname="dead", exporter_url=f"http://127.0.0.1:{_closed_port()}/metrics"),
+        NodeSpec(hostname="dead", exporter_url=f"http://127.0.0.1:{closed_port()}/metrics"),
         NodeSpec(hostname="slow", exporter_url=f"{exporter}/slow"),
         NodeSpec(hostname="broken", exporter_url=f"{exporter}/broken"),
         NodeSpec(hostname="missing", exporter_url=f"{exporter}/missing"),

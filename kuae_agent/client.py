@@ -1,0 +1,83 @@
+"""Delivery to the KUAE Ops API: retry 5xx and timeouts with backoff, never a 4xx."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from enum import Enum
+
+import httpx
+
+from kuae_agent.spool import Item, Spool
+
+log = logging.getLogger("kuae_agent")
+
+
+class Outcome(Enum):
+    """What a delivery attempt means for the request."""
+
+    STORED = "stored"  # 2xx: durably stored
+    REJECTED = "rejected"  # 4xx: the server will never take it
+    RETRY = "retry"  # 5xx, timeout, connection error: try again later
+
+
+class Client:
+    """Posts requests with a token; keeps the backoff state between attempts."""
+
+    def __init__(
+        self, server: str, token: str, *, timeout_s: float = 10.0, backoff_max_s: float = 60.0
+    ) -> None:
+        self.server = server.rstrip("/")
+        self.http = httpx.Client(timeout=timeout_s, headers={"Authorization": f"Token {token}"})
+        self.backoff_max_s = backoff_max_s
+        self.failures = 0
+        self.not_before = 0.0
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self.http.close()
+
+    def send(self, path: str, body: str, content_type: str) -> tuple[Outcome, str]:
+        """One attempt; returns the outcome and a short reason."""
+        try:
+            response = self.http.post(
+                self.server + path, content=body.encode(), headers={"Content-Type": content_type}
+            )
+        except httpx.TimeoutException:
+            return Outcome.RETRY, "timeout"
+        except httpx.TransportError as exc:
+            return Outcome.RETRY, f"{type(exc).__name__}: {exc}"
+        if response.is_success:
+            return Outcome.STORED, str(response.status_code)
+        if 400 <= response.status_code < 500:
+            return Outcome.REJECTED, f"HTTP {response.status_code}: {response.text[:1000]}"
+        return Outcome.RETRY, f"HTTP {response.status_code}"
+
+    def drain(self, spool: Spool, *, now: float | None = None) -> int:
+        """Deliver spooled requests oldest first until one must wait; returns how many were
+        stored. After a retryable failure, waits (exponential backoff with jitter)."""
+        now = time.monotonic() if now is None else now
+        if now < self.not_before:
+            return 0
+        stored = 0
+        for item in spool.pending():
+            outcome, reason = self.send(item.path, item.body, item.content_type)
+            if outcome is Outcome.STORED:
+                spool.done(item)
+                stored += 1
+                self.failures = 0
+            elif outcome is Outcome.REJECTED:
+                spool.reject(item.file, reason)
+            else:
+                self._back_off(now, item, reason)
+                break
+        return stored
+
+    def _back_off(self, now: float, item: Item, reason: str) -> None:
+        self.failures += 1
+        delay = min(self.backoff_max_s, 2 ** min(self.failures, 10)) * random.uniform(0.5, 1.0)
+        self.not_before = now + delay
+        log.warning(
+            "server unavailable (%s) for %s; retrying in %.0f s", reason, item.file.name, delay
+        )

@@ -1,0 +1,80 @@
+"""A disk buffer of requests still to deliver: written before sending, deleted once stored."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("kuae_agent")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One request to deliver: where, what, and the file that holds it."""
+
+    path: str
+    content_type: str
+    body: str
+    file: Path
+
+
+class Spool:
+    """Files under `root`, delivered oldest first; `rejected/` keeps what the server refused."""
+
+    def __init__(self, root: Path, max_bytes: int = 512 * 1024 * 1024) -> None:
+        self.root = root
+        self.rejected = root / "rejected"
+        self.max_bytes = max_bytes
+        self.rejected.mkdir(parents=True, exist_ok=True)
+        self._seq = 0
+
+    def put(self, path: str, body: str, content_type: str) -> Path:
+        """Write a request to disk atomically (fsync'd) and return its file."""
+        self._seq += 1
+        name = f"{time.time_ns():020d}-{os.getpid()}-{self._seq:06d}.json"
+        tmp = self.root / f".{name}.tmp"
+        with tmp.open("w") as handle:
+            json.dump({"path": path, "content_type": content_type, "body": body}, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        final = self.root / name
+        tmp.replace(final)
+        self._trim()
+        return final
+
+    def pending(self) -> list[Item]:
+        """Requests not yet delivered, oldest first (unreadable files are set aside)."""
+        items = []
+        for file in sorted(self.root.glob("*.json")):
+            try:
+                raw = json.loads(file.read_text())
+                items.append(Item(raw["path"], raw["content_type"], raw["body"], file))
+            except (OSError, ValueError, KeyError):
+                self.reject(file, "unreadable spool file")
+        return items
+
+    def done(self, item: Item) -> None:
+        """The server stored it: forget it."""
+        item.file.unlink(missing_ok=True)
+
+    def reject(self, file: Path, reason: str) -> None:
+        """The server refused it (4xx): keep it aside for a person, never retry it."""
+        target = self.rejected / file.name
+        file.replace(target)
+        target.with_suffix(".reason").write_text(reason[:2000])
+        log.error("set aside %s: %s", file.name, reason[:300])
+
+    def _trim(self) -> None:
+        files = sorted(self.root.glob("*.json"))
+        size = sum(f.stat().st_size for f in files)
+        while files and size > self.max_bytes:
+            oldest = files.pop(0)
+            size -= oldest.stat().st_size
+            oldest.unlink(missing_ok=True)
+            log.warning(
+                "spool over %d bytes: dropped the oldest request %s", self.max_bytes, oldest.name
+            )

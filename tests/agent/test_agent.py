@@ -1,0 +1,174 @@
+"""kuae-agent against the real app (live server): delivery, buffering, rejection, probe."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import threading
+
+import pytest
+
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.models import GPU, Node
+from apps.fleet.services import NodeSpec, nodes_register
+from kuae_agent.cli import main
+from kuae_agent.client import Client, Outcome
+from kuae_agent.sources import parse_smi_csv
+from kuae_agent.spool import Spool
+from tests.support import closed_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def token(cluster, monkeypatch) -> str:  # noqa: ANN001
+    nodes_register(cluster=cluster, specs=[NodeSpec(hostname="gpu-a017")])
+    raw = token_issue(user=user_create_or_update(username="agent-1", role="agent"))
+    monkeypatch.setenv("KUAE_TOKEN", raw)
+    return raw
+
+
+def agent(*args: str) -> int:
+    return main(list(args))
+
+
+def test_once_delivers_the_exporters_text(live_server, exporter, token, tmp_path):
+    code = agent(
+        "once",
+        "--server",
+        live_server.url,
+        "--node",
+        "gpu-a017",
+        "--exporter",
+        f"{exporter}/metrics",
+        "--spool",
+        str(tmp_path),
+    )
+    assert code == 0
+    assert GPU.objects.get(node__hostname="gpu-a017", index=2).metrics["sm_clock_mhz"] == 1980
+    node = Node.objects.get(hostname="gpu-a017")
+    assert node.last_heartbeat_at is not None
+    assert Spool(tmp_path).pending() == []
+
+
+def test_buffers_while_the_server_is_down_then_delivers(live_server, exporter, token, tmp_path):
+    down = f"http://127.0.0.1:{closed_port()}"
+    for _ in range(3):
+        agent(
+            "once",
+            "--server",
+            down,
+            "--node",
+            "gpu-a017",
+            "--exporter",
+            f"{exporter}/metrics",
+            "--spool",
+            str(tmp_path),
+        )
+    assert len(Spool(tmp_path).pending()) == 3
+    assert GPU.objects.get(node__hostname="gpu-a017", index=0).updated_at is None
+    assert agent("flush", "--server", live_server.url, "--spool", str(tmp_path)) == 0
+    assert Spool(tmp_path).pending() == []
+    gpu = GPU.objects.get(node__hostname="gpu-a017", index=0)
+    assert gpu.updated_at is not None and gpu.prev_at is not None  # all three scrapes landed
+
+
+def test_a_4xx_is_set_aside_not_retried(live_server, exporter, token, tmp_path):
+    agent(
+        "once",
+        "--server",
+        live_server.url,
+        "--node",
+        "not-registered",
+        "--exporter",
+        f"{exporter}/metrics",
+        "--spool",
+        str(tmp_path),
+    )
+    spool = Spool(tmp_path)
+    assert spool.pending() == []
+    reasons = [p.read_text() for p in spool.rejected.glob("*.reason")]
+    assert len(reasons) == 1 and "HTTP 400" in reasons[0] and "unknown node" in reasons[0]
+
+
+class _Flaky(http.server.BaseHTTPRequestHandler):
+    """Answers 503 to the first two posts, then 202."""
+
+    calls = 0
+
+    def do_POST(self) -> None:  # noqa: N802
+        type(self).calls += 1
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(503 if type(self).calls <= 2 else 202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_5xx_is_retried_with_backoff(tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"http://127.0.0.1:{server.server_address[1]}", "t")
+        spool = Spool(tmp_path)
+        spool.put("/api/v1/ingest/telemetry/", "{}", "application/json")
+        assert client.drain(spool, now=0) == 0 and client.failures == 1
+        assert client.not_before > 0
+        assert client.drain(spool, now=client.not_before - 0.01) == 0  # still backing off
+        assert _Flaky.calls == 1
+        assert client.drain(spool, now=client.not_before) == 0 and client.failures == 2
+        assert client.drain(spool, now=client.not_before) == 1 and client.failures == 0
+        assert spool.pending() == [] and _Flaky.calls == 3
+        assert client.send("/x", "{}", "application/json")[0] is Outcome.STORED
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_probe_reports_gemm_figures(live_server, token, tmp_path):
+    for _ in range(2):
+        assert (
+            agent(
+                "probe",
+                "--server",
+                live_server.url,
+                "--node",
+                "gpu-a017",
+                "--gpus",
+                "0-1",
+                "--size",
+                "256",
+                "--spool",
+                str(tmp_path),
+            )
+            == 0
+        )
+    gpus = list(GPU.objects.filter(node__hostname="gpu-a017", index__in=[0, 1]).order_by("index"))
+    assert all(g.metrics["gemm_tflops"] > 0 for g in gpus)
+    # The checksum is a fixed-seed product: the same on every run.
+    assert gpus[0].metrics["gemm_checksum"] == gpus[0].prev_metrics["gemm_checksum"]
+
+
+def test_nvidia_smi_csv():
+    text = (
+        "0, GPU-aa, NVIDIA H100 80GB HBM3, 97, 77890, 55, 48, 621.54, 1980\n"
+        "1, GPU-bb, NVIDIA H100 80GB HBM3, 0, 1, 33, [N/A], 70.1, 345\n"
+    )
+    ts = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+    samples = parse_smi_csv(text, node="n1", ts=ts)
+    assert samples[0]["metrics"] == {
+        "gpu_util": 97,
+        "mem_used_mib": 77890,
+        "temp_c": 55,
+        "mem_temp_c": 48,
+        "power_w": 621.54,
+        "sm_clock_mhz": 1980,
+    }
+    assert "mem_temp_c" not in samples[1]["metrics"] and samples[1]["gpu"] == 1
+
+
+def test_no_token_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.delenv("KUAE_TOKEN", raising=False)
+    assert agent("flush", "--server", "http://127.0.0.1:1", "--spool", str(tmp_path)) == 2

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet, Sum
 
 from apps.fleet.choices import NodeState
-from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.fleet.models import Cluster, Node, NodeRollup, NodeStateChange, TelemetryEvent
 
 
 def cluster_list() -> QuerySet[Cluster]:
@@ -73,3 +74,13 @@ def rack_list(*, cluster: str | None = None) -> list[str]:
     if cluster:
         qs = qs.filter(cluster__name=cluster)
     return list(qs.order_by("rack").values_list("rack", flat=True).distinct())
+
+
+def node_events(*, node: Node, limit: int = 50) -> list[TelemetryEvent]:
+    """A node's XID/ECC/reset events, newest first."""
+    return list(TelemetryEvent.objects.filter(node=node).order_by("-at", "-id")[:limit])
+
+
+def node_rollups(*, node: Node, since: dt.datetime) -> list[NodeRollup]:
+    """A node's 5-minute rollups since `since`, oldest first."""
+    return list(NodeRollup.objects.filter(node=node, bucket__gte=since).order_by("bucket"))

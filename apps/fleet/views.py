@@ -11,7 +11,13 @@ from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster
-from apps.fleet.selectors import node_detail, node_list, node_state_history, rack_list
+from apps.fleet.selectors import (
+    node_detail,
+    node_events,
+    node_list,
+    node_state_history,
+    rack_list,
+)
 from apps.fleet.telemetry import GPU_COLUMNS
 
 SORTS = {
@@ -71,6 +77,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "gpus": list(node.gpus.all()),
             "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),
+            "events": node_events(node=node),
             "now": timezone.now(),
         },
     )

@@ -10,6 +10,8 @@ import datetime as dt
 from typing import Any
 
 from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout
+from apps.fleet.models import Node
+from apps.fleet.selectors import node_rollups
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import job_metric_series
@@ -115,5 +117,79 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
         },
         yaxis2={"domain": [0.36, 0.64], "rangemode": "tozero", "title": {"text": "tokens/s"}},
         yaxis3={"domain": [0, 0.30], "title": {"text": "loss"}},
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+NODE_PANELS = (
+    ("temp_c", "GPU temp (°C)", "#d62728"),
+    ("gpu_util", "GPU util (%)", "#1f77b4"),
+    ("power_w", "Power per GPU (W)", "#ff7f0e"),
+)
+
+
+def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
+    """A node's 5-minute rollups: mean across its GPUs with the min–max band, per metric."""
+    since = dt.datetime.now(tz=dt.UTC) - dt.timedelta(hours=hours)
+    rows = node_rollups(node=node, since=since)
+    x = [_iso(r.bucket) for r in rows]
+    traces: list[dict[str, Any]] = []
+    for i, (metric, title, colour) in enumerate(NODE_PANELS, start=1):
+        axis = "y" if i == 1 else f"y{i}"
+        lows = [getattr(r, f"{metric}_min") for r in rows]
+        highs = [getattr(r, f"{metric}_max") for r in rows]
+        traces += [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": x,
+                "y": highs,
+                "yaxis": axis,
+                "line": {"width": 0},
+                "showlegend": False,
+                "hoverinfo": "skip",
+            },
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": x,
+                "y": lows,
+                "yaxis": axis,
+                "fill": "tonexty",
+                "fillcolor": colour + "33",
+                "line": {"width": 0},
+                "showlegend": False,
+                "hoverinfo": "skip",
+            },
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": x,
+                "y": [r.mean(metric) for r in rows],
+                "yaxis": axis,
+                "name": title,
+                "line": {"color": colour, "width": 1.5},
+                "hovertemplate": "%{y:.1f}<extra>" + title + " mean</extra>",
+            },
+        ]
+    n = len(NODE_PANELS)
+    gap = 0.06
+    height = (1 - gap * (n - 1)) / n
+    axes = {}
+    for i, (_, title, _) in enumerate(NODE_PANELS, start=1):
+        top = 1 - (i - 1) * (height + gap)
+        axes["yaxis" if i == 1 else f"yaxis{i}"] = {
+            "domain": [top - height, top],
+            "title": {"text": title, "font": {"size": 11}},
+        }
+    layout = base_layout(
+        height=420,
+        showlegend=False,
+        xaxis={
+            "type": "date",
+            "anchor": f"y{n}",
+            "rangeselector": {"buttons": RANGE_BUTTONS[:3], "x": 0, "y": 1.08},
+        },
+        **axes,
     )
     return {"data": traces, "layout": layout, "config": CONFIG}

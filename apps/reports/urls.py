@@ -7,5 +7,8 @@ from apps.reports import views
 urlpatterns = [
     path("", views.overview_page, name="overview"),
     path("charts/jobs/<int:pk>/progress.json", views.job_figure, name="chart-job-progress"),
+    path(
+        "charts/nodes/<str:hostname>/telemetry.json", views.node_figure, name="chart-node-telemetry"
+    ),
     path("ui/colours.css", views.colours_css, name="colours-css"),
 ]

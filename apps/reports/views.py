@@ -9,11 +9,11 @@ from django.views.decorators.cache import cache_control
 
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
-from apps.fleet.models import Cluster
+from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import IncidentStatus, Severity
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
-from apps.reports.charts import job_progress_figure
+from apps.reports.charts import job_progress_figure, node_telemetry_figure
 from apps.reports.selectors import overview
 
 
@@ -43,6 +43,13 @@ def job_figure(request: HttpRequest, pk: int) -> JsonResponse:
     """The job page's progress chart as Plotly JSON (≤ 2,000 points per trace)."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
     return JsonResponse(job_progress_figure(job=job))
+
+
+@role_required()
+def node_figure(request: HttpRequest, hostname: str) -> JsonResponse:
+    """A node's telemetry rollups over the last 24 h as Plotly JSON."""
+    node = get_object_or_404(Node, hostname=hostname)
+    return JsonResponse(node_telemetry_figure(node=node))
 
 
 @cache_control(max_age=3600)

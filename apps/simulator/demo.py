@@ -141,6 +141,8 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
         m["power_w"] = round(max(60, m.get("power_w", 500) + rng.gauss(0, 8 if busy else 1)), 1)
         m["gpu_util"] = round(min(100, max(0, m.get("gpu_util", 0) + rng.gauss(0, 1))))
         m["xid"] = 0
+        if busy and "nvlink_bw_total" in m:
+            m["nvlink_bw_total"] = int(m["nvlink_bw_total"] + rng.uniform(2e11, 4e11) * 15)
         kind = faults.get((hostname, index))
         if kind == "xid":
             m["xid"] = 79

@@ -121,7 +121,35 @@ def node_timings(
             )
 
 
-def gpu_metrics(rng: random.Random, *, busy: bool, gemm_scale: float = 1.0) -> dict[str, float]:
+@dataclass
+class GpuCounters:
+    """A GPU's counters, which only grow (until a driver reload)."""
+
+    ecc_sbe_total: int = 0
+    nvlink_bw_total: int = 0
+
+    @classmethod
+    def start(cls, rng: random.Random) -> GpuCounters:
+        """Counters as a GPU in service for a while has them."""
+        return cls(rng.choice((0, 0, 0, 0, 1, 2, 5)), rng.randrange(10**12, 10**13))
+
+    def advance(self, rng: random.Random, *, busy: bool, seconds: float) -> None:
+        """Move on by `seconds`: NVLink traffic when busy, a correctable error very rarely."""
+        self.nvlink_bw_total += int((rng.uniform(2e11, 4e11) if busy else 1e6) * seconds)
+        if rng.random() < 0.0005:
+            self.ecc_sbe_total += 1
+
+
+def gpu_uuid(seed: int, hostname: str, index: int) -> str:
+    """A stable, UUID-shaped GPU id for a simulated GPU."""
+    h = random.Random(f"{seed}/{hostname}/{index}").getrandbits(128)
+    x = f"{h:032x}"
+    return f"GPU-{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+
+
+def gpu_metrics(
+    rng: random.Random, *, busy: bool, counters: GpuCounters, gemm_scale: float = 1.0
+) -> dict[str, float]:
     """Plausible dcgm-exporter values for one H100, busy or idle."""
     return {
         "gpu_util": round(rng.uniform(93, 100) if busy else rng.uniform(0, 3)),
@@ -132,9 +160,9 @@ def gpu_metrics(rng: random.Random, *, busy: bool, gemm_scale: float = 1.0) -> d
         "sm_clock_mhz": 1980 if busy else 345,
         "mem_used_mib": round(rng.uniform(70_000, 79_000) if busy else 512),
         "xid": 0,
-        "ecc_sbe_total": rng.choice((0, 0, 0, 1, 2)),
+        "ecc_sbe_total": counters.ecc_sbe_total,
         "ecc_dbe_total": 0,
-        "nvlink_bw_total": rng.randrange(10**12, 10**13),
+        "nvlink_bw_total": counters.nvlink_bw_total,
         "gemm_tflops": round(rng.gauss(720, 6) * gemm_scale, 1),
         "gemm_checksum": 1834.2265625,
     }

@@ -26,7 +26,7 @@ from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
 from apps.simulator.mix import XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, Plan
-from apps.simulator.series import gpu_metrics, job_series, node_timings
+from apps.simulator.series import GpuCounters, gpu_metrics, gpu_uuid, job_series, node_timings
 
 CHUNK = 50_000
 HISTORY_STEPS = 24  # two hours of 5-minute telemetry
@@ -227,16 +227,24 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
             node = nodes[i]
             down = current[node.pk] == NodeState.DOWN
             last = changed[node.pk] - dt.timedelta(seconds=30) if down else plan.end
+            counters = [GpuCounters.start(rng) for _ in range(node.gpu_count)]
+            uuids = [gpu_uuid(plan.seed, node.hostname, g) for g in range(node.gpu_count)]
+            working = i in busy and not down
             for step in range(HISTORY_STEPS, -1, -1):
                 ts = last - dt.timedelta(minutes=5 * step, seconds=rng.uniform(0, 15))
                 if ts < plan.start:
                     continue
                 for g in range(node.gpu_count):
+                    counters[g].advance(rng, busy=working, seconds=300)
                     scale = 0.86 if (i in slow and g == 3) else 1.0
-                    metrics = gpu_metrics(rng, busy=i in busy and not down, gemm_scale=scale)
+                    metrics = gpu_metrics(rng, busy=working, counters=counters[g], gemm_scale=scale)
                     if i == hot and g == 5 and step == 0:
                         metrics["temp_c"] = 91
-                    samples.append(TelemetrySample(node.hostname, g, ts, metrics))
+                    samples.append(
+                        TelemetrySample(
+                            node.hostname, g, ts, metrics, uuids[g], "NVIDIA H100 80GB HBM3"
+                        )
+                    )
             seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if not down else last
             touches.append((node.pk, seen, seen))
         telemetry_ingest(samples=samples, now=plan.end)

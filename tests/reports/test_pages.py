@@ -88,3 +88,20 @@ def test_job_chart_is_downsampled_plotly_json(browser, sim, django_assert_max_nu
 def test_colour_stylesheet_comes_from_the_choices(client):
     css = client.get("/ui/colours.css").content.decode()
     assert ".state-healthy{--c:#2e9e4f}" in css and ".sev-sev1{--c:#d62728}" in css
+
+
+def test_node_telemetry_chart_and_events(browser, sim, django_assert_max_num_queries):
+    from apps.fleet.models import TelemetryEvent
+
+    node = Node.objects.get(hostname="r000n02")
+    TelemetryEvent.objects.create(
+        node=node, gpu=3, at=node.in_service_at, kind="xid", value=79, previous=0
+    )
+    with django_assert_max_num_queries(6):
+        fig = browser.get("/charts/nodes/r000n02/telemetry.json").json()
+    means = [t for t in fig["data"] if t.get("name")]
+    assert [t["name"] for t in means] == ["GPU temp (°C)", "GPU util (%)", "Power per GPU (W)"]
+    assert 20 <= len(means[0]["x"]) <= 30  # two hours of 5-minute rollups from the simulator
+    assert all(30 < v < 90 for v in means[0]["y"])
+    html = browser.get("/nodes/r000n02/").content.decode()
+    assert "XID error" in html and "chart-node-telemetry" not in html and "telemetry.json" in html

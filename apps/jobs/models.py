@@ -72,6 +72,10 @@ class JobMetric(models.Model):
 
     Non-finite `loss`/`grad_norm` (the `sdc` check's evidence) are stored as NULL with the
     literal kept in `nonfinite`, because SQLite turns NaN into NULL on its own.
+
+    `extreme` marks the samples with the lowest and highest tokens/s of their 5-minute
+    bucket: a 30-day chart preselects those (MinMax) and runs LTTB on them, instead of
+    reading half a million rows.
     """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metrics")
@@ -82,9 +86,15 @@ class JobMetric(models.Model):
     loss = models.FloatField(null=True, blank=True)
     grad_norm = models.FloatField(null=True, blank=True)
     nonfinite = models.CharField(max_length=64, blank=True, default="")
+    extreme = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "ts"], name="jobmetric_job_ts")]
+        indexes = [
+            models.Index(
+                fields=["job", "ts"], condition=models.Q(extreme=True), name="jobmetric_extreme"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"job {self.job_id} step {self.step} @ {self.ts:%Y-%m-%d %H:%M:%S}"

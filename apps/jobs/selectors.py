@@ -58,13 +58,26 @@ def job_metric_series(
         where.append("ts < %s")
         params.append(connection.ops.adapt_datetimefield_value(end))
     table = JobMetric._meta.db_table
-    sql = (
-        f"SELECT {epoch_seconds('ts')}, step, step_time_s, tokens_per_s, loss, nonfinite "
-        f"FROM {table} WHERE {' AND '.join(where)} ORDER BY ts"
-    )
+    columns = f"{epoch_seconds('ts')}, step, step_time_s, tokens_per_s, loss, nonfinite"
+    clause = " AND ".join(where)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        # A long window holds more extremes (min/max per 5-minute bucket, marked at ingest)
+        # than points wanted: read only those, plus the window's first and last sample.
+        cursor.execute(
+            f"SELECT {columns} FROM {table} WHERE {clause} AND extreme ORDER BY ts", params
+        )
         rows = cursor.fetchall()
+        if len(rows) > max_points:
+            for order in ("ASC", "DESC"):
+                cursor.execute(
+                    f"SELECT {columns} FROM {table} WHERE {clause} ORDER BY ts {order} LIMIT 1",
+                    params,
+                )
+                rows.extend(cursor.fetchall())
+            rows = sorted(set(rows), key=lambda r: r[0])
+        else:
+            cursor.execute(f"SELECT {columns} FROM {table} WHERE {clause} ORDER BY ts", params)
+            rows = cursor.fetchall()
     if not rows:
         return {k: [] for k in ("ts", "step", "step_time_s", "tokens_per_s", "loss", "mfu")}
     ts = np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows))

@@ -16,6 +16,7 @@ from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
+from apps.jobs.extremes import BUCKET_SECONDS, bucket_extremes, bucket_start
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 from apps.jobs.slurm import SlurmJob
@@ -128,6 +129,7 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
                 for s in wide
             ),
         )
+        _mark_extremes(job, wide)
         newest = max(wide, key=lambda s: s.ts)
         Job.objects.filter(pk=job.pk).exclude(last_metric_at__gt=newest.ts).update(
             last_metric_at=newest.ts,
@@ -147,6 +149,20 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
         )
         nodes_seen(node_ids=sorted(set(node_ids.values())))
     return len(samples)
+
+
+def _mark_extremes(job: Job, wide: Sequence[MetricSample]) -> None:
+    """Re-mark the min/max-throughput sample of each 5-minute bucket the batch touches."""
+    lo = bucket_start(min(s.ts for s in wide))
+    hi = bucket_start(max(s.ts for s in wide)) + dt.timedelta(seconds=BUCKET_SECONDS)
+    flagged = JobMetric.objects.filter(job=job, extreme=True, ts__gte=lo, ts__lt=hi)
+    keep = bucket_extremes(
+        [*flagged.values_list("ts", "tokens_per_s"), *((s.ts, s.tokens_per_s) for s in wide)]
+    )
+    flagged.update(extreme=False)
+    ordered = sorted(keep)
+    for i in range(0, len(ordered), 2000):
+        JobMetric.objects.filter(job=job, ts__in=ordered[i : i + 2000]).update(extreme=True)
 
 
 def _finite(value: float | None) -> float | None:

@@ -150,6 +150,11 @@ def main() -> None:
         f"\nflagship job: {flagship.gpu_count:,} GPUs, "
         f"{JobMetric.objects.filter(job=flagship).count():,} job-wide samples"
     )
+    from apps.accounts.services import token_issue
+    from tests.bench.intake import bench_intake
+
+    agent = user_create_or_update(username="bench-agent", role="agent")
+    bench_intake(token_issue(user=agent), client)
 
 
 if __name__ == "__main__":

@@ -297,3 +297,29 @@ def test_metric_retention_keeps_jobs_and_latest_values(api, job):
     assert JobMetric.objects.filter(job=job).count() == 5 and NodeStepMetric.objects.count() == 0
     job.refresh_from_db()
     assert job.last_metric_at is not None
+
+
+def test_extremes_are_kept_per_bucket_across_batches(api, job):
+    client = api("ada")
+    first = samples(15, every=10)  # 150 s: half of one 5-minute bucket
+    first[4]["tokens_per_s"] = 9e4
+    second = samples(15, start=T0 + dt.timedelta(seconds=150), every=10)
+    second[7]["tokens_per_s"] = 3e5
+    second[8]["tokens_per_s"] = 5e4
+    for batch in (first, second, first):
+        client.post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": batch}, format="json")
+    flagged = list(
+        JobMetric.objects.filter(job=job, extreme=True).order_by("ts").values_list("tokens_per_s")
+    )
+    assert flagged == [(3e5,), (5e4,)]
+
+
+def test_long_windows_read_preselected_extremes(api, job, django_assert_max_num_queries):
+    batch = samples(20_000, every=5)  # ~28 hours at 5 s
+    batch[12_345]["tokens_per_s"] = 7e5
+    api("ada").post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": batch}, format="json")
+    with django_assert_max_num_queries(8):
+        points = api("mia").get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=300").json()["points"]
+    assert len(points) <= 300
+    assert points[0]["ts"] == batch[0]["ts"] and points[-1]["ts"] == batch[-1]["ts"]
+    assert max(p["tokens_per_s"] for p in points) == 7e5

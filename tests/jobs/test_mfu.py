@@ -30,3 +30,16 @@ def test_mean_mfu_is_weighted_by_step_time():
     assert weighted_mean_mfu([(0.5, 1.0), (0.2, 3.0)]) == (0.5 + 0.6) / 4
     assert weighted_mean_mfu([(None, 1.0), (math.nan, 2.0)]) is None
     assert weighted_mean_mfu([]) is None
+
+
+def test_bucket_extremes():
+    import datetime as dt
+
+    from apps.jobs.extremes import bucket_extremes
+
+    t0 = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.UTC)
+    pts = [(t0 + dt.timedelta(seconds=60 * i), v) for i, v in enumerate([5, 1, 9, 9, 3, 7, 7, 2])]
+    # bucket 08:00-08:05: values 5 1 9 9 3 → min 1 at 1 min, max 9 at 2 min (earliest tie)
+    # bucket 08:05-08:10: values 7 7 2 → min 2 at 7 min, max 7 at 5 min
+    got = sorted(int((ts - t0).total_seconds() // 60) for ts in bucket_extremes(pts))
+    assert got == [1, 2, 5, 7]

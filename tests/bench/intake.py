@@ -1,0 +1,201 @@
+"""Intake benchmarks (issue 3): telemetry sweep, Prometheus text, scrape round, job metrics."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import statistics
+import time
+
+from django.db import connection, transaction
+from django.test import Client
+
+from apps.fleet.models import Node
+from apps.fleet.prometheus import parse_dcgm
+from apps.fleet.services import scrape_nodes
+from apps.jobs.intake import MetricSample
+from apps.jobs.models import Job
+from apps.jobs.services import job_create, job_metrics_ingest
+from tests.support import DCGM_SAMPLE, ExporterServer
+
+METRICS = (
+    "gpu_util",
+    "mem_used_mib",
+    "temp_c",
+    "mem_temp_c",
+    "power_w",
+    "sm_clock_mhz",
+    "xid",
+    "ecc_sbe_total",
+    "ecc_dbe_total",
+    "tensor_active",
+    "nvlink_bw_total",
+    "gemm_tflops",
+)
+
+
+def _sweep_bodies(
+    hosts: list[str], ts: dt.datetime, nodes_per_post: int, rng: random.Random
+) -> list[str]:
+    stamp = ts.isoformat().replace("+00:00", "Z")
+    bodies = []
+    for i in range(0, len(hosts), nodes_per_post):
+        samples = [
+            {
+                "node": h,
+                "gpu": g,
+                "ts": stamp,
+                "metrics": {m: round(rng.uniform(1, 100), 2) for m in METRICS},
+            }
+            for h in hosts[i : i + nodes_per_post]
+            for g in range(8)
+        ]
+        bodies.append(json.dumps({"samples": samples}))
+    return bodies
+
+
+def _copy_baseline(hosts: list[str], ts: dt.datetime, rng: random.Random) -> float:
+    """Seconds for a raw bulk write of the same (node, gpu, ts, metric, value) values."""
+    rows = [(h, g, ts, m, rng.uniform(1, 100)) for h in hosts for g in range(8) for m in METRICS]
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_values")
+        cursor.execute(
+            "CREATE TABLE bench_values "
+            "(node text, gpu int, ts timestamptz, metric text, value float8)"
+            if connection.vendor == "postgresql"
+            else "CREATE TABLE bench_values (node, gpu, ts, metric, value)"
+        )
+    start = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.copy("COPY bench_values FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany("INSERT INTO bench_values VALUES (%s, %s, %s, %s, %s)", rows)
+    elapsed = time.perf_counter() - start
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE bench_values")
+    return elapsed
+
+
+def bench_intake(agent_token: str, reader: Client) -> None:
+    """Print the intake figures."""
+    rng = random.Random(7)
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Token {agent_token}")
+    hosts = list(Node.objects.order_by("hostname").values_list("hostname", flat=True))
+    values = len(hosts) * 8 * len(METRICS)
+    print(
+        f"\nTelemetry sweep: {len(hosts) * 8:,} GPUs × {len(METRICS)} metrics = {values:,} values"
+    )
+    copy_s = _copy_baseline(hosts, dt.datetime.now(dt.UTC), rng)
+    print(
+        f"  baseline: raw bulk write of the {values:,} values: {copy_s * 1000:.0f} ms "
+        f"({values / copy_s:,.0f} values/s)"
+    )
+    for per_post in (128, 64, 1):
+        bodies = _sweep_bodies(hosts, dt.datetime.now(dt.UTC), per_post, rng)
+        start = time.perf_counter()
+        for body in bodies:
+            response = client.post(
+                "/api/v1/ingest/telemetry/", body, content_type="application/json"
+            )
+            assert response.status_code == 202, response.content[:300]
+        took = time.perf_counter() - start
+        print(
+            f"  intake, {per_post:>3} node(s) per request ({len(bodies):>4} requests): "
+            f"{took:6.2f} s, {values / took:>9,.0f} values/s = {copy_s / took:.2f}× the raw write"
+            "   goal ≤ 2 s, ≥ 0.3×"
+        )
+
+    text = DCGM_SAMPLE.read_text()
+    parse_ms = _median_ms(lambda: parse_dcgm(text, ts=dt.datetime.now(dt.UTC), node=hosts[0]), 20)
+    post_ms = _median_ms(
+        lambda: client.post(
+            f"/api/v1/ingest/prometheus/?node={hosts[0]}", text, content_type="text/plain"
+        ),
+        20,
+    )
+    print(
+        f"\nPrometheus text of one 8-GPU node ({len(text):,} bytes): "
+        f"parsed and stored in {post_ms:.1f} ms"
+        f"   goal ≤ 15 ms\n  baseline: parsing alone {parse_ms:.1f} ms → storing adds "
+        f"{post_ms - parse_ms:.1f} ms"
+    )
+
+    server = ExporterServer()
+    try:
+        Node.objects.update(exporter_url=f"{server.url}/metrics")
+        ids = list(Node.objects.order_by("pk").values_list("pk", flat=True))
+        start = time.perf_counter()
+        up = 0
+        for i in range(0, len(ids), 64):
+            up += scrape_nodes(node_ids=ids[i : i + 64])["up"]
+        took = time.perf_counter() - start
+        print(
+            f"\nScrape round, {len(ids):,} exporters (one loopback server), chunks of 64 in one "
+            f"worker: {took:.1f} s, {up:,} up   goal within the 30 s interval"
+        )
+    finally:
+        Node.objects.update(exporter_url="")
+        server.close()
+
+    cluster = Node.objects.first().cluster
+    job, _ = job_create(
+        cluster=cluster,
+        name="bench-500k",
+        n_params=70e9,
+        gpu_count=1024,
+        status="running",
+        started_at=dt.datetime.now(dt.UTC) - dt.timedelta(days=30),
+    )
+    start_ts = dt.datetime.now(dt.UTC) - dt.timedelta(days=30)
+    samples = [
+        MetricSample(
+            start_ts + dt.timedelta(seconds=5 * i),
+            i,
+            5.0,
+            4.2e5 * (1 + rng.gauss(0, 0.02)),
+            2.0,
+            0.5,
+            None,
+            None,
+        )
+        for i in range(518_400)
+    ]
+    start = time.perf_counter()
+    for i in range(0, len(samples), 50_000):
+        job_metrics_ingest(job=job, samples=samples[i : i + 50_000])
+    ingest_s = time.perf_counter() - start
+    get_ms = _median_ms(lambda: reader.get(f"/api/v1/jobs/{job.pk}/metrics/"), 7)
+    with connection.cursor() as cursor:
+        raw_ms = _median_ms(
+            lambda: (
+                cursor.execute(
+                    "SELECT ts, step, step_time_s, tokens_per_s, loss FROM jobs_jobmetric "
+                    "WHERE job_id = %s "
+                    "ORDER BY ts",
+                    [job.pk],
+                ),
+                cursor.fetchall(),
+            ),
+            5,
+        )
+    print(
+        f"\nJob metrics: {len(samples):,} samples (30 days at 5 s) ingested in {ingest_s:.1f} s; "
+        f"GET metrics (≤ 2,000 points): {get_ms:.0f} ms   goal ≤ 200 ms\n"
+        f"  baseline: raw SELECT of those rows {raw_ms:.0f} ms → "
+        f"{get_ms / raw_ms:.2f}× with downsampling and JSON"
+    )
+    Job.objects.filter(pk=job.pk).delete()
+
+
+def _median_ms(fn, repeat: int) -> float:  # noqa: ANN001
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)

@@ -75,26 +75,29 @@ def update_many(
 ) -> None:
     """Set `columns` on the rows matched by `keys`; each row is key values then column values.
 
-    PostgreSQL: one `UPDATE … FROM (VALUES …)` per chunk, each value cast to its column's
-    type (a VALUES list has no types of its own); SQLite: executemany.
+    PostgreSQL: COPY into a staging table typed like the target, one `UPDATE … FROM` it;
+    SQLite: executemany.
     """
     if not rows:
         return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            types = _pg_types(table)
+            # COPY into a staging table, then one UPDATE … FROM it: no giant parameter list.
             names = [*keys, *columns]
-            sets = ", ".join(f"{c} = v.{c}::{types[c]}" for c in columns)
-            match = " AND ".join(f"t.{k} = v.{k}::{types[k]}" for k in keys)
-            alias = ", ".join(names)
-            for start in range(0, len(rows), 1000):
-                chunk = rows[start : start + 1000]
-                marks = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * len(chunk))
-                cursor.execute(
-                    f"UPDATE {table} AS t SET {sets} FROM (VALUES {marks}) AS v({alias}) "
-                    f"WHERE {match}",
-                    [value for row in chunk for value in row],
-                )
+            stage = f"_upd_{table}"
+            cols = ", ".join(names)
+            cursor.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS "
+                f"SELECT {cols} FROM {table} WITH NO DATA"
+            )
+            cursor.execute(f"TRUNCATE {stage}")
+            with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            sets = ", ".join(f"{c} = v.{c}" for c in columns)
+            match = " AND ".join(f"t.{k} = v.{k}" for k in keys)
+            cursor.execute(f"UPDATE {table} AS t SET {sets} FROM {stage} AS v WHERE {match}")
+            cursor.execute(f"TRUNCATE {stage}")
         else:
             sets = ", ".join(f'"{c}" = %s' for c in columns)
             match = " AND ".join(f'"{k}" = %s' for k in keys)
@@ -103,22 +106,6 @@ def update_many(
                 f"UPDATE {table} SET {sets} WHERE {match}",
                 [_sqlite_row((*row[nk:], *row[:nk])) for row in rows],
             )
-
-
-_PG_TYPES: dict[str, dict[str, str]] = {}
-
-
-def _pg_types(table: str) -> dict[str, str]:
-    """Column name → SQL type of a PostgreSQL table (cached per process)."""
-    if table not in _PG_TYPES:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-                "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
-                [table],
-            )
-            _PG_TYPES[table] = dict(cursor.fetchall())
-    return _PG_TYPES[table]
 
 
 _MERGE = {

@@ -1,5 +1,6 @@
 """Body parsers: JSON with NaN/Infinity (CONTRACT §2), and plain text for Prometheus."""
 
+import orjson
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser
 
@@ -21,3 +22,15 @@ class PlainTextParser(BaseParser):
             return stream.read().decode(charset)
         except UnicodeDecodeError as exc:
             raise ParseError(f"body is not {charset} text: {exc}") from exc
+
+
+class FastJSONParser(BaseParser):
+    """Strict JSON parsed by orjson, for the high-volume intake endpoints."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
+        try:
+            return orjson.loads(stream.read())
+        except orjson.JSONDecodeError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc

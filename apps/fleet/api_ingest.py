@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS
-from apps.common.parsers import PlainTextParser
+from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import parse_ts
 from apps.fleet.intake import parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
@@ -36,6 +36,7 @@ class TelemetryIngestView(APIView):
     """`POST ingest/telemetry/`: per-GPU samples, all or nothing."""
 
     roles = {"POST": AGENTS}
+    parser_classes = [FastJSONParser]
 
     @extend_schema(request=TelemetryBatchSerializer, responses={202: IngestResultSerializer})
     def post(self, request: Request) -> Response:

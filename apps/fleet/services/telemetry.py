@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -77,7 +77,7 @@ def telemetry_ingest(
             uuid, model = sample.uuid or uuid, sample.model or model
             applied.append((node_id, sample.ts, sample.metrics))
         if prev is not None:
-            gpu_rows.append((pk, json.dumps(latest), json.dumps(prev), hwm, prev_at, uuid, model))
+            gpu_rows.append((pk, _json(latest), _json(prev), hwm, prev_at, uuid, model))
     update_many(
         GPU._meta.db_table,
         ("id",),
@@ -93,6 +93,10 @@ def telemetry_ingest(
     _rollup(applied)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return IngestResult(len(samples), len(applied), stale, len(event_rows))
+
+
+def _json(value: dict[str, float]) -> str:
+    return orjson.dumps(value).decode()
 
 
 def _check_known(

@@ -87,6 +87,8 @@ def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, 
             errors[f"{where}.metrics.{name}"] = ["must be a number"]
         elif not math.isfinite(number):
             errors[f"{where}.metrics.{name}"] = ["must be finite"]
+        elif isinstance(number, int) and not -(2**63) <= number < 2**63:
+            out[name] = float(number)  # beyond 64 bits: kept as a float, not refused
         else:
-            out[name] = float(number) if isinstance(number, float) else number
+            out[name] = number
     return out

@@ -53,7 +53,7 @@ def _metrics(rng: random.Random, ts: dt.datetime) -> dict[str, float]:
         "ecc_sbe_total": 2,
         "ecc_dbe_total": 0,
         "tensor_active": round(rng.uniform(0.35, 0.55), 3),
-        "nvlink_bw_total": int(ts.timestamp() * 3e11),
+        "nvlink_bw_total": int((ts.timestamp() - 1.7e9) * 3e11),
         "gemm_tflops": round(rng.gauss(720, 6), 1),
     }
 

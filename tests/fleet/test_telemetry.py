@@ -90,6 +90,12 @@ def test_rollups_merge_across_batches(api, nodes):
     assert rows[0].mean("power_w") == 600 and rows[0].temp_c_n == 0 and rows[0].temp_c_min is None
 
 
+def test_huge_integers_are_kept_as_floats(api, nodes):
+    response = post(api, {"samples": [sample("gpu000", 0, T0, nvlink_bw_total=2**70, xid=0)]})
+    assert response.status_code == 202
+    assert GPU.objects.get(node__hostname="gpu000", index=0).metrics["nvlink_bw_total"] == 2.0**70
+
+
 def test_bad_sample_rejects_the_batch(api, nodes):
     body = {
         "samples": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,7 +97,10 @@ def telemetry_ingest(
 
 
 def _json(value: dict[str, float]) -> str:
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # an integer beyond 64 bits (PostgreSQL's jsonb can hand one back)
+        return json.dumps(value)
 
 
 def _check_known(

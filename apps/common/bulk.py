@@ -7,6 +7,7 @@ the same batch store each sample once.
 from __future__ import annotations
 
 import datetime as dt
+import zlib
 from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
@@ -49,8 +50,13 @@ def insert_ignore(table: str, columns: Sequence[str], rows: Iterable[Sequence[ob
     return inserted
 
 
+def _stage_name(kind: str, table: str, columns: Sequence[str]) -> str:
+    """A per-connection temp table name, distinct for each column set used with `table`."""
+    return f"_{kind}_{table}_{zlib.crc32(','.join(columns).encode()):08x}"
+
+
 def _copy_insert(table: str, cols: str, rows: Iterable[Sequence[object]]) -> int:
-    stage = f"_stage_{table}"
+    stage = _stage_name("ins", table, cols.split(", "))
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {cols} FROM {table} WITH NO DATA"
@@ -84,7 +90,7 @@ def update_many(
         if connection.vendor == "postgresql":
             # COPY into a staging table, then one UPDATE … FROM it: no giant parameter list.
             names = [*keys, *columns]
-            stage = f"_upd_{table}"
+            stage = _stage_name("upd", table, names)
             cols = ", ".join(names)
             cursor.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS "

@@ -1,4 +1,9 @@
-"""dcgm-exporter's `/metrics` text → telemetry samples, parsed with prometheus_client."""
+"""dcgm-exporter's `/metrics` text → telemetry samples.
+
+Series names and label sets are parsed by prometheus_client's parser. A scrape repeats
+each GPU's label set on every one of its ~26 metrics, so each distinct label set is parsed
+once per text and reused; this file only splits a sample line into series and value.
+"""
 
 from __future__ import annotations
 
@@ -22,49 +27,66 @@ class ExpositionError(ValueError):
         self.line = line
 
 
+def _library_parse(series: str) -> tuple[str, dict[str, str]]:
+    """Name and labels of `series` (`name{labels}`) by prometheus_client's parser."""
+    families = list(text_string_to_metric_families(f"{series} 0\n"))
+    sample = families[0].samples[0]
+    return sample.name, dict(sample.labels)
+
+
+def parse_lines(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) for every sample line; ExpositionError names a bad line."""
+    out = []
+    names: dict[str, str] = {}
+    label_sets: dict[str, dict[str, str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        brace = line.find("{")
+        try:
+            if brace >= 0:
+                close = line.rfind("}")
+                if close < brace:
+                    raise ValueError("unclosed label set")
+                name, label_text, rest = line[:brace], line[brace : close + 1], line[close + 1 :]
+            else:
+                name, _, rest = line.replace("\t", " ").partition(" ")
+                label_text = ""
+            fields = rest.split()
+            if not fields or len(fields) > 2:
+                raise ValueError("expected a value (and an optional timestamp) after the series")
+            value = float(fields[0])
+            if name not in names:
+                names[name] = _library_parse(name)[0]
+            if label_text not in label_sets:
+                label_sets[label_text] = _library_parse(f"{name}{label_text}")[1]
+        except (ValueError, IndexError, KeyError) as exc:
+            raise ExpositionError(number, str(exc) or "not a sample line") from exc
+        out.append((names[name], label_sets[label_text], value))
+    return out
+
+
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
     """One sample per (host, GPU): contract names for known DCGM fields, the raw name for
     others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
 
     `node` overrides the host label (pull mode knows whose exporter it scraped).
     """
-    try:
-        families = list(text_string_to_metric_families(text))
-    except (ValueError, IndexError, KeyError) as exc:
-        raise ExpositionError(_bad_line(text), str(exc)) from exc
     values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     identity: dict[tuple[str, int], tuple[str, str]] = {}
-    for family in families:
-        for sample in family.samples:
-            labels = sample.labels
-            host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
-            gpu = labels.get("gpu")
-            if host is None or gpu is None or not gpu.isdigit():
-                continue  # not a per-GPU series (or no host to file it under)
-            value = float(sample.value)
-            if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
-                continue
-            key = (host, int(gpu))
-            name = sample.name
-            if family.type == "counter" and name == family.name + "_total":
-                name = family.name  # prometheus_client adds OpenMetrics' _total to counters
-            name = DCGM_FIELDS.get(name, name)
-            values[key][name] = int(value) if value.is_integer() else value
-            identity.setdefault(key, (labels.get("UUID", ""), labels.get("modelName", "")))
+    for name, labels, value in parse_lines(text):
+        host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
+        gpu = labels.get("gpu")
+        if host is None or gpu is None or not gpu.isdigit():
+            continue  # not a per-GPU series (or no host to file it under)
+        if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+            continue
+        key = (host, int(gpu))
+        values[key][DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
+        identity.setdefault(key, (labels.get("UUID", ""), labels.get("modelName", "")))
     return [
         TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
         for (host, gpu), metrics in sorted(values.items())
         if metrics
     ]
-
-
-def _bad_line(text: str) -> int:
-    """The first line the parser rejects on its own (only computed when parsing failed)."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        try:
-            list(text_string_to_metric_families(line + "\n"))
-        except (ValueError, IndexError, KeyError):
-            return number
-    return 0

@@ -110,6 +110,16 @@ def test_lowercase_hostname_label_sentinels_and_node_override():
     assert {s.node for s in parse_dcgm(text, ts=TS, node="other")} == {"other"}
 
 
+def test_escaped_label_values_and_timestamps():
+    text = (
+        'DCGM_FI_DEV_XID_ERRORS{gpu="2",Hostname="n1",err_msg="bus \\"fell\\" off {x}"} '
+        "79 1732345200000\n"
+        "DCGM_FI_DEV_GPU_TEMP\t55\n"
+    )
+    samples = parse_dcgm(text, ts=TS)
+    assert [(s.node, s.gpu, s.metrics) for s in samples] == [("n1", 2, {"xid": 79})]
+
+
 def test_malformed_text_names_its_line():
     text = SAMPLE.read_text()
     lines = text.count("\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from apps.fleet.events import changes
 from apps.fleet.intake import parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
 from apps.fleet.rollup import aggregate, bucket_of
+from tests.support import DCGM_SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dcgm" / "h100-node.prom"
+SAMPLE = DCGM_SAMPLE
 TS = dt.datetime(2026, 11, 23, 8, 3, 20, tzinfo=dt.UTC)
 
 

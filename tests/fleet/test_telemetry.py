@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
 from apps.fleet.models import GPU, Node, NodeRollup, TelemetryEvent
 from apps.fleet.services import NodeSpec, nodes_register
+from tests.support import DCGM_SAMPLE
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dcgm" / "h100-node.prom"
+SAMPLE = DCGM_SAMPLE
 T0 = dt.datetime(2026, 11, 23, 8, 0, 5, tzinfo=dt.UTC)
 
 

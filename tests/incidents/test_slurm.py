@@ -6,7 +6,6 @@ import copy
 import datetime as dt
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -17,8 +16,9 @@ from apps.fleet.models import Node
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.slurm import parse_slurm
+from tests.support import SHARED
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "slurm"
+DATA = SHARED / "slurm"
 
 
 def record(name: str) -> dict:

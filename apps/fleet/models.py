@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.functions import Now
 
 from apps.fleet.choices import NodeState
 from apps.fleet.telemetry import ROLLUP_METRICS
@@ -92,6 +93,8 @@ class GPU(models.Model):
     # The values before the newest sample, so checks can see ECC growth and new XIDs.
     prev_metrics = models.JSONField(default=dict, blank=True)
     prev_at = models.DateTimeField(null=True, blank=True)
+    # When the GEMM probe last reported (its figures live in `metrics` with the rest).
+    probe_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["node", "index"]
@@ -116,12 +119,14 @@ class TelemetryEvent(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     value = models.FloatField()
     previous = models.FloatField(null=True, blank=True)
+    recorded_at = models.DateTimeField(db_default=Now(), help_text="server time it arrived")
 
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [
             models.Index(fields=["node", "at"], name="event_node_at"),
             models.Index(fields=["at"], name="event_at"),
+            models.Index(fields=["recorded_at"], name="event_recorded_at"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["node", "gpu", "at", "kind"], name="event_once")

@@ -19,6 +19,9 @@ DCGM_FIELDS = {
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bw_total",
 }
 
+# What the GEMM probe reports (kuae-agent probe).
+PROBE_METRICS = frozenset({"gemm_tflops", "gemm_checksum"})
+
 # Counters: a growth is an event (ECC); a decrease is a reset (driver reload), not an error.
 COUNTERS = ("ecc_sbe_total", "ecc_dbe_total")
 

@@ -18,7 +18,7 @@ from apps.fleet.events import changes
 from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Node, NodeRollup, TelemetryEvent
 from apps.fleet.rollup import aggregate
-from apps.fleet.telemetry import ROLLUP_METRICS
+from apps.fleet.telemetry import PROBE_METRICS, ROLLUP_METRICS
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def telemetry_ingest(
     gpus = {
         (row[1], row[2]): row
         for row in gpus_qs.values_list(
-            "pk", "node_id", "index", "metrics", "updated_at", "uuid", "model"
+            "pk", "node_id", "index", "metrics", "updated_at", "uuid", "model", "probe_at"
         )
     }
     _check_known(samples, node_ids, gpus)
@@ -62,7 +62,7 @@ def telemetry_ingest(
     gpu_rows, event_rows, applied = [], [], []
     stale = 0
     for key, items in by_gpu.items():
-        pk, node_id, index, latest, hwm, uuid, model = gpus[key]
+        pk, node_id, index, latest, hwm, uuid, model, probe_at = gpus[key]
         latest, prev, prev_at = dict(latest or {}), None, hwm
         for sample in sorted(items, key=lambda s: s.ts):
             if hwm is not None and sample.ts <= hwm:
@@ -76,13 +76,15 @@ def telemetry_ingest(
             latest = {**latest, **sample.metrics}
             hwm = sample.ts
             uuid, model = sample.uuid or uuid, sample.model or model
+            if PROBE_METRICS & sample.metrics.keys():
+                probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
         if prev is not None:
-            gpu_rows.append((pk, _json(latest), _json(prev), hwm, prev_at, uuid, model))
+            gpu_rows.append((pk, _json(latest), _json(prev), hwm, prev_at, uuid, model, probe_at))
     update_many(
         GPU._meta.db_table,
         ("id",),
-        ("metrics", "prev_metrics", "updated_at", "prev_at", "uuid", "model"),
+        ("metrics", "prev_metrics", "updated_at", "prev_at", "uuid", "model", "probe_at"),
         gpu_rows,
     )
     if event_rows:

@@ -1,0 +1,50 @@
+"""Check kinds (CONTRACT §5), result and run statuses, with colours."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.common.choices import ColouredChoices
+
+
+class CheckKind(models.TextChoices):
+    """The health checks of CONTRACT §5."""
+
+    HEARTBEAT = "heartbeat", "Heartbeat"
+    JOB_HANG = "job_hang", "Job hang"
+    SLOW_NODE = "slow_node", "Slow node"
+    SDC = "sdc", "Silent data corruption"
+    GPU_ERRORS = "gpu_errors", "GPU errors (ECC/XID)"
+    THERMAL = "thermal", "Thermal"
+    PREFLIGHT = "preflight", "Pre-flight"
+
+
+SCHEDULED_KINDS = tuple(k for k in CheckKind if k != CheckKind.PREFLIGHT)
+
+
+class ResultStatus(ColouredChoices):
+    """A check's verdict on one target."""
+
+    PASS = "pass", "Pass"
+    WARN = "warn", "Warn"
+    FAIL = "fail", "Fail"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"pass": "#2e9e4f", "warn": "#d9a400", "fail": "#d62728"}
+
+
+SEVERITY_ORDER = {"pass": 0, "warn": 1, "fail": 2}
+
+
+class RunStatus(ColouredChoices):
+    """Where a check run is."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    ERROR = "error", "Error"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"queued": "#8c8c8c", "running": "#1f77b4", "done": "#2e9e4f", "error": "#d62728"}

@@ -1,0 +1,114 @@
+"""Check runs, each target's current result, per-cluster thresholds and schedules."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.fleet.models import Cluster, Node
+from apps.health.choices import CheckKind, ResultStatus, RunStatus
+from apps.jobs.models import Job
+
+
+class Thresholds(models.Model):
+    """A cluster's check thresholds; the defaults are CONTRACT §5's."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="thresholds")
+    heartbeat_s = models.PositiveIntegerField(default=180, help_text="silent longer → fail")
+    heartbeat_cluster_share = models.FloatField(
+        default=0.10, help_text="more nodes silent than this share → monitoring-path incident"
+    )
+    hang_min_s = models.PositiveIntegerField(default=600)
+    hang_step_factor = models.FloatField(default=10.0, help_text="× median step time")
+    hang_window = models.PositiveIntegerField(default=50, help_text="samples for the median")
+    hang_no_metrics_s = models.PositiveIntegerField(default=1800)
+    slow_factor = models.FloatField(default=1.10, help_text="node median compute / job median")
+    slow_samples = models.PositiveIntegerField(default=20)
+    slow_min_samples = models.PositiveIntegerField(default=5)
+    slow_min_nodes = models.PositiveIntegerField(default=4)
+    gemm_factor = models.FloatField(default=0.90, help_text="GEMM TFLOP/s / model median")
+    sdc_round_s = models.PositiveIntegerField(default=600, help_text="one probe round")
+    temp_c = models.FloatField(default=90)
+    mem_temp_c = models.FloatField(default=95)
+    drain_cap_share = models.FloatField(
+        default=0.02, help_text="automatic drains per hour, as a share of nodes (at least 1)"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.CharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        verbose_name_plural = "thresholds"
+
+    def __str__(self) -> str:
+        return f"thresholds of {self.cluster_id}"
+
+
+class CheckSchedule(models.Model):
+    """When a kind next runs for a cluster; claimed with a conditional update."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_schedules")
+    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    interval_s = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    next_due_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "kind"], name="schedule_once")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} every {self.interval_s} s"
+
+
+class CheckRun(models.Model):
+    """One run of one kind over one cluster: what ran, when, how long, what it found."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_runs")
+    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    status = models.CharField(max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    requested_by = models.CharField(max_length=150, blank=True, default="schedule")
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "kind", "queued_at"], name="run_cluster_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} {self.status}"
+
+
+class CheckResult(models.Model):
+    """A check's current verdict on one target (`node:HOST`, `gpu:HOST/I`, `job:ID`,
+    `cluster:NAME`), updated by every run; `last_fail_at` feeds pre-flight."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_results")
+    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    target = models.CharField(max_length=300)
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, null=True, blank=True, related_name="check_results"
+    )
+    job = models.ForeignKey(
+        Job, on_delete=models.CASCADE, null=True, blank=True, related_name="check_results"
+    )
+    status = models.CharField(max_length=4, choices=ResultStatus.choices)
+    message = models.TextField(blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField()
+    run = models.ForeignKey(CheckRun, on_delete=models.SET_NULL, null=True, blank=True)
+    since = models.DateTimeField(help_text="when the current status began")
+    last_fail_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "kind", "target"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "kind", "target"], name="result_once")
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "status"], name="result_cluster_status"),
+            models.Index(fields=["node", "last_fail_at"], name="result_node_fail"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.target}: {self.status}"

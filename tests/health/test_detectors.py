@@ -1,0 +1,172 @@
+"""The detectors of CONTRACT §5, without a database: conditions, edges, no false positives."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from apps.health import detectors as d
+
+NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+L = d.Limits()
+
+
+def ago(seconds: float) -> dt.datetime:
+    return NOW - dt.timedelta(seconds=seconds)
+
+
+def by_target(findings: list[d.Finding]) -> dict[str, d.Finding]:
+    return {f.target: f for f in findings}
+
+
+def test_heartbeat_fails_silent_nodes_and_skips_the_rest():
+    nodes = [d.NodeSeen(f"n{i}", "healthy", ago(10)) for i in range(20)] + [
+        d.NodeSeen("quiet", "healthy", ago(200)),
+        d.NodeSeen("drained", "drained", ago(9999)),
+        d.NodeSeen("maint", "maintenance", ago(9999)),
+        d.NodeSeen("never", "healthy", None),
+        d.NodeSeen("down-still", "down", ago(9999)),
+        d.NodeSeen("down-back", "down", ago(5)),
+    ]
+    out = by_target(d.heartbeat(nodes, now=NOW, limits=L, cluster="c"))
+    quiet = out["node:quiet"]
+    assert (
+        quiet.status == "fail"
+        and quiet.node_state == "down"
+        and quiet.category == "node_unreachable"
+    )
+    assert quiet.occurred_at == ago(200) and quiet.interrupts_job
+    assert out["node:n3"].status == "pass" and out["node:down-back"].status == "pass"
+    for skipped in ("drained", "maint", "never", "down-still"):
+        assert f"node:{skipped}" not in out
+    assert sum(f.status == "fail" for f in out.values()) == 1
+
+
+def test_heartbeat_at_the_limit_is_not_silent():
+    out = d.heartbeat([d.NodeSeen("a", "healthy", ago(180))], now=NOW, limits=L, cluster="c")
+    assert out[0].status == "pass"
+
+
+def test_many_silent_nodes_is_the_monitoring_path():
+    nodes = [d.NodeSeen(f"n{i}", "healthy", ago(10)) for i in range(8)]
+    nodes += [d.NodeSeen(f"s{i}", "healthy", ago(400)) for i in range(2)]  # 20% > 10%
+    out = d.heartbeat(nodes, now=NOW, limits=L, cluster="kuae")
+    fails = [f for f in out if f.status == "fail"]
+    assert len(fails) == 1 and fails[0].target == "cluster:kuae" and fails[0].node_state is None
+    assert fails[0].details["silent_nodes"] == ["s0", "s1"]
+
+
+def test_job_hang():
+    jobs = [
+        d.JobProgress(1, "steady", ago(86400), ago(30), [10.0] * 50),
+        d.JobProgress(2, "stuck", ago(86400), ago(700), [10.0] * 50),  # > max(600, 100)
+        d.JobProgress(3, "slow-steps", ago(86400), ago(700), [100.0] * 50),  # limit 1,000 s
+        d.JobProgress(4, "just-started", ago(300), None),
+        d.JobProgress(5, "never-reported", ago(2000), None),
+        d.JobProgress(6, "nan-steps", ago(86400), ago(650), [math.nan, math.inf, 10.0]),
+        d.JobProgress(7, "few-samples", ago(3600), ago(500), [60.0]),  # limit 600
+    ]
+    out = by_target(d.job_hang(jobs, now=NOW, limits=L))
+    assert {t: f.status for t, f in out.items()} == {
+        "job:1": "pass",
+        "job:2": "fail",
+        "job:3": "pass",
+        "job:4": "pass",
+        "job:5": "fail",
+        "job:6": "fail",
+        "job:7": "pass",
+    }
+    assert out["job:2"].occurred_at == ago(700) and out["job:2"].category == "hang"
+    assert out["job:2"].severity == "sev1" and out["job:2"].interrupts_job
+    assert out["job:5"].occurred_at == ago(2000)
+
+
+def test_slow_node_by_compute_time():
+    per_node = {f"n{i}": [1.0, 1.01, 0.99, 1.0, 1.0] for i in range(6)}
+    per_node["straggler"] = [1.2] * 20
+    per_node["few"] = [5.0] * 4  # fewer than 5 samples: not judged
+    per_node["n0"] = [1.0, 1.0, 1.0, math.nan, math.inf, 1.0, 1.0]  # non-finite ignored
+    out = by_target(d.slow_node({7: per_node}, [], limits=L))
+    assert out["node:straggler"].status == "warn" and out["node:straggler"].node_state == "suspect"
+    assert out["node:straggler"].details["ratio"] > 1.1
+    assert "node:few" not in out
+    assert all(f.status == "pass" for t, f in out.items() if t != "node:straggler")
+
+
+def test_slow_node_needs_four_nodes():
+    per_node = {"a": [1.0] * 5, "b": [1.0] * 5, "c": [3.0] * 5}
+    assert d.slow_node({1: per_node}, [], limits=L) == []
+
+
+def test_slow_gpu_by_gemm():
+    gpus = [d.GpuLatest("n1", i, "H100", {"gemm_tflops": 720.0}, NOW) for i in range(7)]
+    gpus.append(d.GpuLatest("n1", 7, "H100", {"gemm_tflops": 600.0}, NOW))
+    gpus.append(d.GpuLatest("n2", 0, "A100", {"gemm_tflops": 250.0}, NOW))  # other model
+    gpus.append(d.GpuLatest("n2", 1, "A100", {"gemm_tflops": math.nan}, NOW))
+    out = by_target(d.slow_node({}, gpus, limits=L))
+    assert out["gpu:n1/7"].status == "warn" and out["gpu:n2/0"].status == "pass"
+    assert "gpu:n2/1" not in out
+
+
+def test_sdc_non_finite_loss_and_checksums():
+    bad = [d.NonFinite(3, ago(40), 1200, "loss=NaN"), d.NonFinite(3, ago(20), 1201, "loss=NaN")]
+    gpus = [
+        d.GpuLatest(f"n{i}", 0, "H100", {"gemm_checksum": 1834.25}, NOW, ago(60)) for i in range(5)
+    ]
+    gpus.append(d.GpuLatest("bad", 0, "H100", {"gemm_checksum": 1834.5}, NOW, ago(30)))
+    gpus.append(d.GpuLatest("stale", 0, "H100", {"gemm_checksum": 99.0}, NOW, ago(3600)))
+    out = by_target(d.sdc(bad, {3: "llama", 4: "fine"}, gpus, limits=L))
+    assert out["job:3"].status == "fail" and out["job:3"].occurred_at == ago(40)
+    assert out["job:4"].status == "pass"
+    assert out["gpu:bad/0"].status == "fail" and out["gpu:bad/0"].node_state == "suspect"
+    assert "gpu:stale/0" not in out  # outside the probe round
+    assert out["gpu:n1/0"].status == "pass"
+
+
+def test_sdc_without_a_majority_says_nothing():
+    gpus = [
+        d.GpuLatest("a", 0, "H100", {"gemm_checksum": 1.0}, NOW, NOW),
+        d.GpuLatest("b", 0, "H100", {"gemm_checksum": 2.0}, NOW, NOW),
+    ]
+    assert d.sdc([], {}, gpus, limits=L) == []
+
+
+def test_gpu_errors():
+    gpus = [d.GpuLatest("n1", i, "H100", {}, NOW) for i in range(4)]
+    events = [
+        d.GpuEvent("n1", 0, ago(30), "xid", 79),
+        d.GpuEvent("n1", 1, ago(30), "ecc_dbe", 2),
+        d.GpuEvent("n1", 2, ago(30), "xid", 13),
+        d.GpuEvent("n1", 3, ago(30), "counter_reset", 0),
+        d.GpuEvent("n1", 3, ago(20), "ecc_sbe", 4),
+    ]
+    out = by_target(d.gpu_errors(events, gpus))
+    assert (out["gpu:n1/0"].status, out["gpu:n1/0"].category) == ("fail", "gpu")
+    assert (out["gpu:n1/1"].status, out["gpu:n1/1"].category) == ("fail", "gpu_hbm")
+    assert out["gpu:n1/1"].node_state == "drained" and out["gpu:n1/1"].interrupts_job
+    assert (out["gpu:n1/2"].status, out["gpu:n1/2"].category) == ("warn", None)
+    assert out["gpu:n1/3"].status == "pass"  # a reset and single-bit growth are not errors
+
+
+def test_thermal_only_on_fresh_values():
+    gpus = [
+        d.GpuLatest("n1", 0, "H100", {"temp_c": 90, "mem_temp_c": 70}, ago(10)),
+        d.GpuLatest("n1", 1, "H100", {"temp_c": 60, "mem_temp_c": 95}, ago(10)),
+        d.GpuLatest("n1", 2, "H100", {"temp_c": 89.9, "mem_temp_c": 94}, ago(10)),
+        d.GpuLatest("n1", 3, "H100", {"temp_c": 99}, ago(3600)),  # stale
+    ]
+    out = by_target(d.thermal(gpus, now=NOW, limits=L))
+    assert out["gpu:n1/0"].status == "warn" and out["gpu:n1/0"].category == "gpu_thermal"
+    assert out["gpu:n1/1"].status == "warn" and out["gpu:n1/2"].status == "pass"
+    assert "gpu:n1/3" not in out
+
+
+def test_preflight():
+    problems = d.preflight(
+        [("a", "healthy", ""), ("b", "suspect", "slow"), ("c", "healthy", "")],
+        {"c": ["gpu_errors"]},
+    )
+    assert problems == [
+        {"node": "b", "reason": "state suspect: slow"},
+        {"node": "c", "reason": "failed the gpu_errors check in the last hour"},
+    ]

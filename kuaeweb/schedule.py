@@ -11,6 +11,9 @@ from django.conf import settings
 def beat_schedule() -> dict[str, dict[str, Any]]:
     """The beat schedule; intervals come from settings (environment)."""
     schedule: dict[str, dict[str, Any]] = {
+        # Checks run per cluster and kind on the intervals in CheckSchedule (admin-editable);
+        # this tick claims what is due.
+        "health-tick": {"task": "apps.health.tasks.health_tick", "schedule": 10.0},
         "prune-job-metrics": {
             "task": "apps.jobs.tasks.prune_metrics",
             "schedule": crontab(minute=17),

@@ -189,6 +189,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "apps.jobs.choices.JobStatus",
+        "RunStatusEnum": "apps.health.choices.RunStatus",
+        "ResultStatusEnum": "apps.health.choices.ResultStatus",
+        "NodeStateEnum": "apps.fleet.choices.NodeState",
+    },
     # The schema and Swagger UI are for signed-in users, not the open network.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }

@@ -50,3 +50,26 @@ class Incident(models.Model):
     def failed_at(self):  # noqa: ANN201 - datetime
         """f(i): when it failed — occurred_at, else detected_at."""
         return self.occurred_at or self.detected_at
+
+
+class TimelineEntry(models.Model):
+    """One line of an incident's timeline: who or what did what, when. Never edited."""
+
+    class Kind(models.TextChoices):
+        OPENED = "opened", "Opened"
+        UPDATED = "updated", "Updated"
+        CLEARED = "cleared", "Condition cleared"
+        NOTE = "note", "Note"
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="timeline")
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=150, help_text="a username, or check:KIND")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["incident", "at"], name="timeline_incident_at")]
+
+    def __str__(self) -> str:
+        return f"#{self.incident_id} {self.kind} @ {self.at:%Y-%m-%d %H:%M}"

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
-from apps.incidents.models import Incident
+from apps.incidents.models import Incident, TimelineEntry
 from apps.jobs.models import Job
 from apps.jobs.services import slurm_jobs_upsert
 from apps.jobs.slurm import SlurmJob, parse_slurm
@@ -53,6 +53,7 @@ def incident_open(
     description: str = "",
     source: str = Source.MANUAL,
     fingerprint: str = "",
+    actor: str = "",
 ) -> Incident:
     """Open an incident after checking its category, severity and the order of its times."""
     if category not in Category.values:
@@ -88,6 +89,13 @@ def incident_open(
     )
     if nodes:
         incident.nodes.set(nodes)
+    TimelineEntry.objects.create(
+        incident=incident,
+        kind=TimelineEntry.Kind.OPENED,
+        actor=actor or source,
+        at=detected_at,
+        text=description or title,
+    )
     return incident
 
 
@@ -142,3 +150,12 @@ def _node_fail_incident(cluster: Cluster, job: Job, record: SlurmJob) -> bool:
         fingerprint=fingerprint,
     )
     return True
+
+
+def incident_note(
+    *, incident: Incident, kind: str, text: str, actor: str, at: dt.datetime | None = None
+) -> TimelineEntry:
+    """Add a line to an incident's timeline."""
+    return TimelineEntry.objects.create(
+        incident=incident, kind=kind, text=text[:5000], actor=actor, at=at or timezone.now()
+    )

@@ -1,0 +1,90 @@
+"""Health endpoints: run checks, read runs and results, pre-flight a job (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.health.choices import SCHEDULED_KINDS
+from apps.health.filters import ResultFilter, RunFilter
+from apps.health.models import CheckResult, CheckRun
+from apps.health.serializers import (
+    PreflightSerializer,
+    ResultSerializer,
+    RunRequestSerializer,
+    RunSerializer,
+)
+from apps.health.services import preflight, runs_request
+from apps.jobs.models import Job
+
+
+class RunChecksView(APIView):
+    """`POST health/run/`: queue checks now (all scheduled kinds by default)."""
+
+    roles = {"POST": OPERATORS}
+
+    @extend_schema(
+        request=RunRequestSerializer,
+        responses={
+            202: inline_serializer(
+                "RunQueued",
+                {
+                    "run_id": serializers.IntegerField(),
+                    "run_ids": serializers.ListField(child=serializers.IntegerField()),
+                },
+            )
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = RunRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        kinds = data.validated_data.get("checks") or list(SCHEDULED_KINDS)
+        runs = runs_request(
+            cluster=data.validated_data["cluster"],
+            kinds=list(dict.fromkeys(kinds)),
+            requested_by=request.user.get_username(),
+        )
+        return Response(
+            {"run_id": runs[0].pk, "run_ids": [r.pk for r in runs]}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class RunListView(generics.ListAPIView):
+    """`GET health/runs/?cluster=&kind=`."""
+
+    roles = {"GET": READERS}
+    serializer_class = RunSerializer
+    filterset_class = RunFilter
+    queryset = CheckRun.objects.select_related("cluster").order_by("-queued_at", "-id")
+
+
+class RunDetailView(generics.RetrieveAPIView):
+    """`GET health/runs/{id}/`."""
+
+    roles = {"GET": READERS}
+    serializer_class = RunSerializer
+    queryset = CheckRun.objects.select_related("cluster")
+
+
+class ResultListView(generics.ListAPIView):
+    """`GET health/results/?cluster=&status=&kind=&node=`: each target's current result."""
+
+    roles = {"GET": READERS}
+    serializer_class = ResultSerializer
+    filterset_class = ResultFilter
+    queryset = CheckResult.objects.select_related("cluster").order_by("-at", "kind", "target")
+
+
+class PreflightView(APIView):
+    """`POST jobs/{id}/preflight/`: may this job start on its nodes?"""
+
+    roles = {"POST": OPERATORS | AGENTS}
+
+    @extend_schema(request=None, responses=PreflightSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        return Response(preflight(job=get_object_or_404(Job, pk=pk)))

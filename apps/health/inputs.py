@@ -1,0 +1,103 @@
+"""What the detectors need for one cluster, loaded in a few set-based queries."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from django.db.models import Q
+
+from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
+from apps.health.detectors import GpuEvent, GpuLatest, JobProgress, NodeSeen, NonFinite
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job, JobMetric, NodeStepMetric
+
+# Per-node timings older than this are not "recent" for the slow-node check.
+TIMING_WINDOW = dt.timedelta(minutes=30)
+
+
+def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
+    """Every node's state and latest sign of life (heartbeat, telemetry or metric)."""
+    out = []
+    for hostname, state, seen, beat in Node.objects.filter(cluster=cluster).values_list(
+        "hostname", "state", "last_seen_at", "last_heartbeat_at"
+    ):
+        latest = max((t for t in (seen, beat) if t is not None), default=None)
+        out.append(NodeSeen(hostname, state, latest))
+    return out
+
+
+def running_jobs(cluster: Cluster) -> list[Job]:
+    """The cluster's running jobs."""
+    return list(Job.objects.filter(cluster=cluster, status=JobStatus.RUNNING).order_by("id"))
+
+
+def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
+    """Each running job's newest sample and last `window` step times (one query per job,
+    through the (job, ts) index — independent of the number of nodes)."""
+    out = []
+    for job in jobs:
+        steps = list(
+            JobMetric.objects.filter(job=job)
+            .order_by("-ts")
+            .values_list("step_time_s", flat=True)[:window]
+        )
+        out.append(JobProgress(job.pk, job.name, job.started_at, job.last_metric_at, steps[::-1]))
+    return out
+
+
+def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[float]]]:
+    """job → hostname → recent compute times, oldest first, in one query."""
+    out: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rows = (
+        NodeStepMetric.objects.filter(
+            job__in=jobs, ts__gte=now - TIMING_WINDOW, compute_s__isnull=False
+        )
+        .order_by("ts")
+        .values_list("job_id", "node__hostname", "compute_s")
+    )
+    for job_id, hostname, compute in rows:
+        out[job_id][hostname].append(compute)
+    return out
+
+
+def gpus_latest(cluster: Cluster) -> list[GpuLatest]:
+    """Every GPU's latest values."""
+    return [
+        GpuLatest(hostname, index, model, metrics or {}, updated, probe)
+        for hostname, index, model, metrics, updated, probe in GPU.objects.filter(
+            node__cluster=cluster
+        ).values_list("node__hostname", "index", "model", "metrics", "updated_at", "probe_at")
+    ]
+
+
+def non_finite(jobs: list[Job], since: dt.datetime) -> list[NonFinite]:
+    """Job-wide samples with a non-finite loss or grad norm since `since`."""
+    return [
+        NonFinite(job_id, ts, step, what)
+        for job_id, ts, step, what in JobMetric.objects.filter(job__in=jobs, ts__gte=since)
+        .filter(~Q(nonfinite=""))
+        .values_list("job_id", "ts", "step", "nonfinite")
+    ]
+
+
+def gpu_events(cluster: Cluster, since: dt.datetime) -> list[GpuEvent]:
+    """XID/ECC events that arrived after `since` (server time)."""
+    return [
+        GpuEvent(hostname, gpu, at, kind, value)
+        for hostname, gpu, at, kind, value in TelemetryEvent.objects.filter(
+            node__cluster=cluster, recorded_at__gt=since
+        ).values_list("node__hostname", "gpu", "at", "kind", "value")
+    ]
+
+
+def job_of_node(jobs: list[Job]) -> dict[str, int]:
+    """hostname → the largest running job on it."""
+    size = {job.pk: job.gpu_count for job in jobs}
+    out: dict[str, int] = {}
+    for job_id, hostname in Job.nodes.through.objects.filter(job__in=jobs).values_list(
+        "job_id", "node__hostname"
+    ):
+        if hostname not in out or size[job_id] > size[out[hostname]]:
+            out[hostname] = job_id
+    return out

@@ -1,0 +1,60 @@
+"""API shapes for check runs and results (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.fleet.models import Cluster
+from apps.health.choices import CheckKind
+from apps.health.models import CheckResult, CheckRun
+
+
+class RunRequestSerializer(serializers.Serializer):
+    """`POST health/run/` body."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    checks = serializers.ListField(
+        child=serializers.ChoiceField(choices=[k for k in CheckKind if k != CheckKind.PREFLIGHT]),
+        required=False,
+        allow_empty=False,
+    )
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A check run."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = CheckRun
+        fields = [
+            "id",
+            "kind",
+            "cluster",
+            "status",
+            "started_at",
+            "duration_s",
+            "counts",
+            "error",
+            "queued_at",
+            "requested_by",
+        ]
+        read_only_fields = fields
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    """A target's current result."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = CheckResult
+        fields = ["kind", "target", "status", "message", "details", "at", "since", "cluster"]
+        read_only_fields = fields
+
+
+class PreflightSerializer(serializers.Serializer):
+    """`{ok, problems: [{node, reason}]}`."""
+
+    ok = serializers.BooleanField()
+    problems = serializers.ListField(child=serializers.DictField())

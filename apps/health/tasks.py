@@ -1,0 +1,20 @@
+"""Health background work: the schedule tick and check runs. Thin: call services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from apps.health import services
+
+
+@shared_task(name="apps.health.tasks.health_tick", ignore_result=True)
+def health_tick() -> int:
+    """Queue every (cluster, kind) that is due; returns how many runs were queued."""
+    return len(services.schedules_claim_due())
+
+
+@shared_task(name="apps.health.tasks.run_check", ignore_result=True, acks_late=True)
+def run_check_task(run_id: int) -> str | None:
+    """Run one queued check (a no-op if another worker already claimed it)."""
+    run = services.run_check(run_id=run_id)
+    return run.status if run else None

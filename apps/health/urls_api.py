@@ -1,0 +1,13 @@
+"""Health API routes, mounted under /api/v1/."""
+
+from django.urls import path
+
+from apps.health import api
+
+urlpatterns = [
+    path("health/run/", api.RunChecksView.as_view(), name="api-health-run"),
+    path("health/runs/", api.RunListView.as_view(), name="api-health-runs"),
+    path("health/runs/<int:pk>/", api.RunDetailView.as_view(), name="api-health-run-detail"),
+    path("health/results/", api.ResultListView.as_view(), name="api-health-results"),
+    path("jobs/<int:pk>/preflight/", api.PreflightView.as_view(), name="api-job-preflight"),
+]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,9 @@ from django.db import connection
 from django.utils import timezone
 
 from apps.fleet.models import Node
+from apps.fleet.services import NodeSpec, nodes_register
+from apps.health.models import CheckRun, CheckSchedule
+from apps.health.tasks import health_tick
 from apps.simulator.tasks import demo_tick
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,13 +36,10 @@ def _database_url() -> str:
     return f"postgres://{user}@{host}:{port}/{db['NAME']}"
 
 
-@pytest.mark.embedded
-@pytest.mark.broker
-@pytest.mark.django_db(transaction=True)
-def test_worker_runs_a_task_sent_through_the_broker(tmp_path):
-    call_command("simulate", gpus=64, days=1, seed=1, stdout=io.StringIO(), stderr=io.StringIO())
-    started = timezone.now()
-    queue = f"test-{uuid.uuid4().hex[:8]}"  # a queue of its own: no other worker takes the task
+@contextmanager
+def worker(queue: str) -> Iterator[list[str]]:
+    """A real `celery worker` process on a queue of its own (no other worker takes its tasks),
+    against the test database and the configured broker. Yields its output once stopped."""
     env = {
         **os.environ,
         "DATABASE_URL": _database_url(),
@@ -45,8 +47,9 @@ def test_worker_runs_a_task_sent_through_the_broker(tmp_path):
         "KUAE_DEMO": "1",
         "KUAE_TESTING": "1",
         "KUAE_VAR_DIR": str(settings.VAR_DIR),
+        "KUAE_QUEUE": queue,
     }
-    worker = subprocess.Popen(
+    proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -67,19 +70,58 @@ def test_worker_runs_a_task_sent_through_the_broker(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
     )
+    output: list[str] = []
     try:
-        demo_tick.apply_async(queue=queue)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if Node.objects.filter(last_heartbeat_at__gte=started).exists():
-                break
-            time.sleep(0.5)
-        assert Node.objects.filter(last_heartbeat_at__gte=started).count() > 0, "task never ran"
+        yield output
     finally:
-        worker.terminate()
+        proc.terminate()
         try:
-            output = worker.communicate(timeout=30)[0]
+            output.append(proc.communicate(timeout=30)[0])
         except subprocess.TimeoutExpired:
-            worker.kill()
-            output = worker.communicate()[0]
-    assert "demo_tick" in output and "succeeded" in output, output[-3000:]
+            proc.kill()
+            output.append(proc.communicate()[0])
+
+
+def wait_for(predicate: Callable[[], bool], seconds: float = 90) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.embedded
+@pytest.mark.broker
+@pytest.mark.django_db(transaction=True)
+def test_worker_runs_a_task_sent_through_the_broker():
+    call_command("simulate", gpus=64, days=1, seed=1, stdout=io.StringIO(), stderr=io.StringIO())
+    started = timezone.now()
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    with worker(queue) as output:
+        demo_tick.apply_async(queue=queue)
+        ran = wait_for(lambda: Node.objects.filter(last_heartbeat_at__gte=started).exists())
+    assert ran, output
+    assert "demo_tick" in output[0] and "succeeded" in output[0], output[0][-3000:]
+
+
+@pytest.mark.embedded
+@pytest.mark.broker
+@pytest.mark.django_db(transaction=True)
+def test_a_scheduled_check_run_lands(cluster):
+    from kuaeweb.celery import app
+
+    nodes_register(cluster=cluster, specs=[NodeSpec(hostname=f"w{i}") for i in range(4)])
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    default = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    try:
+        with worker(queue) as output:
+            health_tick.apply_async(queue=queue)  # what beat sends every 10 s
+            landed = wait_for(
+                lambda: CheckRun.objects.filter(requested_by="schedule", status="done").count() == 6
+            )
+    finally:
+        app.conf.task_default_queue = default
+    assert landed, (list(CheckRun.objects.values_list("kind", "status", "error")), output)
+    assert CheckSchedule.objects.filter(cluster=cluster).count() == 6

@@ -38,6 +38,7 @@ class Limits:
     sdc_round_s: float = 600
     temp_c: float = 90
     mem_temp_c: float = 95
+    drain_cap_share: float = 0.02
 
 
 @dataclass(frozen=True)

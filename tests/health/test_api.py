@@ -1,0 +1,60 @@
+"""Health endpoints: run on demand, runs, results, pre-flight; roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.health.models import CheckRun
+from apps.health.services import run_check
+from tests.health.conftest import backdate
+
+pytestmark = pytest.mark.django_db
+
+
+def test_run_on_demand_and_read_it_back(api, cluster, fleet, django_capture_on_commit_callbacks):
+    backdate("h04", 500)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = api("otto").post(
+            "/api/v1/health/run/", {"cluster": "c1", "checks": ["heartbeat"]}, format="json"
+        )
+    assert response.status_code == 202 and len(queued) == 1  # the task is sent on commit
+    run_id = response.json()["run_id"]
+    assert api("mia").get(f"/api/v1/health/runs/{run_id}/").json()["status"] == "queued"
+    run_check(run_id=run_id)  # what the worker does with it (a real worker: test_celery_worker)
+    run = api("mia").get(f"/api/v1/health/runs/{run_id}/").json()
+    assert (run["kind"], run["cluster"], run["status"]) == ("heartbeat", "c1", "done")
+    assert run["counts"]["fail"] == 1 and run["duration_s"] is not None
+    listed = api("mia").get("/api/v1/health/runs/?cluster=c1&kind=heartbeat").json()
+    assert listed["count"] == 1
+    failing = api("mia").get("/api/v1/health/results/?cluster=c1&status=fail").json()["results"]
+    assert [(r["kind"], r["target"], r["status"]) for r in failing] == [
+        ("heartbeat", "node:h04", "fail")
+    ]
+
+
+def test_run_request_validation_and_roles(api, cluster, fleet):
+    assert (
+        api("mia").post("/api/v1/health/run/", {"cluster": "c1"}, format="json").status_code == 403
+    )
+    bad = api("otto").post(
+        "/api/v1/health/run/", {"cluster": "c1", "checks": ["vibes"]}, format="json"
+    )
+    assert bad.status_code == 400 and "checks" in bad.json()
+    assert (
+        api("otto").post("/api/v1/health/run/", {"cluster": "x"}, format="json").status_code == 400
+    )
+    assert CheckRun.objects.count() == 0
+
+
+def test_preflight(api, cluster, fleet):
+    job = fleet["job"]
+    ok = api("ada").post(f"/api/v1/jobs/{job.pk}/preflight/", {}, format="json")
+    assert ok.status_code == 200 and ok.json() == {"ok": True, "problems": []}
+    api("otto").post(
+        "/api/v1/nodes/h01/state/", {"state": "drained", "reason": "xid 79"}, format="json"
+    )
+    body = api("otto").post(f"/api/v1/jobs/{job.pk}/preflight/", {}, format="json").json()
+    assert body == {"ok": False, "problems": [{"node": "h01", "reason": "state drained: xid 79"}]}
+    assert (
+        api("mia").post(f"/api/v1/jobs/{job.pk}/preflight/", {}, format="json").status_code == 403
+    )

@@ -18,6 +18,7 @@ api_v1 = [
 urlpatterns = [
     path("healthz", common_views.healthz, name="healthz"),
     path("readyz", common_views.readyz, name="readyz"),
+    path("ui/colours.css", common_views.colours_css, name="colours-css"),
     path("api/v1/", include(api_v1)),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
@@ -26,4 +27,5 @@ urlpatterns = [
     path("", include("apps.reports.urls")),
     path("", include("apps.fleet.urls")),
     path("", include("apps.jobs.urls")),
+    path("", include("apps.health.urls")),
 ]

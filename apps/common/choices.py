@@ -21,3 +21,27 @@ class ColouredChoices(models.TextChoices):
     def colour_map(cls) -> dict[str, str]:
         """value → colour, for Plotly traces and the generated stylesheet."""
         return {member.value: member.colour for member in cls}
+
+
+# CSS class prefix → choices: every app registers its coloured choices here, and one
+# generated stylesheet gives each value its colour (`.state-down{--c:#d62728}`).
+PALETTES: dict[str, type[ColouredChoices]] = {}
+
+
+def css_prefix(prefix: str):  # noqa: ANN201 - a class decorator
+    """Register coloured choices under a CSS class prefix."""
+
+    def register(cls: type[ColouredChoices]) -> type[ColouredChoices]:
+        PALETTES[prefix] = cls
+        return cls
+
+    return register
+
+
+def palette_css() -> str:
+    """The stylesheet for every registered palette."""
+    return "".join(
+        f".{prefix}-{value}{{--c:{colour}}}\n"
+        for prefix, choices in sorted(PALETTES.items())
+        for value, colour in choices.colour_map().items()
+    )

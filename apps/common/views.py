@@ -5,8 +5,10 @@ from __future__ import annotations
 from celery import current_app
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.cache import never_cache
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import cache_control, never_cache
+
+from apps.common.choices import palette_css
 
 
 @never_cache
@@ -39,3 +41,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
         {"ready": db_ok, "database": database, "broker": broker, "broker_ok": broker_ok},
         status=200 if db_ok else 503,
     )
+
+
+@cache_control(max_age=3600)
+def colours_css(request: HttpRequest) -> HttpResponse:
+    """CSS classes for every state's colour, generated from the choices that define them."""
+    return HttpResponse(palette_css(), content_type="text/css")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from apps.common.choices import ColouredChoices
+from apps.common.choices import ColouredChoices, css_prefix
 
 
+@css_prefix("state")
 class NodeState(ColouredChoices):
     """A node's service state; availability (CONTRACT §4.3) counts healthy and suspect."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from apps.common.choices import ColouredChoices
+from apps.common.choices import ColouredChoices, css_prefix
 
 
 class CheckKind(models.TextChoices):
@@ -22,6 +22,7 @@ class CheckKind(models.TextChoices):
 SCHEDULED_KINDS = tuple(k for k in CheckKind if k != CheckKind.PREFLIGHT)
 
 
+@css_prefix("res")
 class ResultStatus(ColouredChoices):
     """A check's verdict on one target."""
 
@@ -37,6 +38,7 @@ class ResultStatus(ColouredChoices):
 SEVERITY_ORDER = {"pass": 0, "warn": 1, "fail": 2}
 
 
+@css_prefix("run")
 class RunStatus(ColouredChoices):
     """Where a check run is."""
 

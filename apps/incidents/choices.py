@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from apps.common.choices import ColouredChoices
+from apps.common.choices import ColouredChoices, css_prefix
 
 
 class Category(models.TextChoices):
@@ -35,6 +35,7 @@ class Category(models.TextChoices):
     OTHER = "other", "Other"
 
 
+@css_prefix("sev")
 class Severity(ColouredChoices):
     """sev1 (training stopped) … sev4 (informational)."""
 
@@ -48,6 +49,7 @@ class Severity(ColouredChoices):
         return {"sev1": "#d62728", "sev2": "#ef7d22", "sev3": "#d9a400", "sev4": "#8c8c8c"}
 
 
+@css_prefix("inc")
 class IncidentStatus(ColouredChoices):
     """open → investigating → mitigated → resolved → closed."""
 

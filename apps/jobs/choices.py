@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from apps.common.choices import ColouredChoices
+from apps.common.choices import ColouredChoices, css_prefix
 
 
+@css_prefix("job")
 class JobStatus(ColouredChoices):
     """Where a training run is in its life."""
 

@@ -10,5 +10,4 @@ urlpatterns = [
     path(
         "charts/nodes/<str:hostname>/telemetry.json", views.node_figure, name="chart-node-telemetry"
     ),
-    path("ui/colours.css", views.colours_css, name="colours-css"),
 ]

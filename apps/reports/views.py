@@ -5,13 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from django.views.decorators.cache import cache_control
 
 from apps.accounts.permissions import role_required
-from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
-from apps.incidents.choices import IncidentStatus, Severity
-from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.reports.charts import job_progress_figure, node_telemetry_figure
 from apps.reports.selectors import overview
@@ -50,18 +46,3 @@ def node_figure(request: HttpRequest, hostname: str) -> JsonResponse:
     """A node's telemetry rollups over the last 24 h as Plotly JSON."""
     node = get_object_or_404(Node, hostname=hostname)
     return JsonResponse(node_telemetry_figure(node=node))
-
-
-@cache_control(max_age=3600)
-def colours_css(request: HttpRequest) -> HttpResponse:
-    """CSS classes for every state's colour, generated from the choices that define them."""
-    lines = []
-    for prefix, choices in (
-        ("state", NodeState),
-        ("job", JobStatus),
-        ("sev", Severity),
-        ("inc", IncidentStatus),
-    ):
-        for value, colour in choices.colour_map().items():
-            lines.append(f".{prefix}-{value}{{--c:{colour}}}")
-    return HttpResponse("\n".join(lines) + "\n", content_type="text/css")

@@ -69,6 +69,7 @@
     tickRelative();
     setInterval(tickRelative, 1000);
     document.querySelectorAll("[data-refresh]").forEach(function (el) {
+      if (el.hasAttribute("data-eager")) refreshPanel(el).catch(function () {});
       poll(function () { return refreshPanel(el); }, Number(el.getAttribute("data-interval") || 30));
     });
     document.querySelectorAll("[data-figure]").forEach(function (el) {

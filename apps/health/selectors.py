@@ -1,0 +1,150 @@
+"""Reads for the health pages: per-kind status, the node grid, evidence, suspects."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Max, QuerySet
+
+from apps.fleet.models import Cluster, Node, TelemetryEvent
+from apps.health.choices import SCHEDULED_KINDS, SEVERITY_ORDER, CheckKind
+from apps.health.localise import NodeEvidence, Suspect, rank
+from apps.health.models import CheckResult, CheckRun, CheckSchedule
+from apps.jobs.models import Job, NodeStepMetric
+
+
+@dataclass
+class KindStatus:
+    """A kind's last run and schedule."""
+
+    kind: CheckKind
+    last: CheckRun | None
+    failing: int
+    warning: int
+    interval_s: int | None
+    next_due_at: dt.datetime | None
+
+
+def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
+    """Each scheduled kind's newest run, failing/warning counts and schedule (4 queries)."""
+    newest = dict(
+        CheckRun.objects.filter(cluster=cluster)
+        .values("kind")
+        .annotate(last=Max("id"))
+        .values_list("kind", "last")
+    )
+    runs = CheckRun.objects.in_bulk(list(newest.values()))
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for kind, status in (
+        CheckResult.objects.filter(cluster=cluster)
+        .exclude(status="pass")
+        .values_list("kind", "status")
+    ):
+        counts[(kind, status)] += 1
+    schedules = {s.kind: s for s in CheckSchedule.objects.filter(cluster=cluster)}
+    return [
+        KindStatus(
+            kind=CheckKind(k),
+            last=runs.get(newest.get(k)),
+            failing=counts[(k, "fail")],
+            warning=counts[(k, "warn")],
+            interval_s=schedules[k].interval_s if k in schedules else None,
+            next_due_at=schedules[k].next_due_at if k in schedules else None,
+        )
+        for k in SCHEDULED_KINDS
+    ]
+
+
+@dataclass(frozen=True)
+class HealthTile:
+    """A node in the health grid: its state, worst current result and why."""
+
+    hostname: str
+    state: str
+    worst: str
+    why: str
+
+
+def health_grid(*, cluster: Cluster) -> list[tuple[str, list[HealthTile]]]:
+    """Every node, rack by rack, with its worst current result (2 queries)."""
+    worst: dict[int, tuple[str, str]] = {}
+    for node_id, status, kind, message in (
+        CheckResult.objects.filter(cluster=cluster, node__isnull=False)
+        .exclude(status="pass")
+        .values_list("node_id", "status", "kind", "message")
+    ):
+        if node_id not in worst or SEVERITY_ORDER[status] > SEVERITY_ORDER[worst[node_id][0]]:
+            worst[node_id] = (status, f"{kind}: {message}")
+    racks: dict[str, list[HealthTile]] = defaultdict(list)
+    for pk, hostname, rack, state in (
+        Node.objects.filter(cluster=cluster)
+        .order_by("rack", "hostname")
+        .values_list("pk", "hostname", "rack", "state")
+    ):
+        status, why = worst.get(pk, ("pass", ""))
+        racks[rack or "—"].append(HealthTile(hostname, state, status, why))
+    return list(racks.items())
+
+
+def results(*, cluster: Cluster) -> QuerySet[CheckResult]:
+    """Current results, worst and newest first."""
+    return (
+        CheckResult.objects.filter(cluster=cluster)
+        .select_related("node", "job")
+        .order_by("status", "-at", "kind", "target")
+    )
+
+
+def node_evidence(*, node: Node) -> dict[str, object]:
+    """A node's current results (problems first) and recent GPU events."""
+    rows = list(CheckResult.objects.filter(node=node).order_by("kind", "target"))
+    rows.sort(key=lambda r: -SEVERITY_ORDER[r.status])
+    events = list(
+        TelemetryEvent.objects.filter(node=node).exclude(kind="counter_reset").order_by("-at")[:20]
+    )
+    return {"results": rows, "events": events, "problems": [r for r in rows if r.status != "pass"]}
+
+
+def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
+    """The job's nodes ranked by evidence (a fixed number of queries)."""
+    nodes = list(job.nodes.values_list("pk", "hostname", "state"))
+    ids = [pk for pk, _, _ in nodes]
+    since = now - dt.timedelta(minutes=30)
+    timing: dict[int, list[float]] = defaultdict(list)
+    newest: dict[int, dt.datetime] = {}
+    for node_id, ts, compute in NodeStepMetric.objects.filter(job=job, ts__gte=since).values_list(
+        "node_id", "ts", "compute_s"
+    ):
+        if compute is not None:
+            timing[node_id].append(compute)
+        if node_id not in newest or ts > newest[node_id]:
+            newest[node_id] = ts
+    errors: dict[int, int] = defaultdict(int)
+    for node_id in TelemetryEvent.objects.filter(
+        node_id__in=ids, recorded_at__gte=now - dt.timedelta(hours=1), kind__in=("xid", "ecc_dbe")
+    ).values_list("node_id", flat=True):
+        errors[node_id] += 1
+    failing: dict[int, list[str]] = defaultdict(list)
+    warning: dict[int, list[str]] = defaultdict(list)
+    for node_id, kind, status in (
+        CheckResult.objects.filter(node_id__in=ids)
+        .exclude(status="pass")
+        .values_list("node_id", "kind", "status")
+    ):
+        (failing if status == "fail" else warning)[node_id].append(kind)
+    evidence = [
+        NodeEvidence(
+            hostname,
+            state,
+            newest.get(pk),
+            statistics.median(timing[pk]) if timing.get(pk) else None,
+            errors[pk],
+            sorted(set(failing[pk])),
+            sorted(set(warning[pk])),
+        )
+        for pk, hostname, state in nodes
+    ]
+    return rank(evidence, step_time_s=job.last_step_time_s)

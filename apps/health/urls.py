@@ -1,0 +1,17 @@
+"""Health pages and fragments."""
+
+from django.urls import path
+
+from apps.health import views
+
+urlpatterns = [
+    path("health/", views.health_page, name="health"),
+    path("health/run/", views.run_now, name="health-run"),
+    path("health/thresholds/", views.thresholds_save, name="health-thresholds"),
+    path(
+        "health/nodes/<str:hostname>/evidence/",
+        views.node_evidence_fragment,
+        name="health-node-evidence",
+    ),
+    path("health/jobs/<int:pk>/suspects/", views.job_suspects_fragment, name="health-job-suspects"),
+]

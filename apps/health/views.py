@@ -1,0 +1,117 @@
+"""Health pages: the cluster's checks, grid and results; evidence and suspects fragments."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from apps.accounts.choices import OPERATORS
+from apps.accounts.permissions import role_required
+from apps.fleet.choices import NodeState
+from apps.fleet.models import Cluster, Node
+from apps.health.choices import SCHEDULED_KINDS, CheckKind, ResultStatus
+from apps.health.filters import ResultFilter
+from apps.health.forms import ThresholdsForm
+from apps.health.models import Thresholds
+from apps.health.selectors import health_grid, job_suspects, kind_statuses, node_evidence, results
+from apps.health.services import runs_request
+from apps.jobs.models import Job
+
+
+def _cluster(request: HttpRequest) -> Cluster | None:
+    name = request.GET.get("cluster") or request.POST.get("cluster")
+    if name:
+        return get_object_or_404(Cluster, name=name)
+    return Cluster.objects.order_by("name").first()
+
+
+@role_required()
+def health_page(request: HttpRequest) -> HttpResponse:
+    """Each check's last run, the node grid by worst result, the results list, thresholds."""
+    cluster = _cluster(request)
+    context: dict[str, object] = {
+        "cluster": cluster,
+        "now": timezone.now(),
+        "clusters": list(Cluster.objects.values_list("name", flat=True)),
+    }
+    if cluster is not None:
+        query = request.GET.copy()
+        if "status" not in query:
+            query.setlist("status", ["fail", "warn"])
+        filterset = ResultFilter(query, queryset=results(cluster=cluster))
+        page = Paginator(filterset.qs, 100).get_page(request.GET.get("page"))
+        thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
+        query.pop("page", None)
+        context.update(
+            kinds=kind_statuses(cluster=cluster),
+            racks=health_grid(cluster=cluster),
+            page=page,
+            query=query.urlencode(),
+            statuses=list(ResultStatus),
+            kinds_all=list(CheckKind),
+            selected_statuses=query.getlist("status"),
+            selected_kinds=query.getlist("kind"),
+            states=list(NodeState),
+            form=ThresholdsForm(instance=thresholds),
+            thresholds=thresholds,
+            can_operate=request.user.has_role(OPERATORS),
+        )
+    return render(request, "health/health.html", context)
+
+
+@require_POST
+@role_required(OPERATORS)
+def run_now(request: HttpRequest) -> HttpResponse:
+    """Queue checks now (one kind, or every scheduled kind)."""
+    cluster = _cluster(request)
+    kind = request.POST.get("kind")
+    kinds = [kind] if kind in SCHEDULED_KINDS else list(SCHEDULED_KINDS)
+    with transaction.atomic():
+        runs = runs_request(cluster=cluster, kinds=kinds, requested_by=request.user.get_username())
+    messages.success(request, f"Queued {len(runs)} check run(s): {', '.join(kinds)}.")
+    return redirect(f"/health/?cluster={cluster.name}")
+
+
+@require_POST
+@role_required(OPERATORS)
+def thresholds_save(request: HttpRequest) -> HttpResponse:
+    """Save a cluster's thresholds (operators and up)."""
+    cluster = _cluster(request)
+    thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
+    form = ThresholdsForm(request.POST, instance=thresholds)
+    if form.is_valid():
+        saved = form.save(commit=False)
+        saved.updated_by = request.user.get_username()
+        saved.save()
+        messages.success(request, "Thresholds saved; the next runs use them.")
+    else:
+        errors = "; ".join(f"{k}: {', '.join(v)}" for k, v in form.errors.items())
+        messages.error(request, f"Thresholds not saved — {errors}")
+    return redirect(f"/health/?cluster={cluster.name}#thresholds")
+
+
+@role_required()
+def node_evidence_fragment(request: HttpRequest, hostname: str) -> HttpResponse:
+    """The node page's check results and evidence, as an HTML fragment."""
+    node = get_object_or_404(Node, hostname=hostname)
+    return render(
+        request,
+        "health/_node_evidence.html",
+        {"node": node, "now": timezone.now(), **node_evidence(node=node)},
+    )
+
+
+@role_required()
+def job_suspects_fragment(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job page's nodes ranked by suspicion, as an HTML fragment."""
+    job = get_object_or_404(Job, pk=pk)
+    return render(
+        request,
+        "health/_job_suspects.html",
+        {"job": job, "suspects": job_suspects(job=job, now=timezone.now())[:20]},
+    )

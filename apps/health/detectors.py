@@ -93,7 +93,7 @@ def heartbeat(
                     "heartbeat",
                     f"node:{node.hostname}",
                     "pass",
-                    f"last heard {age:.0f} s ago",
+                    "heard from within the limit",
                     {"silent_s": round(age, 1)},
                     node=node.hostname,
                 )
@@ -189,7 +189,7 @@ def job_hang(jobs: Sequence[JobProgress], *, now: dt.datetime, limits: Limits) -
                         "job_hang",
                         target,
                         "pass",
-                        f"{j.name}: started {waited:.0f} s ago",
+                        f"{j.name}: started recently",
                         job=j.job,
                     )
                 )
@@ -224,7 +224,7 @@ def job_hang(jobs: Sequence[JobProgress], *, now: dt.datetime, limits: Limits) -
                     "job_hang",
                     target,
                     "pass",
-                    f"{j.name}: progress {age:.0f} s ago",
+                    f"{j.name}: progressing",
                     details,
                     job=j.job,
                 )
@@ -299,7 +299,7 @@ def slow_node(
                         "slow_node",
                         target,
                         "pass",
-                        f"compute {ratio:.2f}× the job median",
+                        "compute time within the limit",
                         details,
                         node=host,
                         job=job,
@@ -337,7 +337,7 @@ def slow_node(
                         "slow_node",
                         target,
                         "pass",
-                        f"GEMM {value:.1f} TFLOP/s",
+                        "GEMM throughput within the limit",
                         details,
                         node=gpu.node,
                     )

@@ -61,13 +61,22 @@ def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[
     return out
 
 
-def gpus_latest(cluster: Cluster) -> list[GpuLatest]:
-    """Every GPU's latest values."""
+def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]:
+    """Every GPU's latest values of the metrics named (read out of the JSON in SQL, so a
+    10,000-GPU cluster does not ship every GPU's whole metrics document)."""
+    columns = [f"metrics__{k}" for k in keys]
     return [
-        GpuLatest(hostname, index, model, metrics or {}, updated, probe)
-        for hostname, index, model, metrics, updated, probe in GPU.objects.filter(
+        GpuLatest(
+            hostname,
+            index,
+            model,
+            {k: v for k, v in zip(keys, values, strict=True) if v is not None},
+            updated,
+            probe,
+        )
+        for hostname, index, model, updated, probe, *values in GPU.objects.filter(
             node__cluster=cluster
-        ).values_list("node__hostname", "index", "model", "metrics", "updated_at", "probe_at")
+        ).values_list("node__hostname", "index", "model", "updated_at", "probe_at", *columns)
     ]
 
 

@@ -81,7 +81,8 @@ class CheckRun(models.Model):
 
 class CheckResult(models.Model):
     """A check's current verdict on one target (`node:HOST`, `gpu:HOST/I`, `job:ID`,
-    `cluster:NAME`), updated by every run; `last_fail_at` feeds pre-flight."""
+    `cluster:NAME`). `at` is when a run last wrote it: every run for a warn or fail, only on
+    a change for a pass. `last_fail_at` feeds pre-flight."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_results")
     kind = models.CharField(max_length=16, choices=CheckKind.choices)

@@ -75,7 +75,7 @@ def detect(
     elif kind == CheckKind.SLOW_NODE:
         found = d.slow_node(
             inputs.node_timings(jobs, now),
-            inputs.gpus_latest(cluster),
+            inputs.gpus_latest(cluster, ("gemm_tflops",)),
             limits=limits,
             job_names={j.pk: j.name for j in jobs},
         )
@@ -84,14 +84,17 @@ def detect(
         found = d.sdc(
             inputs.non_finite(jobs, since),
             {j.pk: j.name for j in jobs},
-            inputs.gpus_latest(cluster),
+            inputs.gpus_latest(cluster, ("gemm_checksum",)),
             limits=limits,
         )
     elif kind == CheckKind.GPU_ERRORS:
         since = _previous_start(cluster, kind, now)
-        found = d.gpu_errors(inputs.gpu_events(cluster, since), inputs.gpus_latest(cluster))
+        found = d.gpu_errors(
+            inputs.gpu_events(cluster, since), inputs.gpus_latest(cluster)
+        )  # GPUs: for pass
     elif kind == CheckKind.THERMAL:
-        found = d.thermal(inputs.gpus_latest(cluster), now=now, limits=limits)
+        gpus = inputs.gpus_latest(cluster, ("temp_c", "mem_temp_c"))
+        found = d.thermal(gpus, now=now, limits=limits)
     else:
         raise ValueError(f"{kind} does not run on a schedule")
     return found, job_of_node
@@ -201,30 +204,30 @@ def _store_results(
 ) -> list[d.Finding]:
     """Upsert each target's result; return the findings that turned to pass."""
     existing = {
-        target: (pk, status, since, last_fail)
-        for target, pk, status, since, last_fail in CheckResult.objects.filter(
+        target: (pk, status, message, since, last_fail)
+        for target, pk, status, message, since, last_fail in CheckResult.objects.filter(
             cluster=run.cluster, kind=run.kind
-        ).values_list("target", "pk", "status", "since", "last_fail_at")
+        ).values_list("target", "pk", "status", "message", "since", "last_fail_at")
     }
+    # Only results whose verdict or message changed are written: most of 10,000 GPUs pass
+    # unchanged minute after minute, and their `at` stays when that pass was set (the
+    # kind's last run time is on the run). Non-pass messages carry live figures, so they
+    # are refreshed every run.
     new, updates, cleared = [], [], []
     for f in findings:
         node_id = nodes[f.node][0] if f.node in nodes else None
         last_fail = now if f.status == "fail" else None
+        message = f.message[:2000]
         if f.target in existing:
-            pk, status, since, prev_fail = existing[f.target]
+            pk, status, old_message, since, prev_fail = existing[f.target]
             if status != "pass" and f.status == "pass":
                 cleared.append(f)
+            if status == f.status == "pass" and old_message == message:
+                continue
+            details = orjson.dumps(_clean(f.details)).decode()
+            same_since = since if status == f.status else now
             updates.append(
-                (
-                    pk,
-                    f.status,
-                    f.message[:2000],
-                    orjson.dumps(_clean(f.details)).decode(),
-                    now,
-                    run.pk,
-                    since if status == f.status else now,
-                    last_fail or prev_fail,
-                )
+                (pk, f.status, message, details, now, run.pk, same_since, last_fail or prev_fail)
             )
         else:
             new.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from django.db.models import Max, QuerySet
@@ -14,6 +14,8 @@ from apps.health.choices import SCHEDULED_KINDS, SEVERITY_ORDER, CheckKind
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.jobs.models import Job, NodeStepMetric
+
+DEFAULT_INTERVAL_S = CheckSchedule._meta.get_field("interval_s").default
 
 
 @dataclass
@@ -51,7 +53,7 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
             last=runs.get(newest.get(k)),
             failing=counts[(k, "fail")],
             warning=counts[(k, "warn")],
-            interval_s=schedules[k].interval_s if k in schedules else None,
+            interval_s=schedules[k].interval_s if k in schedules else DEFAULT_INTERVAL_S,
             next_due_at=schedules[k].next_due_at if k in schedules else None,
         )
         for k in SCHEDULED_KINDS
@@ -105,7 +107,13 @@ def node_evidence(*, node: Node) -> dict[str, object]:
     events = list(
         TelemetryEvent.objects.filter(node=node).exclude(kind="counter_reset").order_by("-at")[:20]
     )
-    return {"results": rows, "events": events, "problems": [r for r in rows if r.status != "pass"]}
+    passing = Counter(r.kind for r in rows if r.status == "pass")
+    return {
+        "results": rows,
+        "events": events,
+        "passing": sorted(passing.items()),
+        "problems": [r for r in rows if r.status != "pass"],
+    }
 
 
 def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:

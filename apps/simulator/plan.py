@@ -59,6 +59,7 @@ class JobPlan:
     checkpoint_every_s: float
     checkpoint_blocking_s: tuple[float, float]
     hang_at: dt.datetime | None = None
+    hang_node: int | None = None  # the node a hang waits on: its progress stops first
     slow_node: int | None = None
     interruptions: list[Interruption] = field(default_factory=list)
 
@@ -161,6 +162,7 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
     if len(running) > 1:  # one small job hangs without an error 25 minutes before the end
         hung = running[-1]
         hung.hang_at = end - dt.timedelta(minutes=25)
+        hung.hang_node = hung.nodes[rng.randrange(len(hung.nodes))]
     flagship = jobs[0]
     if len(flagship.nodes) >= 8:  # and one node of the flagship is a straggler
         flagship.slow_node = flagship.nodes[rng.randrange(len(flagship.nodes))]

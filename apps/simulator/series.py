@@ -103,10 +103,13 @@ def job_series(
 def node_timings(
     job: JobPlan, hostnames: list[str], last: list[MetricSample], seed: int
 ) -> Iterator[MetricSample]:
-    """Per-node compute times for the job's last samples; the slow node computes 18% longer."""
+    """Per-node compute times for the job's last samples; the slow node computes 18% longer,
+    and in a hung job the node it waits on stopped reporting three samples earlier."""
     rng = random.Random(seed * 7919 + job.index)
-    for sample in last:
+    for k, sample in enumerate(last):
         for node in job.nodes:
+            if node == job.hang_node and k >= len(last) - 3:
+                continue
             factor = 1.18 if node == job.slow_node else 1.0
             compute = sample.step_time_s * 0.82 * factor * (1 + rng.gauss(0, 0.008))
             yield MetricSample(

@@ -107,7 +107,7 @@ def _write_jobs(
                 for c in checkpoints
             ],
         )
-        if jp.status == "running" and jp.hang_at is None and samples:
+        if jp.status == "running" and samples:
             timings = list(node_timings(jp, plan.hostnames, samples[-20:], plan.seed))
             for start in range(0, len(timings), CHUNK):
                 job_metrics_ingest(job=job, samples=timings[start : start + CHUNK])

@@ -1,0 +1,79 @@
+"""Health pages: the cluster page, run-now, thresholds, node evidence, job suspects."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.health.models import CheckRun, Thresholds
+from apps.health.services import run_now
+from tests.health.conftest import backdate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def checked(cluster, fleet):  # noqa: ANN001, ANN201
+    backdate("h03", 600)
+    run_now(cluster=cluster, kinds=["heartbeat", "thermal"], requested_by="test")
+    return fleet
+
+
+def test_health_page(client, users, checked, django_assert_max_num_queries):
+    client.force_login(users["mia"])
+    with django_assert_max_num_queries(20):
+        html = client.get("/health/?cluster=c1").content.decode()
+    assert "node:h03" in html and "no heartbeat" in html
+    assert html.count('<a class="tile') == 16 and "worst-fail" in html
+    assert "Run now" not in html  # managers read; operators run
+    client.force_login(users["otto"])
+    assert "Run now" in client.get("/health/").content.decode()
+
+
+def test_run_now_and_thresholds_are_for_operators(
+    client, users, checked, django_capture_on_commit_callbacks
+):
+    client.force_login(users["mia"])
+    assert client.post("/health/run/", {"cluster": "c1", "kind": "sdc"}).status_code == 403
+    client.force_login(users["otto"])
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = client.post("/health/run/", {"cluster": "c1", "kind": "sdc"})
+    assert response.status_code == 302 and len(queued) == 1
+    assert CheckRun.objects.filter(kind="sdc", requested_by="otto", status="queued").exists()
+    form = {
+        f: getattr(Thresholds.objects.get(), f)
+        for f in (
+            "heartbeat_s",
+            "heartbeat_cluster_share",
+            "hang_min_s",
+            "hang_step_factor",
+            "hang_window",
+            "hang_no_metrics_s",
+            "slow_factor",
+            "slow_samples",
+            "slow_min_samples",
+            "slow_min_nodes",
+            "gemm_factor",
+            "sdc_round_s",
+            "temp_c",
+            "mem_temp_c",
+            "drain_cap_share",
+        )
+    }
+    client.post("/health/thresholds/", {**form, "cluster": "c1", "heartbeat_s": 240})
+    saved = Thresholds.objects.get()
+    assert saved.heartbeat_s == 240 and saved.updated_by == "otto"
+    client.post("/health/thresholds/", {**form, "cluster": "c1", "slow_factor": 0.5})
+    assert Thresholds.objects.get().slow_factor == 1.10  # refused: must be above 1
+
+
+def test_node_evidence_and_job_suspects_fragments(
+    client, users, checked, django_assert_max_num_queries
+):
+    client.force_login(users["mia"])
+    with django_assert_max_num_queries(8):
+        html = client.get("/health/nodes/h03/evidence/").content.decode()
+    assert "1 check not passing" in html and "silent" in html
+    job = checked["job"]
+    with django_assert_max_num_queries(10):
+        html = client.get(f"/health/jobs/{job.pk}/suspects/").content.decode()
+    assert "h03" in html and "failing heartbeat" in html and "state down" in html

@@ -155,6 +155,9 @@ def main() -> None:
 
     agent = user_create_or_update(username="bench-agent", role="agent")
     bench_intake(token_issue(user=agent), client)
+    from tests.bench.health import bench_health
+
+    bench_health()
 
 
 if __name__ == "__main__":

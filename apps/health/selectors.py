@@ -60,6 +60,30 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
     ]
 
 
+@dataclass
+class Summary:
+    """The overview's health line."""
+
+    last_sweep_at: dt.datetime | None
+    failing: int
+    warning: int
+    errors: int
+
+
+def summary(*, cluster: Cluster) -> Summary:
+    """When checks last ran, how many targets fail or warn, how many recent runs errored."""
+    last = CheckRun.objects.filter(cluster=cluster, status="done").aggregate(at=Max("started_at"))[
+        "at"
+    ]
+    counts = Counter(
+        CheckResult.objects.filter(cluster=cluster)
+        .exclude(status="pass")
+        .values_list("status", flat=True)
+    )
+    errors = CheckRun.objects.filter(cluster=cluster, status="error").order_by("-id")[:20].count()
+    return Summary(last, counts["fail"], counts["warn"], errors)
+
+
 @dataclass(frozen=True)
 class HealthTile:
     """A node in the health grid: its state, worst current result and why."""

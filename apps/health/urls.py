@@ -7,6 +7,7 @@ from apps.health import views
 urlpatterns = [
     path("health/", views.health_page, name="health"),
     path("health/run/", views.run_now, name="health-run"),
+    path("health/summary/", views.summary_fragment, name="health-summary"),
     path("health/thresholds/", views.thresholds_save, name="health-thresholds"),
     path(
         "health/nodes/<str:hostname>/evidence/",

@@ -18,7 +18,14 @@ from apps.health.choices import SCHEDULED_KINDS, CheckKind, ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
-from apps.health.selectors import health_grid, job_suspects, kind_statuses, node_evidence, results
+from apps.health.selectors import (
+    health_grid,
+    job_suspects,
+    kind_statuses,
+    node_evidence,
+    results,
+    summary,
+)
 from apps.health.services import runs_request
 from apps.jobs.models import Job
 
@@ -93,6 +100,21 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
         errors = "; ".join(f"{k}: {', '.join(v)}" for k, v in form.errors.items())
         messages.error(request, f"Thresholds not saved — {errors}")
     return redirect(f"/health/?cluster={cluster.name}#thresholds")
+
+
+@role_required()
+def summary_fragment(request: HttpRequest) -> HttpResponse:
+    """The overview's health line, as an HTML fragment."""
+    cluster = _cluster(request)
+    return render(
+        request,
+        "health/_summary.html",
+        {
+            "cluster": cluster,
+            "s": summary(cluster=cluster) if cluster else None,
+            "now": timezone.now(),
+        },
+    )
 
 
 @role_required()

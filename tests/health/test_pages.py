@@ -77,3 +77,10 @@ def test_node_evidence_and_job_suspects_fragments(
     with django_assert_max_num_queries(10):
         html = client.get(f"/health/jobs/{job.pk}/suspects/").content.decode()
     assert "h03" in html and "failing heartbeat" in html and "state down" in html
+
+
+def test_overview_health_line(client, users, checked):
+    client.force_login(users["mia"])
+    html = client.get("/health/summary/?cluster=c1").content.decode()
+    assert "1 failing" in html and "last sweep" in html
+    assert "/health/summary/" in client.get("/").content.decode()

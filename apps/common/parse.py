@@ -52,3 +52,17 @@ def text(value: object, *, max_length: int = 253) -> str:
     if len(value) > max_length:
         raise ValueError(f"must be at most {max_length} characters")
     return value.strip()
+
+
+def batch_items(payload: object, *, key: str = "samples", limit: int) -> list:
+    """The list under `key` of a batch body, checked for shape and size (BatchError)."""
+    from apps.common.errors import BatchError
+
+    if not isinstance(payload, dict):
+        raise BatchError({"non_field_errors": ["body must be a JSON object"]})
+    items = payload.get(key)
+    if not isinstance(items, list) or not items:
+        raise BatchError({key: ["must be a non-empty list"]})
+    if len(items) > limit:
+        raise BatchError({key: [f"at most {limit} items per batch"]})
+    return items

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.common.errors import BatchError
-from apps.common.parse import integer, text
+from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import parse_ts
 
 MAX_SAMPLES = 200_000
@@ -30,13 +30,7 @@ class TelemetrySample:
 def parse_telemetry_batch(payload: Any) -> list[TelemetrySample]:
     """Parse `{samples: [{node, gpu, ts, metrics: {name: number}}]}`; BatchError names
     `samples[i].field` (and `samples[i].metrics.NAME`) for every problem."""
-    if not isinstance(payload, dict):
-        raise BatchError({"non_field_errors": ["body must be a JSON object"]})
-    samples = payload.get("samples")
-    if not isinstance(samples, list) or not samples:
-        raise BatchError({"samples": ["must be a non-empty list"]})
-    if len(samples) > MAX_SAMPLES:
-        raise BatchError({"samples": [f"at most {MAX_SAMPLES} samples per batch"]})
+    samples = batch_items(payload, limit=MAX_SAMPLES)
     errors: dict[str, list[str]] = {}
     out: list[TelemetrySample] = []
     for i, raw in enumerate(samples):

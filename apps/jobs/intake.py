@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.common.errors import BatchError
-from apps.common.parse import integer, number, text
+from apps.common.parse import batch_items, integer, number, text
 from apps.common.timeutil import parse_ts
 
 MAX_SAMPLES = 100_000
@@ -45,13 +45,7 @@ def _word(value: float) -> str:
 
 def parse_metric_batch(payload: Any) -> list[MetricSample]:
     """Parse `{samples: [...]}`; raise BatchError naming `samples[i].field` for every problem."""
-    if not isinstance(payload, dict):
-        raise BatchError({"non_field_errors": ["body must be a JSON object"]})
-    samples = payload.get("samples")
-    if not isinstance(samples, list) or not samples:
-        raise BatchError({"samples": ["must be a non-empty list"]})
-    if len(samples) > MAX_SAMPLES:
-        raise BatchError({"samples": [f"at most {MAX_SAMPLES} samples per batch"]})
+    samples = batch_items(payload, limit=MAX_SAMPLES)
     errors: dict[str, list[str]] = {}
     parsed: list[MetricSample] = []
     for i, raw in enumerate(samples):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.health.forms import ThresholdsForm
 from apps.health.models import CheckRun, Thresholds
 from apps.health.services import run_now
 from tests.health.conftest import backdate
@@ -39,26 +40,7 @@ def test_run_now_and_thresholds_are_for_operators(
         response = client.post("/health/run/", {"cluster": "c1", "kind": "sdc"})
     assert response.status_code == 302 and len(queued) == 1
     assert CheckRun.objects.filter(kind="sdc", requested_by="otto", status="queued").exists()
-    form = {
-        f: getattr(Thresholds.objects.get(), f)
-        for f in (
-            "heartbeat_s",
-            "heartbeat_cluster_share",
-            "hang_min_s",
-            "hang_step_factor",
-            "hang_window",
-            "hang_no_metrics_s",
-            "slow_factor",
-            "slow_samples",
-            "slow_min_samples",
-            "slow_min_nodes",
-            "gemm_factor",
-            "sdc_round_s",
-            "temp_c",
-            "mem_temp_c",
-            "drain_cap_share",
-        )
-    }
+    form = {f: getattr(Thresholds.objects.get(), f) for f in ThresholdsForm.Meta.fields}
     client.post("/health/thresholds/", {**form, "cluster": "c1", "heartbeat_s": 240})
     saved = Thresholds.objects.get()
     assert saved.heartbeat_s == 240 and saved.updated_by == "otto"

@@ -314,7 +314,11 @@ def _incidents(
             incident_open(
                 cluster=run.cluster,
                 title=f"{CheckKind(run.kind).label}: {where}"
-                + (f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})" if hosts else ""),
+                + (
+                    f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
+                    if hosts and scope == "job"
+                    else ""
+                ),
                 category=category,
                 severity=worst.severity,
                 detected_at=now,

@@ -310,7 +310,7 @@ def _incidents(
             first = min(items, key=lambda f: f.occurred_at or now)
             worst = min(items, key=lambda f: f.severity)
             job = jobs.get(ident) if scope == "job" else None
-            where = job.name if job else (ident if scope == "cluster" else ident)
+            where = job.name if job else ident
             incident_open(
                 cluster=run.cluster,
                 title=f"{CheckKind(run.kind).label}: {where}"

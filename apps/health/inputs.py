@@ -9,8 +9,8 @@ from django.db.models import Q
 
 from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
 from apps.health.detectors import GpuEvent, GpuLatest, JobProgress, NodeSeen, NonFinite
-from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
+from apps.jobs.selectors import running_jobs as jobs_running
 
 # Per-node timings older than this are not "recent" for the slow-node check.
 TIMING_WINDOW = dt.timedelta(minutes=30)
@@ -28,8 +28,8 @@ def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
 
 
 def running_jobs(cluster: Cluster) -> list[Job]:
-    """The cluster's running jobs."""
-    return list(Job.objects.filter(cluster=cluster, status=JobStatus.RUNNING).order_by("id"))
+    """The cluster's running jobs, largest first."""
+    return jobs_running(cluster_id=cluster.pk)
 
 
 def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:

@@ -147,12 +147,25 @@ def upsert_merge(
     sets = ", ".join(
         f"{c} = " + rules[rule].format(t=f"{table}.{c}", c=c) for c, rule in merge.items()
     )
-    marks = ", ".join(["%s"] * len(columns))
-    sql = (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
-        f"ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {sets}"
-    )
-    if connection.vendor == "sqlite":
-        rows = [_sqlite_row(row) for row in rows]
+    cols = ", ".join(columns)
+    on_conflict = f"ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {sets}"
     with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+        if connection.vendor == "postgresql":
+            # COPY into staging, then one INSERT … SELECT … ON CONFLICT (rows must have
+            # distinct conflict keys, as one statement may not touch a row twice).
+            stage = _stage_name("ups", table, columns)
+            cursor.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS "
+                f"SELECT {cols} FROM {table} WITH NO DATA"
+            )
+            cursor.execute(f"TRUNCATE {stage}")
+            with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} {on_conflict}")
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(
+                f"INSERT INTO {table} ({cols}) VALUES ({marks}) {on_conflict}",
+                [_sqlite_row(row) for row in rows],
+            )

@@ -22,6 +22,9 @@ DCGM_FIELDS = {
 # What the GEMM probe reports (kuae-agent probe).
 PROBE_METRICS = frozenset({"gemm_tflops", "gemm_checksum"})
 
+# The values new samples are compared with for events (XID appears, ECC grows).
+EVENT_METRICS = ("xid", "ecc_sbe_total", "ecc_dbe_total")
+
 # Counters: a growth is an event (ECC); a decrease is a reset (driver reload), not an error.
 COUNTERS = ("ecc_sbe_total", "ecc_dbe_total")
 

@@ -12,13 +12,13 @@ import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.common.bulk import insert_ignore, update_many, upsert_merge
+from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
 from apps.fleet.events import changes
 from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Node, NodeRollup, TelemetryEvent
 from apps.fleet.rollup import aggregate
-from apps.fleet.telemetry import PROBE_METRICS, ROLLUP_METRICS
+from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,12 @@ def telemetry_ingest(
     gpus_qs = GPU.objects.filter(node_id__in=node_ids.values())
     if connection.features.has_select_for_update:
         gpus_qs = gpus_qs.select_for_update()  # serialise concurrent batches for one GPU
+    # Only the values events are judged on are read; the merge of the rest happens in SQL.
+    watched = [f"metrics__{name}" for name in EVENT_METRICS]
     gpus = {
         (row[1], row[2]): row
         for row in gpus_qs.values_list(
-            "pk", "node_id", "index", "metrics", "updated_at", "uuid", "model", "probe_at"
+            "pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", *watched
         )
     }
     _check_known(samples, node_ids, gpus)
@@ -62,31 +64,34 @@ def telemetry_ingest(
     gpu_rows, event_rows, applied = [], [], []
     stale = 0
     for key, items in by_gpu.items():
-        pk, node_id, index, latest, hwm, uuid, model, probe_at = gpus[key]
-        latest, prev, prev_at = dict(latest or {}), None, hwm
+        pk, node_id, index, hwm, uuid, model, probe_at, *values = gpus[key]
+        seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
+        prev_at = hwm
+        fresh = []
         for sample in sorted(items, key=lambda s: s.ts):
             if hwm is not None and sample.ts <= hwm:
                 stale += 1
                 continue
-            for change in changes(latest, sample.metrics):
+            for change in changes(seen, sample.metrics):
                 event_rows.append(
                     (node_id, index, sample.ts, change.kind, change.value, change.previous)
                 )
-            prev, prev_at = latest, hwm
-            latest = {**latest, **sample.metrics}
-            hwm = sample.ts
+            seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
+            prev_at, hwm = hwm, sample.ts
             uuid, model = sample.uuid or uuid, sample.model or model
             if PROBE_METRICS & sample.metrics.keys():
                 probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
-        if prev is not None:
-            gpu_rows.append((pk, _json(latest), _json(prev), hwm, prev_at, uuid, model, probe_at))
-    update_many(
-        GPU._meta.db_table,
-        ("id",),
-        ("metrics", "prev_metrics", "updated_at", "prev_at", "uuid", "model", "probe_at"),
-        gpu_rows,
-    )
+            fresh.append(sample.metrics)
+        if fresh:
+            # previous = stored values + every fresh sample but the newest; latest adds it.
+            before: dict[str, float] = {}
+            for metrics in fresh[:-1]:
+                before.update(metrics)
+            gpu_rows.append(
+                (pk, _json(before), _json(fresh[-1]), hwm, prev_at, uuid, model, probe_at)
+            )
+    _update_gpus(gpu_rows)
     if event_rows:
         insert_ignore(
             TelemetryEvent._meta.db_table,
@@ -96,6 +101,51 @@ def telemetry_ingest(
     _rollup(applied)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return IngestResult(len(samples), len(applied), stale, len(event_rows))
+
+
+def _update_gpus(rows: list[tuple]) -> None:
+    """Merge each GPU's new values into its stored ones in SQL:
+    prev_metrics = metrics ⊕ before, metrics = metrics ⊕ before ⊕ newest."""
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS _tel_gpu (id bigint, before jsonb, newest jsonb, "
+                "updated_at timestamptz, prev_at timestamptz, uuid text, model text, "
+                "probe_at timestamptz)"
+            )
+            cursor.execute("TRUNCATE _tel_gpu")
+            with cursor.copy("COPY _tel_gpu FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(
+                "UPDATE fleet_gpu AS t SET prev_metrics = t.metrics || v.before, "
+                "metrics = t.metrics || v.before || v.newest, updated_at = v.updated_at, "
+                "prev_at = v.prev_at, uuid = v.uuid, model = v.model, probe_at = v.probe_at "
+                "FROM _tel_gpu AS v WHERE t.id = v.id"
+            )
+        else:
+            adapt = connection.ops.adapt_datetimefield_value
+            cursor.executemany(
+                "UPDATE fleet_gpu SET prev_metrics = json_patch(metrics, %s), "
+                "metrics = json_patch(json_patch(metrics, %s), %s), updated_at = %s, "
+                "prev_at = %s, uuid = %s, model = %s, probe_at = %s WHERE id = %s",
+                [
+                    (
+                        before,
+                        before,
+                        newest,
+                        adapt(hwm),
+                        adapt(prev_at),
+                        uuid,
+                        model,
+                        adapt(probe_at),
+                        pk,
+                    )
+                    for pk, before, newest, hwm, prev_at, uuid, model, probe_at in rows
+                ],
+            )
 
 
 def _json(value: dict[str, float]) -> str:

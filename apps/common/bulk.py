@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
 
 def _sqlite_row(row: Sequence[object]) -> tuple[object, ...]:
@@ -50,21 +51,30 @@ def insert_ignore(table: str, columns: Sequence[str], rows: Iterable[Sequence[ob
     return inserted
 
 
-def _stage_name(kind: str, table: str, columns: Sequence[str]) -> str:
-    """A per-connection temp table name, distinct for each column set used with `table`."""
-    return f"_{kind}_{table}_{zlib.crc32(','.join(columns).encode()):08x}"
+def _copy_to_stage(
+    cursor: CursorWrapper,
+    kind: str,
+    table: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+) -> str:
+    """COPY rows into a per-connection temp table typed like `table`'s columns (one per
+    column set, emptied first); returns its name."""
+    cols = ", ".join(columns)
+    stage = f"_{kind}_{table}_{zlib.crc32(cols.encode()):08x}"
+    cursor.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {cols} FROM {table} WITH NO DATA"
+    )
+    cursor.execute(f"TRUNCATE {stage}")
+    with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    return stage
 
 
 def _copy_insert(table: str, cols: str, rows: Iterable[Sequence[object]]) -> int:
-    stage = _stage_name("ins", table, cols.split(", "))
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {cols} FROM {table} WITH NO DATA"
-        )
-        cursor.execute(f"TRUNCATE {stage}")
-        with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        stage = _copy_to_stage(cursor, "ins", table, cols.split(", "), rows)
         cursor.execute(
             f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} ON CONFLICT DO NOTHING"
         )
@@ -90,16 +100,7 @@ def update_many(
         if connection.vendor == "postgresql":
             # COPY into a staging table, then one UPDATE … FROM it: no giant parameter list.
             names = [*keys, *columns]
-            stage = _stage_name("upd", table, names)
-            cols = ", ".join(names)
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS "
-                f"SELECT {cols} FROM {table} WITH NO DATA"
-            )
-            cursor.execute(f"TRUNCATE {stage}")
-            with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            stage = _copy_to_stage(cursor, "upd", table, names, rows)
             sets = ", ".join(f"{c} = v.{c}" for c in columns)
             match = " AND ".join(f"t.{k} = v.{k}" for k in keys)
             cursor.execute(f"UPDATE {table} AS t SET {sets} FROM {stage} AS v WHERE {match}")
@@ -153,15 +154,7 @@ def upsert_merge(
         if connection.vendor == "postgresql":
             # COPY into staging, then one INSERT … SELECT … ON CONFLICT (rows must have
             # distinct conflict keys, as one statement may not touch a row twice).
-            stage = _stage_name("ups", table, columns)
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS "
-                f"SELECT {cols} FROM {table} WITH NO DATA"
-            )
-            cursor.execute(f"TRUNCATE {stage}")
-            with cursor.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            stage = _copy_to_stage(cursor, "ups", table, columns, rows)
             cursor.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} {on_conflict}")
         else:
             marks = ", ".join(["%s"] * len(columns))

@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("apps.jobs.urls_api")),
     path("", include("apps.incidents.urls_api")),
     path("", include("apps.health.urls_api")),
+    path("", include("apps.reports.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
 

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node
@@ -16,6 +16,7 @@ from apps.incidents.choices import ACTIVE_STATUSES, Severity
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import running_jobs
+from apps.reports.reliability import IncidentTimes, reliability
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,41 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
             .order_by("-detected_at")[:10]
         ),
     )
+
+
+def reliability_report(
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, job_nodes: int
+) -> dict[str, object]:
+    """§4.1 for one cluster: its incidents and nodes in two queries, the maths in
+    `apps.reports.reliability`."""
+    named = Incident.nodes.through.objects.filter(incident=OuterRef("pk"))
+    rows = (
+        Incident.objects.filter(cluster=cluster, interrupts_job=True)
+        .filter(
+            Q(occurred_at__gte=start, occurred_at__lt=end)
+            | Q(occurred_at__isnull=True, detected_at__gte=start, detected_at__lt=end)
+        )
+        .annotate(names_nodes=Exists(named))
+        .values_list(
+            "occurred_at",
+            "detected_at",
+            "localized_at",
+            "recovered_at",
+            "interrupts_job",
+            "planned",
+            "category",
+            "names_nodes",
+        )
+    )
+    report = reliability(
+        start=start,
+        end=end,
+        now=now,
+        incidents=[IncidentTimes(*row) for row in rows],
+        in_service=list(
+            Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
+        ),
+        job_nodes=job_nodes,
+    )
+    report["cluster"] = cluster.name
+    return report

@@ -1,0 +1,98 @@
+"""Reliability statistics, CONTRACT §4.1 — pure functions over plain values.
+
+MTBF is always given with its level: `mtbf_hours` is the cluster's (how often training is
+interrupted), `node_mtbf_hours` a node's, `projected_job_mttf_hours` a job's of N nodes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+HOUR = 3600.0
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class IncidentTimes:
+    """What §4.1 needs of one incident."""
+
+    occurred_at: dt.datetime | None
+    detected_at: dt.datetime
+    localized_at: dt.datetime | None
+    recovered_at: dt.datetime | None
+    interrupts_job: bool
+    planned: bool
+    category: str
+    names_nodes: bool
+
+    @property
+    def failed_at(self) -> dt.datetime:
+        """f(i): occurred_at, else detected_at."""
+        return self.occurred_at or self.detected_at
+
+
+def _overlap(a0: dt.datetime, a1: dt.datetime, b0: dt.datetime, b1: dt.datetime) -> float:
+    return max(0.0, (min(a1, b1) - max(a0, b0)).total_seconds())
+
+
+def _mean_minutes(values: list[float]) -> float | None:
+    return statistics.fmean(values) / 60 if values else None
+
+
+def reliability(
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    now: dt.datetime,
+    incidents: Sequence[IncidentTimes],
+    in_service: Sequence[dt.datetime],
+    job_nodes: int = 128,
+) -> dict[str, Any]:
+    """The §4.1 figures for window [start, end) (an end in the future is clipped to now)."""
+    end = min(end, now)
+    in_window = [i for i in incidents if i.interrupts_job and start <= i.failed_at < end]
+    unexpected = [i for i in in_window if not i.planned]
+    planned = [i for i in in_window if i.planned]
+    earliest = min(in_service, default=None)
+    counted_from = earliest if earliest is not None and start < earliest < end else start
+    hours = max(0.0, (end - counted_from).total_seconds()) / HOUR
+    n = len(unexpected)
+    node_seconds = sum(_overlap(start, end, t, now) for t in in_service)
+    node_failures = sum(1 for i in unexpected if i.names_nodes)
+    node_mtbf = node_seconds / HOUR / node_failures if node_failures else None
+    counts = Counter(i.category for i in unexpected)
+    return {
+        "start": start,
+        "end": end,
+        "hours": hours,
+        "interruptions": n,
+        "planned_interruptions": len(planned),
+        "mtbf_hours": hours / n if n else None,
+        "mtbf_level": "cluster",
+        "mttr_minutes": _mean_minutes(
+            [(i.recovered_at - i.failed_at).total_seconds() for i in unexpected if i.recovered_at]
+        ),
+        "mttd_minutes": _mean_minutes(
+            [(i.detected_at - i.occurred_at).total_seconds() for i in unexpected if i.occurred_at]
+        ),
+        "mttl_minutes": _mean_minutes(
+            [(i.localized_at - i.detected_at).total_seconds() for i in unexpected if i.localized_at]
+        ),
+        "node_days": node_seconds / DAY,
+        "node_failures": node_failures,
+        "failure_rate_per_1000_node_days": 1000 * node_failures / (node_seconds / DAY)
+        if node_seconds
+        else None,
+        "node_mtbf_hours": node_mtbf,
+        "job_nodes": job_nodes,
+        "projected_job_mttf_hours": node_mtbf / job_nodes if node_mtbf is not None else None,
+        "by_category": [
+            {"category": c, "count": k, "share": k / n}
+            for c, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+    }

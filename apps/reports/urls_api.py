@@ -1,0 +1,9 @@
+"""Report API routes, mounted under /api/v1/."""
+
+from django.urls import path
+
+from apps.reports import api
+
+urlpatterns = [
+    path("reports/reliability/", api.ReliabilityView.as_view(), name="api-reliability"),
+]

@@ -20,10 +20,16 @@ class BatchError(ValueError):
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     """DRF's handler, plus batch and model validation errors as a 400 naming the fields."""
     from django.core.exceptions import ValidationError as DjangoValidationError
+    from django.db import InterfaceError, OperationalError
     from rest_framework import status
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_exception_handler
 
+    if isinstance(exc, OperationalError | InterfaceError):
+        # The database is down or restarting: a transient failure the client should retry.
+        return Response(
+            {"detail": "database unavailable, retry"}, status=503, headers={"Retry-After": "5"}
+        )
     if isinstance(exc, BatchError):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

@@ -1,4 +1,4 @@
-"""Incident-side intake endpoints: Slurm job records (NODE_FAIL opens an incident)."""
+"""Incident-side intake endpoints: Alertmanager alerts, Slurm job records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS
-from apps.incidents.services import slurm_ingest
+from apps.incidents.services import alertmanager_ingest, slurm_ingest
+
+
+class AlertmanagerView(APIView):
+    """`POST ingest/alertmanager/`: Alertmanager's webhook (version 4)."""
+
+    roles = {"POST": AGENTS}
+
+    @extend_schema(request={"application/json": dict}, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        return Response(alertmanager_ingest(payload=request.data))
 
 
 class SlurmResultSerializer(serializers.Serializer):

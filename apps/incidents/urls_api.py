@@ -6,4 +6,5 @@ from apps.incidents import api
 
 urlpatterns = [
     path("ingest/slurm/", api.SlurmIngestView.as_view(), name="api-ingest-slurm"),
+    path("ingest/alertmanager/", api.AlertmanagerView.as_view(), name="api-ingest-alertmanager"),
 ]

@@ -195,6 +195,9 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "apps.health.choices.RunStatus",
         "ResultStatusEnum": "apps.health.choices.ResultStatus",
         "NodeStateEnum": "apps.fleet.choices.NodeState",
+        "IncidentStatusEnum": "apps.incidents.choices.IncidentStatus",
+        "CheckKindEnum": "apps.health.choices.CheckKind",
+        "TimelineKindEnum": "apps.incidents.models.TimelineEntry.Kind",
     },
     # The schema and Swagger UI are for signed-in users, not the open network.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

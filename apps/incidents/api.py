@@ -2,14 +2,99 @@
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.choices import AGENTS
-from apps.incidents.services import alertmanager_ingest, slurm_ingest
+from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
+from apps.incidents.choices import IncidentStatus, Source
+from apps.incidents.filters import IncidentFilter
+from apps.incidents.models import Incident
+from apps.incidents.serializers import (
+    IncidentDetailSerializer,
+    IncidentSerializer,
+    IncidentWriteSerializer,
+)
+from apps.incidents.services import (
+    alertmanager_ingest,
+    incident_open,
+    incident_update,
+    slurm_ingest,
+)
+
+# What an operator may change (§1: acknowledge, and set the times).
+OPERATOR_FIELDS = {
+    "status",
+    "occurred_at",
+    "detected_at",
+    "localized_at",
+    "recovered_at",
+    "resolved_at",
+}
+OPERATOR_STATUSES = {IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
+
+
+class IncidentListView(generics.ListAPIView):
+    """`GET incidents/?cluster=&status=&category=&start=&end=`; engineers file with POST."""
+
+    roles = {"GET": READERS, "POST": ENGINEERS}
+    serializer_class = IncidentSerializer
+    filterset_class = IncidentFilter
+    queryset = (
+        Incident.objects.select_related("cluster")
+        .prefetch_related("nodes")
+        .order_by("-detected_at", "-id")
+    )
+
+    @extend_schema(request=IncidentWriteSerializer, responses={201: IncidentDetailSerializer})
+    def post(self, request: Request) -> Response:
+        data = IncidentWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        incident = incident_open(
+            cluster=values.pop("cluster"),
+            nodes=values.pop("nodes", []),
+            source=Source.MANUAL,
+            actor=request.user.get_username(),
+            **values,
+        )
+        return Response(IncidentDetailSerializer(incident).data, status=status.HTTP_201_CREATED)
+
+
+class IncidentDetailView(APIView):
+    """`GET incidents/{id}/` with its timeline; `PATCH` by engineers (operators: status
+    investigating/mitigated and the times)."""
+
+    roles = {"GET": READERS, "PATCH": OPERATORS}
+
+    @extend_schema(responses=IncidentDetailSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        incident = get_object_or_404(Incident.objects.select_related("cluster"), pk=pk)
+        return Response(IncidentDetailSerializer(incident).data)
+
+    @extend_schema(request=IncidentWriteSerializer, responses=IncidentDetailSerializer)
+    def patch(self, request: Request, pk: int) -> Response:
+        incident = get_object_or_404(Incident.objects.select_related("cluster"), pk=pk)
+        data = IncidentWriteSerializer(instance=incident, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        values.pop("cluster", None)
+        if not request.user.has_role(ENGINEERS):
+            extra = set(values) - OPERATOR_FIELDS
+            if extra or values.get("status", IncidentStatus.INVESTIGATING) not in OPERATOR_STATUSES:
+                raise PermissionDenied(
+                    "operators acknowledge (status investigating or mitigated) and set times; "
+                    f"not: {', '.join(sorted(extra)) or 'status ' + str(values.get('status'))}"
+                )
+        nodes = values.pop("nodes", None)
+        incident = incident_update(
+            incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()
+        )
+        return Response(IncidentDetailSerializer(incident).data)
 
 
 class AlertmanagerView(APIView):

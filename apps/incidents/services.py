@@ -233,3 +233,74 @@ def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> d
             )
             counts["resolved"] += 1
     return counts
+
+
+EDITABLE = (
+    "title",
+    "category",
+    "severity",
+    "status",
+    "occurred_at",
+    "detected_at",
+    "localized_at",
+    "recovered_at",
+    "resolved_at",
+    "job",
+    "interrupts_job",
+    "planned",
+    "description",
+)
+
+
+@transaction.atomic
+def incident_update(
+    *,
+    incident: Incident,
+    changes: dict[str, object],
+    actor: str,
+    nodes: Sequence[Node] | None = None,
+) -> Incident:
+    """Apply changes, check the order of the times, and write one timeline line naming every
+    field that changed (old → new) and who changed it."""
+    now = timezone.now()
+    before = {f: getattr(incident, f) for f in EDITABLE}
+    for field, value in changes.items():
+        if field in EDITABLE:
+            setattr(incident, field, value)
+    if (
+        incident.status in (IncidentStatus.RESOLVED, IncidentStatus.CLOSED)
+        and not incident.resolved_at
+    ):
+        incident.resolved_at = max(now, incident.detected_at)
+    if incident.category not in Category.values:
+        raise ValidationError({"category": [f"unknown category {incident.category!r}"]})
+    validate_times({f: getattr(incident, f) for f in _ORDER})
+    said = [
+        f"{f}: {_show(before[f])} → {_show(getattr(incident, f))}"
+        for f in EDITABLE
+        if getattr(incident, f) != before[f]
+    ]
+    if nodes is not None:
+        old = sorted(incident.nodes.values_list("hostname", flat=True))
+        new = sorted(n.hostname for n in nodes)
+        if old != new:
+            incident.nodes.set(nodes)
+            said.append(f"nodes: {', '.join(old) or '—'} → {', '.join(new) or '—'}")
+    if said:
+        incident.save()
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=actor,
+            at=now,
+            text="; ".join(said),
+        )
+    return incident
+
+
+def _show(value: object) -> str:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    if isinstance(value, Job):
+        return f"job {value.pk}"
+    return "—" if value in (None, "") else str(value)

@@ -5,6 +5,8 @@ from django.urls import path
 from apps.incidents import api
 
 urlpatterns = [
+    path("incidents/", api.IncidentListView.as_view(), name="api-incident-list"),
+    path("incidents/<int:pk>/", api.IncidentDetailView.as_view(), name="api-incident-detail"),
     path("ingest/slurm/", api.SlurmIngestView.as_view(), name="api-ingest-slurm"),
     path("ingest/alertmanager/", api.AlertmanagerView.as_view(), name="api-ingest-alertmanager"),
 ]

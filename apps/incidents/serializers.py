@@ -1,0 +1,115 @@
+"""API shapes for incidents (CONTRACT §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.fleet.models import Cluster, Node
+from apps.incidents.choices import Category, IncidentStatus, Severity
+from apps.incidents.models import Incident, TimelineEntry
+from apps.jobs.models import Job
+
+
+class TimelineSerializer(serializers.ModelSerializer):
+    """One timeline line."""
+
+    class Meta:
+        model = TimelineEntry
+        fields = ["at", "actor", "kind", "text"]
+        read_only_fields = fields
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    """An incident as the API answers it; `nodes` are hostnames, `job` the job's id."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+
+    class Meta:
+        model = Incident
+        fields = [
+            "id",
+            "title",
+            "cluster",
+            "category",
+            "severity",
+            "status",
+            "occurred_at",
+            "detected_at",
+            "localized_at",
+            "recovered_at",
+            "resolved_at",
+            "job",
+            "nodes",
+            "interrupts_job",
+            "planned",
+            "description",
+            "source",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class IncidentDetailSerializer(IncidentSerializer):
+    """An incident with its timeline."""
+
+    timeline = TimelineSerializer(many=True, read_only=True)
+
+    class Meta(IncidentSerializer.Meta):
+        fields = [*IncidentSerializer.Meta.fields, "timeline"]
+        read_only_fields = fields
+
+
+class IncidentWriteSerializer(serializers.Serializer):
+    """`POST incidents/` and `PATCH incidents/{id}/` body."""
+
+    title = serializers.CharField(max_length=300)
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    category = serializers.ChoiceField(choices=Category.choices)
+    severity = serializers.ChoiceField(choices=Severity.choices)
+    status = serializers.ChoiceField(choices=IncidentStatus.choices, required=False)
+    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    detected_at = serializers.DateTimeField()
+    localized_at = serializers.DateTimeField(required=False, allow_null=True)
+    recovered_at = serializers.DateTimeField(required=False, allow_null=True)
+    resolved_at = serializers.DateTimeField(required=False, allow_null=True)
+    job = serializers.PrimaryKeyRelatedField(
+        queryset=Job.objects.all(), required=False, allow_null=True
+    )
+    nodes = serializers.ListField(
+        child=serializers.CharField(max_length=253), required=False, max_length=20_000
+    )
+    interrupts_job = serializers.BooleanField()
+    planned = serializers.BooleanField()
+    description = serializers.CharField(required=False, allow_blank=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        cluster = attrs.get("cluster") or getattr(self.instance, "cluster", None)
+        if (
+            self.instance is not None
+            and "cluster" in attrs
+            and attrs["cluster"] != self.instance.cluster
+        ):
+            raise serializers.ValidationError(
+                {"cluster": ["an incident cannot move to another cluster"]}
+            )
+        job = attrs.get("job")
+        if job is not None and cluster is not None and job.cluster_id != cluster.pk:
+            raise serializers.ValidationError(
+                {"job": [f"job {job.pk} is not in cluster {cluster.name}"]}
+            )
+        if "nodes" in attrs and cluster is not None:
+            wanted = list(dict.fromkeys(attrs["nodes"]))
+            found = {
+                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
+            }
+            missing = [h for h in wanted if h not in found]
+            if missing:
+                raise serializers.ValidationError(
+                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
+                )
+            attrs["nodes"] = [found[h] for h in wanted]
+        return attrs

@@ -21,9 +21,23 @@ class IncidentFilter(django_filters.FilterSet):
     start = django_filters.IsoDateTimeFilter(method="filter_start")
     end = django_filters.IsoDateTimeFilter(method="filter_end")
 
+    order = django_filters.OrderingFilter(
+        fields=(("lost_gpu_hours", "cost"), ("detected_at", "detected"), ("severity", "severity"))
+    )
+
     class Meta:
         model = Incident
-        fields = ["cluster", "status", "category", "severity", "node", "job", "start", "end"]
+        fields = [
+            "cluster",
+            "status",
+            "category",
+            "severity",
+            "node",
+            "job",
+            "start",
+            "end",
+            "order",
+        ]
 
     def filter_start(self, queryset: QuerySet, name: str, value: object) -> QuerySet:
         """f(i) ≥ start."""

@@ -33,6 +33,10 @@ class Incident(models.Model):
     description = models.TextField(blank=True, default="")
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
     fingerprint = models.CharField(max_length=128, blank=True, default="")
+    # What it cost (apps.incidents.impact), refreshed whenever the incident changes.
+    downtime_s = models.FloatField(default=0)
+    rework_s = models.FloatField(default=0)
+    lost_gpu_hours = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -41,6 +45,7 @@ class Incident(models.Model):
         indexes = [
             models.Index(fields=["cluster", "detected_at"], name="incident_cluster_detected"),
             models.Index(fields=["status", "severity"], name="incident_status_severity"),
+            models.Index(fields=["cluster", "lost_gpu_hours"], name="incident_cost"),
         ]
 
     def __str__(self) -> str:

@@ -49,6 +49,9 @@ class IncidentSerializer(serializers.ModelSerializer):
             "source",
             "created_at",
             "updated_at",
+            "downtime_s",
+            "rework_s",
+            "lost_gpu_hours",
         ]
         read_only_fields = fields
 

@@ -13,6 +13,7 @@ from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
 from apps.incidents.alertmanager import parse_webhook
 from apps.incidents.choices import ACTIVE_STATUSES, Category, IncidentStatus, Severity, Source
+from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
 from apps.jobs.models import Job
 from apps.jobs.services import slurm_jobs_upsert
@@ -90,6 +91,7 @@ def incident_open(
     )
     if nodes:
         incident.nodes.set(nodes)
+    incident_refresh_impact(incident=incident)
     TimelineEntry.objects.create(
         incident=incident,
         kind=TimelineEntry.Kind.OPENED,
@@ -288,6 +290,7 @@ def incident_update(
             said.append(f"nodes: {', '.join(old) or '—'} → {', '.join(new) or '—'}")
     if said:
         incident.save()
+        incident_refresh_impact(incident=incident)
         incident_note(
             incident=incident,
             kind=TimelineEntry.Kind.UPDATED,
@@ -304,3 +307,34 @@ def _show(value: object) -> str:
     if isinstance(value, Job):
         return f"job {value.pk}"
     return "—" if value in (None, "") else str(value)
+
+
+def incident_refresh_impact(*, incident: Incident, now: dt.datetime | None = None) -> Impact:
+    """Recompute and store what the incident cost (one query for the job's checkpoints)."""
+    now = now or timezone.now()
+    job = incident.job if incident.interrupts_job else None
+    checkpoints = (
+        list(
+            job.checkpoints.filter(saved_at__lte=incident.failed_at).values_list(
+                "saved_at", "blocking_s"
+            )
+        )
+        if job
+        else []
+    )
+    cost = impact(
+        failed_at=incident.failed_at,
+        recovered_at=incident.recovered_at,
+        now=now,
+        planned=incident.planned,
+        job_gpus=job.gpu_count if job else None,
+        job_started_at=job.started_at if job else None,
+        job_ended_at=job.ended_at if job else None,
+        checkpoints=checkpoints,
+    )
+    Incident.objects.filter(pk=incident.pk).update(
+        downtime_s=cost.downtime_s, rework_s=cost.rework_s, lost_gpu_hours=cost.lost_gpu_hours
+    )
+    incident.downtime_s, incident.rework_s = cost.downtime_s, cost.rework_s
+    incident.lost_gpu_hours = cost.lost_gpu_hours
+    return cost

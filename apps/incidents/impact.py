@@ -1,0 +1,52 @@
+"""What an incident cost (as in CONTRACT §4.2): downtime, rework, lost GPU-hours. Pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Impact:
+    """Seconds of downtime and rework, and the GPU-hours they cost the job."""
+
+    downtime_s: float
+    rework_s: float
+    lost_gpu_hours: float
+
+
+def last_checkpoint_before(
+    failed_at: dt.datetime, checkpoints: Iterable[tuple[dt.datetime, float]]
+) -> dt.datetime | None:
+    """`saved_at` of the newest checkpoint finished (saved_at + blocking_s) by `failed_at`."""
+    done = [
+        saved
+        for saved, blocking in checkpoints
+        if saved + dt.timedelta(seconds=blocking) <= failed_at
+    ]
+    return max(done, default=None)
+
+
+def impact(
+    *,
+    failed_at: dt.datetime,
+    recovered_at: dt.datetime | None,
+    now: dt.datetime,
+    planned: bool,
+    job_gpus: int | None,
+    job_started_at: dt.datetime | None,
+    job_ended_at: dt.datetime | None = None,
+    checkpoints: Iterable[tuple[dt.datetime, float]] = (),
+) -> Impact:
+    """Downtime runs from the failure to recovery (else the job's end, else now). An
+    unexpected interruption also loses the work since the job's last finished checkpoint
+    (else since it started). Without a job there is downtime but no GPU-hours lost."""
+    until = recovered_at or job_ended_at or now
+    downtime = max(0.0, (until - failed_at).total_seconds())
+    rework = 0.0
+    if not planned and job_started_at is not None:
+        since = last_checkpoint_before(failed_at, checkpoints) or job_started_at
+        rework = max(0.0, (failed_at - max(since, job_started_at)).total_seconds())
+    gpus = job_gpus or 0
+    return Impact(downtime, rework, gpus * (downtime + rework) / 3600)

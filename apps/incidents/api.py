@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -13,11 +14,20 @@ from rest_framework.views import APIView
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
 from apps.incidents.choices import IncidentStatus, Source
 from apps.incidents.filters import IncidentFilter
-from apps.incidents.models import Incident
+from apps.incidents.models import Incident, Postmortem
+from apps.incidents.postmortems import (
+    ActionSpec,
+    postmortem_approve,
+    postmortem_reject,
+    postmortem_save,
+    postmortem_submit,
+)
 from apps.incidents.serializers import (
     IncidentDetailSerializer,
     IncidentSerializer,
     IncidentWriteSerializer,
+    PostmortemSerializer,
+    ReviewSerializer,
 )
 from apps.incidents.services import (
     alertmanager_ingest,
@@ -130,3 +140,71 @@ class SlurmIngestView(APIView):
             cluster_name=request.query_params.get("cluster"), payload=request.data
         )
         return Response(SlurmResultSerializer(counts).data)
+
+
+def _postmortem_body(postmortem: Postmortem) -> dict:
+    data = PostmortemSerializer(postmortem).data
+    data["timeline"] = postmortem.timeline
+    data["action_items"] = [
+        {"text": a.text, "owner": a.owner.username, "due": a.due, "done": a.done}
+        for a in postmortem.action_items.select_related("owner")
+    ]
+    return data
+
+
+class PostmortemView(APIView):
+    """`GET/PUT incidents/{id}/postmortem/`: engineers write the draft."""
+
+    roles = {"GET": READERS, "PUT": ENGINEERS}
+
+    @extend_schema(responses=PostmortemSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        postmortem = get_object_or_404(
+            Postmortem.objects.select_related("author", "reviewer"), incident_id=pk
+        )
+        return Response(_postmortem_body(postmortem))
+
+    @extend_schema(request=PostmortemSerializer, responses=PostmortemSerializer)
+    def put(self, request: Request, pk: int) -> Response:
+        incident = get_object_or_404(Incident, pk=pk)
+        data = PostmortemSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        postmortem = postmortem_save(
+            incident=incident,
+            by=request.user,
+            summary=v["summary"],
+            root_cause=v["root_cause"],
+            category=v["category"],
+            contributing_factors=v.get("contributing_factors", ""),
+            timeline=[
+                {"at": t["at"].isoformat(), "text": t["text"]} for t in v.get("timeline", [])
+            ],
+            action_items=[ActionSpec(**a) for a in v.get("action_items", [])],
+        )
+        return Response(_postmortem_body(postmortem))
+
+
+class PostmortemActionView(APIView):
+    """`POST incidents/{id}/postmortem/submit|approve|reject/`."""
+
+    roles = {"POST": ENGINEERS}
+    action = ""
+
+    @extend_schema(request=ReviewSerializer, responses=PostmortemSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        postmortem = get_object_or_404(Postmortem.objects.select_related("author"), incident_id=pk)
+        data = ReviewSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        step = {
+            "submit": postmortem_submit,
+            "approve": postmortem_approve,
+            "reject": postmortem_reject,
+        }[self.action]
+        try:
+            postmortem = step(
+                postmortem=postmortem, by=request.user, comment=data.validated_data["comment"]
+            )
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(_postmortem_body(postmortem))

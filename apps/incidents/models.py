@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
@@ -78,3 +79,60 @@ class TimelineEntry(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.incident_id} {self.kind} @ {self.at:%Y-%m-%d %H:%M}"
+
+
+class Postmortem(models.Model):
+    """An incident's postmortem: draft → in_review → approved (approved by another engineer)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        IN_REVIEW = "in_review", "In review"
+        APPROVED = "approved", "Approved"
+
+    incident = models.OneToOneField(Incident, on_delete=models.CASCADE, related_name="postmortem")
+    summary = models.TextField(blank=True, default="")
+    root_cause = models.TextField(blank=True, default="")
+    category = models.CharField(max_length=32, choices=Category.choices, blank=True, default="")
+    timeline = models.JSONField(default=list, blank=True, help_text="[{at, text}]")
+    contributing_factors = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="postmortems_written",
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="postmortems_reviewed",
+    )
+    review_comment = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"postmortem of #{self.incident_id} ({self.status})"
+
+
+class ActionItem(models.Model):
+    """Something to do so it does not happen again; overdue when past `due` and not done."""
+
+    postmortem = models.ForeignKey(
+        Postmortem, on_delete=models.CASCADE, related_name="action_items"
+    )
+    text = models.TextField()
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="action_items"
+    )
+    due = models.DateField(null=True, blank=True)
+    done = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["due", "id"]
+        indexes = [models.Index(fields=["done", "due"], name="action_open_due")]
+
+    def __str__(self) -> str:
+        return self.text[:60]

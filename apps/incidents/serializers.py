@@ -116,3 +116,40 @@ class IncidentWriteSerializer(serializers.Serializer):
                 )
             attrs["nodes"] = [found[h] for h in wanted]
         return attrs
+
+
+class ActionItemSerializer(serializers.Serializer):
+    """`{text, owner, due, done}`; owner is a username."""
+
+    text = serializers.CharField(max_length=2000)
+    owner = serializers.CharField(max_length=150)
+    due = serializers.DateField(required=False, allow_null=True)
+    done = serializers.BooleanField(required=False, default=False)
+
+
+class TimelineItemSerializer(serializers.Serializer):
+    """`{at, text}`."""
+
+    at = serializers.DateTimeField()
+    text = serializers.CharField(max_length=2000)
+
+
+class PostmortemSerializer(serializers.Serializer):
+    """`GET/PUT incidents/{id}/postmortem/`."""
+
+    summary = serializers.CharField(allow_blank=True)
+    root_cause = serializers.CharField(allow_blank=True)
+    category = serializers.ChoiceField(choices=Category.choices)
+    timeline = TimelineItemSerializer(many=True, required=False)
+    contributing_factors = serializers.CharField(allow_blank=True, required=False, default="")
+    action_items = ActionItemSerializer(many=True, required=False)
+    status = serializers.CharField(read_only=True)
+    author = serializers.CharField(read_only=True, source="author.username", default=None)
+    reviewer = serializers.CharField(read_only=True, source="reviewer.username", default=None)
+    review_comment = serializers.CharField(read_only=True)
+
+
+class ReviewSerializer(serializers.Serializer):
+    """`{comment?}` for submit, approve, reject."""
+
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)

@@ -7,6 +7,15 @@ from apps.incidents import api
 urlpatterns = [
     path("incidents/", api.IncidentListView.as_view(), name="api-incident-list"),
     path("incidents/<int:pk>/", api.IncidentDetailView.as_view(), name="api-incident-detail"),
+    path("incidents/<int:pk>/postmortem/", api.PostmortemView.as_view(), name="api-postmortem"),
+    *[
+        path(
+            f"incidents/<int:pk>/postmortem/{action}/",
+            api.PostmortemActionView.as_view(action=action),
+            name=f"api-postmortem-{action}",
+        )
+        for action in ("submit", "approve", "reject")
+    ],
     path("ingest/slurm/", api.SlurmIngestView.as_view(), name="api-ingest-slurm"),
     path("ingest/alertmanager/", api.AlertmanagerView.as_view(), name="api-ingest-alertmanager"),
 ]

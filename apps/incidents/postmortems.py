@@ -1,0 +1,128 @@
+"""Postmortem writes: save a draft, submit, approve or reject (never your own)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from apps.accounts.models import User
+from apps.incidents.models import ActionItem, Incident, Postmortem, TimelineEntry
+from apps.incidents.services import incident_note
+
+Status = Postmortem.Status
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """An action item as written: owner is a username."""
+
+    text: str
+    owner: str
+    due: object = None
+    done: bool = False
+
+
+@transaction.atomic
+def postmortem_save(
+    *,
+    incident: Incident,
+    by: User,
+    summary: str,
+    root_cause: str,
+    category: str,
+    timeline: list[dict],
+    contributing_factors: str,
+    action_items: Sequence[ActionSpec],
+) -> Postmortem:
+    """Write the draft (or create it). Only a draft can be edited: a reviewer rejects it back."""
+    postmortem, _ = Postmortem.objects.select_for_update().get_or_create(incident=incident)
+    if postmortem.status != Status.DRAFT:
+        raise ValidationError(
+            {"status": [f"the postmortem is {postmortem.status}; only a draft is edited"]}
+        )
+    owners = {
+        u.username: u for u in User.objects.filter(username__in={a.owner for a in action_items})
+    }
+    missing = {
+        f"action_items[{i}].owner": [f"no user {a.owner!r}"]
+        for i, a in enumerate(action_items)
+        if a.owner not in owners
+    }
+    if missing:
+        raise ValidationError(missing)
+    postmortem.summary, postmortem.root_cause, postmortem.category = summary, root_cause, category
+    postmortem.timeline, postmortem.contributing_factors = timeline, contributing_factors
+    postmortem.save()
+    postmortem.action_items.all().delete()
+    ActionItem.objects.bulk_create(
+        [
+            ActionItem(
+                postmortem=postmortem, text=a.text, owner=owners[a.owner], due=a.due, done=a.done
+            )
+            for a in action_items
+        ]
+    )
+    return postmortem
+
+
+def _move(postmortem: Postmortem, *, by: User, to: str, note: str) -> Postmortem:
+    postmortem.status = to
+    postmortem.save()
+    incident_note(
+        incident=postmortem.incident, kind=TimelineEntry.Kind.NOTE, actor=by.username, text=note
+    )
+    return postmortem
+
+
+@transaction.atomic
+def postmortem_submit(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
+    """The author submits the draft for review."""
+    if postmortem.status != Status.DRAFT:
+        raise ValidationError(
+            {"status": [f"only a draft is submitted (it is {postmortem.status})"]}
+        )
+    postmortem.author, postmortem.reviewer, postmortem.review_comment = by, None, ""
+    return _move(
+        postmortem,
+        by=by,
+        to=Status.IN_REVIEW,
+        note="postmortem submitted for review" + (f": {comment}" if comment else ""),
+    )
+
+
+def _review(postmortem: Postmortem, by: User) -> None:
+    if postmortem.status != Status.IN_REVIEW:
+        raise ValidationError(
+            {"status": [f"only a postmortem in review is reviewed (it is {postmortem.status})"]}
+        )
+    if postmortem.author_id == by.pk:
+        raise PermissionDenied("the author cannot review their own postmortem")
+
+
+@transaction.atomic
+def postmortem_approve(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
+    """Another engineer approves it."""
+    _review(postmortem, by)
+    postmortem.reviewer, postmortem.review_comment = by, comment
+    return _move(
+        postmortem,
+        by=by,
+        to=Status.APPROVED,
+        note="postmortem approved" + (f": {comment}" if comment else ""),
+    )
+
+
+@transaction.atomic
+def postmortem_reject(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
+    """Another engineer sends it back to draft with a comment."""
+    _review(postmortem, by)
+    postmortem.reviewer, postmortem.review_comment = by, comment
+    return _move(
+        postmortem,
+        by=by,
+        to=Status.DRAFT,
+        note="postmortem sent back to draft" + (f": {comment}" if comment else ""),
+    )

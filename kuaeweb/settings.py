@@ -203,6 +203,15 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
+# --- Notifications: new sev1/sev2 incidents ---------------------------------------------
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "kuae-ops@localhost")
+KUAE_NOTIFY_EMAILS = env_list("KUAE_NOTIFY_EMAILS", ["oncall@localhost"])
+KUAE_NOTIFY_WEBHOOK = env_str("KUAE_NOTIFY_WEBHOOK")
+KUAE_BASE_URL = env_str("KUAE_BASE_URL", "http://127.0.0.1:8000")
+
 # --- Security -----------------------------------------------------------------------
 HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)
 SECURE_SSL_REDIRECT = HTTPS

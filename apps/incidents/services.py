@@ -23,6 +23,19 @@ from apps.jobs.slurm import SlurmJob, parse_slurm
 _ORDER = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
 
 
+PAGE_SEVERITIES = frozenset({Severity.SEV1, Severity.SEV2})
+PAGE_WITHIN = dt.timedelta(hours=24)
+
+
+def _worth_paging(incident: Incident) -> bool:
+    """A new sev1/sev2 pages people; back-filled history and the simulator's do not."""
+    return (
+        incident.severity in PAGE_SEVERITIES
+        and incident.source != Source.SIMULATOR
+        and timezone.now() - incident.detected_at < PAGE_WITHIN
+    )
+
+
 def validate_times(times: dict[str, dt.datetime | None]) -> None:
     """Raise a ValidationError naming the field that comes before an earlier one."""
     errors: dict[str, list[str]] = {}
@@ -92,6 +105,10 @@ def incident_open(
     if nodes:
         incident.nodes.set(nodes)
     incident_refresh_impact(incident=incident)
+    if _worth_paging(incident):
+        from apps.incidents.tasks import notify_incident
+
+        transaction.on_commit(lambda: notify_incident.delay(incident.pk))
     TimelineEntry.objects.create(
         incident=incident,
         kind=TimelineEntry.Kind.OPENED,

@@ -74,7 +74,7 @@ def telemetry_ingest(
                 continue
             for change in changes(seen, sample.metrics):
                 event_rows.append(
-                    (node_id, index, sample.ts, change.kind, change.value, change.previous)
+                    (node_id, index, sample.ts, change.kind, change.value, change.previous, now)
                 )
             seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
             prev_at, hwm = hwm, sample.ts
@@ -95,7 +95,7 @@ def telemetry_ingest(
     if event_rows:
         insert_ignore(
             TelemetryEvent._meta.db_table,
-            ("node_id", "gpu", "at", "kind", "value", "previous"),
+            ("node_id", "gpu", "at", "kind", "value", "previous", "recorded_at"),
             event_rows,
         )
     _rollup(applied)

@@ -29,4 +29,5 @@ urlpatterns = [
     path("", include("apps.fleet.urls")),
     path("", include("apps.jobs.urls")),
     path("", include("apps.health.urls")),
+    path("", include("apps.incidents.urls")),
 ]

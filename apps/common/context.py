@@ -9,6 +9,7 @@ NAV = (
     ("overview", "Overview", "overview"),
     ("node-list", "Nodes", "node-"),
     ("job-list", "Jobs", "job-"),
+    ("incident-list", "Incidents", "incident-"),
     ("health", "Health", "health"),
 )
 

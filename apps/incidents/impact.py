@@ -6,6 +6,8 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from apps.common.intervals import Interval, length, subtract
+
 
 @dataclass(frozen=True)
 class Impact:
@@ -38,15 +40,20 @@ def impact(
     job_started_at: dt.datetime | None,
     job_ended_at: dt.datetime | None = None,
     checkpoints: Iterable[tuple[dt.datetime, float]] = (),
+    earlier_downtimes: Iterable[Interval] = (),
 ) -> Impact:
     """Downtime runs from the failure to recovery (else the job's end, else now). An
     unexpected interruption also loses the work since the job's last finished checkpoint
-    (else since it started). Without a job there is downtime but no GPU-hours lost."""
+    (else since it started), less any time the job was already down for an earlier
+    interruption. Without a job there is downtime but no GPU-hours lost."""
     until = recovered_at or job_ended_at or now
     downtime = max(0.0, (until - failed_at).total_seconds())
     rework = 0.0
     if not planned and job_started_at is not None:
-        since = last_checkpoint_before(failed_at, checkpoints) or job_started_at
-        rework = max(0.0, (failed_at - max(since, job_started_at)).total_seconds())
+        since = max(
+            last_checkpoint_before(failed_at, checkpoints) or job_started_at, job_started_at
+        )
+        lost_work = subtract([(since, failed_at)], earlier_downtimes)
+        rework = length(lost_work)
     gpus = job_gpus or 0
     return Impact(downtime, rework, gpus * (downtime + rework) / 3600)

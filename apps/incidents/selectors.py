@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -38,19 +39,15 @@ class Mark:
 
 
 def time_marks(incident: Incident) -> list[Mark]:
-    """The incident's times as marks along one bar, from the failure to the last time set."""
+    """The incident's times as marks along one bar from the failure to the last time set, on
+    a logarithmic scale: seconds to detection and hours to resolution both stay readable."""
     times = [
         (label, getattr(incident, field)) for field, label in MARKS if getattr(incident, field)
     ]
     start = incident.failed_at
-    end = max(t for _, t in times)
-    span = max((end - start).total_seconds(), 1.0)
-    return [
-        Mark(
-            label,
-            t,
-            100 * max(0.0, (t - start).total_seconds()) / span,
-            (t - start).total_seconds(),
-        )
-        for label, t in times
-    ]
+    span = max(max((t - start).total_seconds() for _, t in times), 1.0)
+    out = []
+    for label, t in times:
+        since = max(0.0, (t - start).total_seconds())
+        out.append(Mark(label, t, 100 * math.log1p(since) / math.log1p(span), since))
+    return out

@@ -339,6 +339,15 @@ def incident_refresh_impact(*, incident: Incident, now: dt.datetime | None = Non
         if job
         else []
     )
+    earlier = []
+    if job is not None:
+        others = Incident.objects.filter(job=job, interrupts_job=True).exclude(pk=incident.pk)
+        for occurred, detected, recovered in others.values_list(
+            "occurred_at", "detected_at", "recovered_at"
+        ):
+            failed = occurred or detected
+            if failed < incident.failed_at:
+                earlier.append((failed, recovered or incident.failed_at))
     cost = impact(
         failed_at=incident.failed_at,
         recovered_at=incident.recovered_at,
@@ -348,6 +357,7 @@ def incident_refresh_impact(*, incident: Incident, now: dt.datetime | None = Non
         job_started_at=job.started_at if job else None,
         job_ended_at=job.ended_at if job else None,
         checkpoints=checkpoints,
+        earlier_downtimes=earlier,
     )
     Incident.objects.filter(pk=incident.pk).update(
         downtime_s=cost.downtime_s, rework_s=cost.rework_s, lost_gpu_hours=cost.lost_gpu_hours

@@ -93,3 +93,18 @@ def test_cost_is_stored_and_sortable(api, job):
     assert small["lost_gpu_hours"] == 0
     order = [i["id"] for i in api("mia").get("/api/v1/incidents/?order=-cost").json()["results"]]
     assert order == [big["id"], small["id"]]
+
+
+def test_rework_leaves_out_time_the_job_was_already_down():
+    # Last checkpoint 4 h before; the job was stopped for 3 h of those (a planned window).
+    cost = impact(
+        failed_at=T0,
+        recovered_at=T0 + 10 * M,
+        now=T0,
+        planned=False,
+        job_gpus=8,
+        job_started_at=T0 - 1000 * M,
+        checkpoints=[(T0 - 240 * M, 10)],
+        earlier_downtimes=[(T0 - 200 * M, T0 - 20 * M)],
+    )
+    assert cost.rework_s == (240 - 180) * 60

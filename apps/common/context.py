@@ -10,6 +10,7 @@ NAV = (
     ("node-list", "Nodes", "node-"),
     ("job-list", "Jobs", "job-"),
     ("incident-list", "Incidents", "incident-"),
+    ("reliability", "Reliability", "reliability"),
     ("health", "Health", "health"),
 )
 

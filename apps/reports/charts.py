@@ -193,3 +193,115 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
         **axes,
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+MTBF_TARGET_HOURS = 15 * 24
+
+
+def reliability_trend_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Cluster MTBF (bars, hours) and MTTR (line, minutes) per ISO week."""
+    x = [w["week"] for w in weeks]
+    traces = [
+        {
+            "type": "bar",
+            "name": "cluster MTBF (h)",
+            "x": x,
+            "y": [w["mtbf_hours"] for w in weeks],
+            "marker": {"color": SERIES["mfu"]},
+            "hovertemplate": "%{y:.1f} h<extra>cluster MTBF</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "MTTR (min)",
+            "x": x,
+            "y": [w["mttr_minutes"] for w in weeks],
+            "yaxis": "y2",
+            "line": {"color": "#d62728"},
+            "hovertemplate": "%{y:.1f} min<extra>MTTR</extra>",
+        },
+    ]
+    layout = base_layout(
+        height=320,
+        showlegend=True,
+        hovermode="x",
+        yaxis={"title": {"text": "cluster MTBF (hours, log)"}, "type": "log"},
+        yaxis2={
+            "title": {"text": "MTTR (minutes)"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+        },
+        shapes=[
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": MTBF_TARGET_HOURS,
+                "y1": MTBF_TARGET_HOURS,
+                "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
+            }
+        ],
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
+    """Causes by count with the cumulative share, and by lost GPU-hours."""
+    by_count = sorted(categories, key=lambda c: -c["count"])
+    total = sum(c["count"] for c in by_count) or 1
+    running, cumulative = 0, []
+    for c in by_count:
+        running += c["count"]
+        cumulative.append(running / total)
+    by_cost = sorted(categories, key=lambda c: -c["lost_gpu_hours"])
+    traces = [
+        {
+            "type": "bar",
+            "name": "interruptions",
+            "x": [c["category"] for c in by_count],
+            "y": [c["count"] for c in by_count],
+            "marker": {"color": SERIES["mfu"]},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "cumulative share",
+            "x": [c["category"] for c in by_count],
+            "y": cumulative,
+            "yaxis": "y2",
+            "line": {"color": SERIES["target"]},
+            "hovertemplate": "%{y:.0%}<extra></extra>",
+        },
+        {
+            "type": "bar",
+            "name": "lost GPU-hours",
+            "x": [c["category"] for c in by_cost],
+            "y": [c["lost_gpu_hours"] for c in by_cost],
+            "xaxis": "x2",
+            "yaxis": "y3",
+            "marker": {"color": "#d62728"},
+            "hovertemplate": "%{y:,.0f} GPU·h<extra></extra>",
+        },
+    ]
+    layout = base_layout(
+        height=380,
+        showlegend=True,
+        hovermode="closest",
+        xaxis={"domain": [0, 0.47], "tickangle": -40},
+        xaxis2={"domain": [0.53, 1], "tickangle": -40, "anchor": "y3"},
+        yaxis={"title": {"text": "interruptions"}},
+        yaxis2={
+            "overlaying": "y",
+            "side": "right",
+            "tickformat": ".0%",
+            "range": [0, 1.05],
+            "position": 0.47,
+            "anchor": "free",
+        },
+        yaxis3={"anchor": "x2", "title": {"text": "lost GPU-hours"}},
+        margin={"l": 60, "r": 20, "t": 30, "b": 110},
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node
@@ -130,6 +130,21 @@ def reliability_report(
 ) -> dict[str, object]:
     """§4.1 for one cluster: its incidents and nodes in two queries, the maths in
     `apps.reports.reliability`."""
+    report = reliability(
+        start=start,
+        end=end,
+        now=now,
+        incidents=_incident_times(cluster, start, end),
+        in_service=list(
+            Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
+        ),
+        job_nodes=job_nodes,
+    )
+    report["cluster"] = cluster.name
+    return report
+
+
+def _incident_times(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> list[IncidentTimes]:
     named = Incident.nodes.through.objects.filter(incident=OuterRef("pk"))
     rows = (
         Incident.objects.filter(cluster=cluster, interrupts_job=True)
@@ -149,15 +164,87 @@ def reliability_report(
             "names_nodes",
         )
     )
-    report = reliability(
-        start=start,
-        end=end,
-        now=now,
-        incidents=[IncidentTimes(*row) for row in rows],
-        in_service=list(
-            Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
-        ),
-        job_nodes=job_nodes,
+    return [IncidentTimes(*row) for row in rows]
+
+
+def weekly_reliability(
+    *, cluster: Cluster, weeks: int, now: dt.datetime
+) -> list[dict[str, object]]:
+    """§4.1 for each of the last `weeks` ISO weeks (two queries in all)."""
+    monday = (now - dt.timedelta(days=now.weekday())).replace(
+        hour=0, minute=0, second=0, microsecond=0
     )
-    report["cluster"] = cluster.name
-    return report
+    first = monday - dt.timedelta(weeks=weeks - 1)
+    incidents = _incident_times(cluster, first, now)
+    in_service = list(Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True))
+    out = []
+    for k in range(weeks):
+        start = first + dt.timedelta(weeks=k)
+        week = reliability(
+            start=start,
+            end=start + dt.timedelta(weeks=1),
+            now=now,
+            incidents=incidents,
+            in_service=in_service,
+        )
+        week["week"] = f"{start.isocalendar().year}-W{start.isocalendar().week:02d}"
+        out.append(week)
+    return out
+
+
+def category_costs(
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime
+) -> list[dict[str, object]]:
+    """Unexpected interruptions per category: count and lost GPU-hours, costliest first."""
+    rows = (
+        Incident.objects.filter(
+            cluster=cluster,
+            interrupts_job=True,
+            planned=False,
+            detected_at__gte=start,
+            detected_at__lt=end,
+        )
+        .values("category")
+        .annotate(count=Count("id"), lost=Sum("lost_gpu_hours"))
+    )
+    return sorted(
+        (
+            {"category": r["category"], "count": r["count"], "lost_gpu_hours": r["lost"] or 0.0}
+            for r in rows
+        ),
+        key=lambda r: -r["count"],
+    )
+
+
+def lemon_nodes(
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, limit: int = 20
+) -> list[dict[str, object]]:
+    """Repeat offenders: nodes ranked by failures per node-day in service within the window."""
+    end = min(end, now)
+    through = Incident.nodes.through.objects.filter(
+        incident__cluster=cluster,
+        incident__interrupts_job=True,
+        incident__planned=False,
+        incident__detected_at__gte=start,
+        incident__detected_at__lt=end,
+    )
+    counts = dict(
+        through.values("node_id").annotate(n=Count("incident_id")).values_list("node_id", "n")
+    )
+    rows = Node.objects.filter(pk__in=counts).values_list(
+        "pk", "hostname", "rack", "state", "in_service_at"
+    )
+    out = []
+    for pk, hostname, rack, state, in_service in rows:
+        days = max((end - max(start, in_service)).total_seconds(), 3600.0) / 86400
+        out.append(
+            {
+                "hostname": hostname,
+                "rack": rack,
+                "state": state,
+                "failures": counts[pk],
+                "days": days,
+                "per_node_day": counts[pk] / days,
+            }
+        )
+    return sorted(out, key=lambda r: (-r["failures"], -r["per_node_day"], r["hostname"]))[:limit]

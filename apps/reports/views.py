@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -9,8 +11,19 @@ from django.utils import timezone
 from apps.accounts.permissions import role_required
 from apps.fleet.models import Cluster, Node
 from apps.jobs.models import Job
-from apps.reports.charts import job_progress_figure, node_telemetry_figure
-from apps.reports.selectors import overview
+from apps.reports.charts import (
+    job_progress_figure,
+    node_telemetry_figure,
+    pareto_figure,
+    reliability_trend_figure,
+)
+from apps.reports.selectors import (
+    category_costs,
+    lemon_nodes,
+    overview,
+    reliability_report,
+    weekly_reliability,
+)
 
 
 def _pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
@@ -46,3 +59,26 @@ def node_figure(request: HttpRequest, hostname: str) -> JsonResponse:
     """A node's telemetry rollups over the last 24 h as Plotly JSON."""
     node = get_object_or_404(Node, hostname=hostname)
     return JsonResponse(node_telemetry_figure(node=node))
+
+
+@role_required()
+def reliability_page(request: HttpRequest) -> HttpResponse:
+    """MTBF at every level, MTTR/MTTD/MTTL, trends by week, causes (Pareto), lemon nodes."""
+    cluster, names = _pick_cluster(request)
+    now = timezone.now()
+    try:
+        days = min(max(int(request.GET.get("days", 30)), 1), 365)
+    except ValueError:
+        days = 30
+    context: dict[str, object] = {"clusters": names, "cluster": cluster, "now": now, "days": days}
+    if cluster is not None:
+        start = now - dt.timedelta(days=days)
+        weeks = weekly_reliability(cluster=cluster, weeks=8, now=now)
+        causes = category_costs(cluster=cluster, start=start, end=now)
+        context.update(
+            r=reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=128),
+            trend=reliability_trend_figure(weeks),
+            pareto=pareto_figure(causes),
+            lemons=lemon_nodes(cluster=cluster, start=start, end=now, now=now),
+        )
+    return render(request, "reports/reliability.html", context)

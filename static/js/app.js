@@ -76,6 +76,10 @@
       drawChart(el);
       poll(function () { return drawChart(el); }, Number(el.getAttribute("data-interval") || 30));
     });
+    document.querySelectorAll("[data-figure-json]").forEach(function (el) {
+      var fig = JSON.parse(document.getElementById(el.getAttribute("data-figure-json")).textContent);
+      if (window.Plotly) { el.innerHTML = ""; window.Plotly.newPlot(el, fig.data, fig.layout, fig.config); }
+    });
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });
     });

@@ -105,3 +105,10 @@ def test_node_telemetry_chart_and_events(browser, sim, django_assert_max_num_que
     assert all(30 < v < 90 for v in means[0]["y"])
     html = browser.get("/nodes/r000n02/").content.decode()
     assert "XID error" in html and "chart-node-telemetry" not in html and "telemetry.json" in html
+
+
+def test_reliability_page(browser, sim, django_assert_max_num_queries):
+    with django_assert_max_num_queries(20):
+        html = browser.get("/reliability/?days=30").content.decode()
+    assert "Cluster MTBF" in html and "Node MTBF" in html and "Projected job MTTF" in html
+    assert 'id="trend-data"' in html and 'id="pareto-data"' in html and "Lemon nodes" in html

@@ -158,6 +158,9 @@ def main() -> None:
     from tests.bench.health import bench_health
 
     bench_health()
+    from tests.bench.incidents import bench_incidents
+
+    bench_incidents(client)
 
 
 if __name__ == "__main__":

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
+from apps.accounts.choices import ENGINEERS, OPERATORS
 from apps.accounts.permissions import role_required
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
-from apps.incidents.models import Incident, Postmortem
+from apps.incidents.forms import CommentForm, IncidentEditForm
+from apps.incidents.models import Incident, Postmortem, TimelineEntry
 from apps.incidents.selectors import incident_list, time_marks
+from apps.incidents.services import incident_note, incident_update
 
 SORTS = {
     "-cost": "-lost_gpu_hours",
@@ -74,3 +80,40 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "actions": list(postmortem.action_items.select_related("owner")) if postmortem else [],
         },
     )
+
+
+@require_POST
+@role_required(OPERATORS)
+def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save the edit form; every change lands in the timeline."""
+    incident = get_object_or_404(Incident, pk=pk)
+    form = IncidentEditForm(request.POST, engineer=request.user.has_role(ENGINEERS))
+    if form.is_valid():
+        try:
+            incident_update(
+                incident=incident, changes=form.cleaned_data, actor=request.user.get_username()
+            )
+            messages.success(request, "Saved.")
+        except ValidationError as exc:
+            messages.error(
+                request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+            )
+    else:
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    return redirect("incident-detail", pk=pk)
+
+
+@require_POST
+@role_required(OPERATORS)
+def incident_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add a comment to the timeline."""
+    incident = get_object_or_404(Incident, pk=pk)
+    form = CommentForm(request.POST)
+    if form.is_valid():
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.NOTE,
+            actor=request.user.get_username(),
+            text=form.cleaned_data["text"],
+        )
+    return redirect("incident-detail", pk=pk)

@@ -47,3 +47,59 @@ def test_incident_page(client, users, sim, django_assert_max_num_queries):
     assert incident.title in html and "Lost GPU-hours" in html and "recovered" in html
     assert "Opened" in html  # the timeline's first line
     assert client.get("/incidents/999999/").status_code == 404
+
+
+def test_edit_and_comment_in_the_browser(client, users, api, nodes):
+    pk = (
+        api("erin")
+        .post(
+            "/api/v1/incidents/",
+            {
+                "title": "XID 79",
+                "cluster": "c1",
+                "category": "gpu",
+                "severity": "sev3",
+                "detected_at": "2026-11-23T08:01:00Z",
+                "interrupts_job": False,
+                "planned": False,
+            },
+            format="json",
+        )
+        .json()["id"]
+    )
+    form = {
+        "status": "mitigated",
+        "severity": "sev2",
+        "category": "gpu_hbm",
+        "detected_at": "2026-11-23 08:01:00",
+        "localized_at": "2026-11-23 08:10:00",
+        "occurred_at": "",
+        "recovered_at": "",
+        "resolved_at": "",
+        "description": "HBM",
+    }
+    client.force_login(users["mia"])
+    assert client.post(f"/incidents/{pk}/edit/", form).status_code == 403
+    client.force_login(users["eve"])
+    assert client.post(f"/incidents/{pk}/edit/", form).status_code == 302
+    incident = Incident.objects.get(pk=pk)
+    assert (incident.status, incident.severity, incident.category) == (
+        "mitigated",
+        "sev2",
+        "gpu_hbm",
+    )
+    client.force_login(users["otto"])
+    client.post(f"/incidents/{pk}/edit/", {**form, "status": "investigating", "severity": "sev1"})
+    incident.refresh_from_db()
+    assert (
+        incident.status == "investigating" and incident.severity == "sev2"
+    )  # operators: no severity
+    client.post(f"/incidents/{pk}/comment/", {"text": "swapping the GPU"})
+    html = client.get(f"/incidents/{pk}/").content.decode()
+    assert "swapping the GPU" in html and "severity: sev3 → sev2" in html and "by eve" in html
+    bad = client.post(
+        f"/incidents/{pk}/edit/",
+        {**form, "status": "investigating", "localized_at": "2026-11-23 07:00:00"},
+        follow=True,
+    )
+    assert "localized_at" in bad.content.decode()  # before detection: refused, said why

@@ -15,7 +15,7 @@ from apps.accounts.permissions import role_required
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
-from apps.incidents.forms import CommentForm, IncidentEditForm
+from apps.incidents.forms import TIMES, CommentForm, IncidentEditForm
 from apps.incidents.models import Incident, Postmortem, TimelineEntry
 from apps.incidents.selectors import incident_list, time_marks
 from apps.incidents.services import incident_note, incident_update
@@ -67,6 +67,9 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
     )
+    engineer = request.user.has_role(ENGINEERS)
+    fields = ("status", "severity", "category", "description", *TIMES)
+    initial = {f: getattr(incident, f) for f in fields}
     return render(
         request,
         "incidents/incident_detail.html",
@@ -74,6 +77,10 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "incident": incident,
             "marks": time_marks(incident),
             "now": timezone.now(),
+            "can_edit": request.user.has_role(OPERATORS),
+            "engineer": engineer,
+            "form": IncidentEditForm(initial=initial, engineer=engineer),
+            "comment_form": CommentForm(),
             "nodes": list(incident.nodes.order_by("hostname").values_list("hostname", "state")),
             "timeline": list(incident.timeline.all()),
             "postmortem": postmortem,

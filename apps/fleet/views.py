@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
+from apps.common.listing import list_page
 from apps.fleet.choices import NodeState
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster
@@ -37,27 +37,22 @@ SORTS = {
 @role_required()
 def node_list_page(request: HttpRequest) -> HttpResponse:
     """All nodes, filterable by cluster/state/rack/host, sortable, paginated."""
-    filterset = NodeFilter(request.GET, queryset=node_list())
-    sort = request.GET.get("sort", "hostname")
-    qs = filterset.qs.order_by(SORTS.get(sort, "hostname"), "hostname")
-    page = Paginator(qs, 100).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    sort_query = query.copy()
-    sort_query.pop("sort", None)
+    listing = list_page(
+        request,
+        NodeFilter(request.GET, queryset=node_list()),
+        sorts=SORTS,
+        default_sort="hostname",
+        tiebreak="hostname",
+    )
     return render(
         request,
         "fleet/node_list.html",
         {
-            "filter": filterset,
-            "page": page,
+            **listing,
             "states": list(NodeState),
             "selected_states": request.GET.getlist("state"),
             "racks": rack_list(cluster=request.GET.get("cluster")),
             "clusters": Cluster.objects.values_list("name", flat=True),
-            "query": query.urlencode(),
-            "sort_query": sort_query.urlencode(),
-            "sort": sort,
             "now": timezone.now(),
         },
     )

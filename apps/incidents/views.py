@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -12,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
@@ -33,23 +33,19 @@ SORTS = {
 @role_required()
 def incident_list_page(request: HttpRequest) -> HttpResponse:
     """Incidents filterable by status, category, severity, node, job, time; sortable by cost."""
-    filterset = IncidentFilter(request.GET, queryset=incident_list())
-    sort = request.GET.get("sort", "-detected")
-    qs = filterset.qs.order_by(SORTS.get(sort, "-detected_at"), "-id")
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    sort_query = query.copy()
-    sort_query.pop("sort", None)
+    listing = list_page(
+        request,
+        IncidentFilter(request.GET, queryset=incident_list()),
+        sorts=SORTS,
+        default_sort="-detected",
+        tiebreak="-id",
+        per_page=50,
+    )
     return render(
         request,
         "incidents/incident_list.html",
         {
-            "filter": filterset,
-            "page": page,
-            "query": query.urlencode(),
-            "sort_query": sort_query.urlencode(),
-            "sort": sort,
+            **listing,
             "now": timezone.now(),
             "statuses": list(IncidentStatus),
             "severities": list(Severity),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
+from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
@@ -31,26 +31,21 @@ SORTS = {
 @role_required()
 def job_list_page(request: HttpRequest) -> HttpResponse:
     """All jobs, filterable by cluster/status/name, sortable, paginated."""
-    filterset = JobFilter(request.GET, queryset=job_list())
-    sort = request.GET.get("sort", "-started")
-    qs = filterset.qs.order_by(SORTS.get(sort, "-started_at"), "-id")
-    page = Paginator(qs, 100).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    sort_query = query.copy()
-    sort_query.pop("sort", None)
+    listing = list_page(
+        request,
+        JobFilter(request.GET, queryset=job_list()),
+        sorts=SORTS,
+        default_sort="-started",
+        tiebreak="-id",
+    )
     return render(
         request,
         "jobs/job_list.html",
         {
-            "filter": filterset,
-            "page": page,
+            **listing,
             "statuses": list(JobStatus),
             "selected_statuses": request.GET.getlist("status"),
             "clusters": Cluster.objects.values_list("name", flat=True),
-            "query": query.urlencode(),
-            "sort_query": sort_query.urlencode(),
-            "sort": sort,
             "now": timezone.now(),
         },
     )

@@ -6,7 +6,6 @@ from django import forms
 
 from apps.incidents.choices import Category, IncidentStatus, Severity
 
-TIMES = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
 OPERATOR_STATUSES = (IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED)
 
 

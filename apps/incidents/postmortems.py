@@ -93,36 +93,29 @@ def postmortem_submit(*, postmortem: Postmortem, by: User, comment: str = "") ->
     )
 
 
-def _review(postmortem: Postmortem, by: User) -> None:
+def _review(postmortem: Postmortem, *, by: User, comment: str, to: str, said: str) -> Postmortem:
+    """Another engineer than the author reviews a postmortem in review."""
     if postmortem.status != Status.IN_REVIEW:
         raise ValidationError(
             {"status": [f"only a postmortem in review is reviewed (it is {postmortem.status})"]}
         )
     if postmortem.author_id == by.pk:
         raise PermissionDenied("the author cannot review their own postmortem")
+    postmortem.reviewer, postmortem.review_comment = by, comment
+    return _move(postmortem, by=by, to=to, note=said + (f": {comment}" if comment else ""))
 
 
 @transaction.atomic
 def postmortem_approve(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
     """Another engineer approves it."""
-    _review(postmortem, by)
-    postmortem.reviewer, postmortem.review_comment = by, comment
-    return _move(
-        postmortem,
-        by=by,
-        to=Status.APPROVED,
-        note="postmortem approved" + (f": {comment}" if comment else ""),
+    return _review(
+        postmortem, by=by, comment=comment, to=Status.APPROVED, said="postmortem approved"
     )
 
 
 @transaction.atomic
 def postmortem_reject(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
     """Another engineer sends it back to draft with a comment."""
-    _review(postmortem, by)
-    postmortem.reviewer, postmortem.review_comment = by, comment
-    return _move(
-        postmortem,
-        by=by,
-        to=Status.DRAFT,
-        note="postmortem sent back to draft" + (f": {comment}" if comment else ""),
+    return _review(
+        postmortem, by=by, comment=comment, to=Status.DRAFT, said="postmortem sent back to draft"
     )

@@ -20,7 +20,7 @@ from apps.jobs.services import slurm_jobs_upsert
 from apps.jobs.slurm import SlurmJob, parse_slurm
 
 # occurred ≤ detected ≤ localized ≤ recovered ≤ resolved, each only when both are set.
-_ORDER = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
+TIMES = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
 
 
 PAGE_SEVERITIES = frozenset({Severity.SEV1, Severity.SEV2})
@@ -39,8 +39,8 @@ def _worth_paging(incident: Incident) -> bool:
 def validate_times(times: dict[str, dt.datetime | None]) -> None:
     """Raise a ValidationError naming the field that comes before an earlier one."""
     errors: dict[str, list[str]] = {}
-    for i, later in enumerate(_ORDER):
-        for earlier in _ORDER[:i]:
+    for i, later in enumerate(TIMES):
+        for earlier in TIMES[:i]:
             a, b = times.get(earlier), times.get(later)
             if a is not None and b is not None and b < a:
                 errors.setdefault(later, []).append(f"is before {earlier}")
@@ -293,7 +293,7 @@ def incident_update(
         incident.resolved_at = max(now, incident.detected_at)
     if incident.category not in Category.values:
         raise ValidationError({"category": [f"unknown category {incident.category!r}"]})
-    validate_times({f: getattr(incident, f) for f in _ORDER})
+    validate_times({f: getattr(incident, f) for f in TIMES})
     said = [
         f"{f}: {_show(before[f])} → {_show(getattr(incident, f))}"
         for f in EDITABLE

@@ -15,10 +15,10 @@ from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
-from apps.incidents.forms import TIMES, CommentForm, IncidentEditForm
+from apps.incidents.forms import CommentForm, IncidentEditForm
 from apps.incidents.models import Incident, Postmortem, TimelineEntry
 from apps.incidents.selectors import incident_list, time_marks
-from apps.incidents.services import incident_note, incident_update
+from apps.incidents.services import TIMES, incident_note, incident_update
 
 SORTS = {
     "-cost": "-lost_gpu_hours",

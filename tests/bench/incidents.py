@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import statistics
-import time
 
 from django.db import connection
 from django.test import Client
@@ -15,6 +13,7 @@ from django.utils import timezone
 from apps.fleet.models import Cluster, Node
 from apps.incidents.models import Incident
 from apps.simulator.mix import weighted_categories
+from tests.bench.timing import median_ms
 
 
 def _add_incidents(cluster: Cluster, count: int) -> None:
@@ -49,16 +48,6 @@ def _add_incidents(cluster: Cluster, count: int) -> None:
     )
 
 
-def _median_ms(fn, repeat: int = 15) -> float:  # noqa: ANN001
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
 def bench_incidents(client: Client) -> None:
     """Print the figures."""
     cluster = Cluster.objects.get(name="kuae-sim")
@@ -77,7 +66,7 @@ def bench_incidents(client: Client) -> None:
         def get(path: str = path) -> None:
             assert client.get(path).status_code == 200, path
 
-        ms = _median_ms(get)
+        ms = median_ms(get)
         with CaptureQueriesContext(connection) as queries:
             get()
         print(f"  {label:<28}{ms:>8.1f} ms {len(queries):>4} queries   {goal}")

@@ -7,7 +7,6 @@ import json
 import random
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from apps.fleet.services import scrape_nodes
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job
 from apps.jobs.services import job_create, job_metrics_ingest
+from tests.bench.timing import median_ms
 from tests.support import DCGM_SAMPLE, closed_port
 
 METRICS = (
@@ -133,8 +133,8 @@ def bench_intake(agent_token: str, reader: Client) -> None:
         )
 
     text = DCGM_SAMPLE.read_text()
-    parse_ms = _median_ms(lambda: parse_dcgm(text, ts=dt.datetime.now(dt.UTC), node=hosts[0]), 20)
-    post_ms = _median_ms(
+    parse_ms = median_ms(lambda: parse_dcgm(text, ts=dt.datetime.now(dt.UTC), node=hosts[0]), 20)
+    post_ms = median_ms(
         lambda: client.post(
             f"/api/v1/ingest/prometheus/?node={hosts[0]}", text, content_type="text/plain"
         ),
@@ -212,9 +212,9 @@ def bench_intake(agent_token: str, reader: Client) -> None:
     for i in range(0, len(samples), 50_000):
         job_metrics_ingest(job=job, samples=samples[i : i + 50_000])
     ingest_s = time.perf_counter() - start
-    get_ms = _median_ms(lambda: reader.get(f"/api/v1/jobs/{job.pk}/metrics/"), 7)
+    get_ms = median_ms(lambda: reader.get(f"/api/v1/jobs/{job.pk}/metrics/"), 7)
     with connection.cursor() as cursor:
-        raw_ms = _median_ms(
+        raw_ms = median_ms(
             lambda: (
                 cursor.execute(
                     "SELECT ts, step, step_time_s, tokens_per_s, loss FROM jobs_jobmetric "
@@ -233,16 +233,6 @@ def bench_intake(agent_token: str, reader: Client) -> None:
         f"{get_ms / raw_ms:.2f}× with downsampling and JSON"
     )
     Job.objects.filter(pk=job.pk).delete()
-
-
-def _median_ms(fn, repeat: int) -> float:  # noqa: ANN001
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def _wait_for_port(port: int, timeout_s: float = 10) -> None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import statistics
 import sys
 import time
-from collections.abc import Callable
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/kuae_bench"
 
@@ -31,17 +29,6 @@ def _prepare_database(url: str) -> None:
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """Median wall time in ms over `repeat` runs (after one warm-up), and the last result."""
-    result = fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), result
 
 
 def main() -> None:
@@ -64,6 +51,7 @@ def main() -> None:
 
     from apps.accounts.services import user_create_or_update
     from apps.jobs.models import Job, JobMetric
+    from tests.bench.timing import median_ms
 
     call_command("migrate", verbosity=0)
     print(f"KUAE Ops bench — {connection.vendor} ({url.rsplit('@', 1)[-1]})\n")
@@ -136,7 +124,7 @@ def main() -> None:
             assert response.status_code == 200, (path, response.status_code)
             return len(response.content)
 
-        ms, _ = _timed(get, args.repeat)
+        ms = median_ms(get, args.repeat)
         with CaptureQueriesContext(connection) as queries:
             get()
         base_ms = base_ms or ms

@@ -70,6 +70,19 @@ class IncidentStatus(ColouredChoices):
         }
 
 
+@css_prefix("pm")
+class PostmortemStatus(ColouredChoices):
+    """draft → in_review → approved (by another engineer than the author)."""
+
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    APPROVED = "approved", "Approved"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"draft": "#8c8c8c", "in_review": "#d9a400", "approved": "#2e9e4f"}
+
+
 ACTIVE_STATUSES = frozenset(
     {IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 )

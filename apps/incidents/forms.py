@@ -1,10 +1,17 @@
-"""Forms on the incident page: edit (engineers; operators acknowledge and set times), comment."""
+"""Incident and postmortem forms: file, edit (operators acknowledge and set times), comment,
+the postmortem editor and its review."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import hostlist
 from django import forms
 
+from apps.accounts.models import User
+from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
+from apps.jobs.models import Job
 
 OPERATOR_STATUSES = (IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED)
 
@@ -35,3 +42,89 @@ class CommentForm(forms.Form):
     """A comment on the incident's timeline."""
 
     text = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class IncidentFileForm(forms.Form):
+    """An engineer files an incident; nodes as hostnames or a Slurm hostlist (gpu[001-004])."""
+
+    title = forms.CharField(max_length=300)
+    cluster = forms.ModelChoiceField(
+        queryset=Cluster.objects.order_by("name"), to_field_name="name"
+    )
+    category = forms.ChoiceField(choices=Category.choices)
+    severity = forms.ChoiceField(choices=Severity.choices, initial=Severity.SEV3)
+    occurred_at = forms.DateTimeField(required=False, help_text="UTC")
+    detected_at = forms.DateTimeField(help_text="UTC")
+    localized_at = forms.DateTimeField(required=False, help_text="UTC")
+    recovered_at = forms.DateTimeField(required=False, help_text="UTC")
+    job = forms.IntegerField(required=False, min_value=1, help_text="job id")
+    nodes = forms.CharField(required=False, help_text="hostnames or hostlist, e.g. gpu[001-004]")
+    interrupts_job = forms.BooleanField(required=False, label="Interrupts the job")
+    planned = forms.BooleanField(required=False)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def clean(self) -> dict[str, Any]:
+        """Resolve the job and the nodes within the chosen cluster."""
+        data = super().clean()
+        cluster = data.get("cluster")
+        if cluster is None:
+            return data
+        job_id = data.get("job")
+        data["job"] = None
+        if job_id:
+            data["job"] = Job.objects.filter(pk=job_id, cluster=cluster).first()
+            if data["job"] is None:
+                self.add_error("job", f"no job {job_id} in cluster {cluster.name}")
+        try:
+            wanted = list(dict.fromkeys(hostlist.expand_hostlist(data.get("nodes") or "")))
+        except hostlist.BadHostlist as exc:
+            self.add_error("nodes", f"not a hostlist: {exc}")
+            return data
+        found = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)}
+        missing = [h for h in wanted if h not in found]
+        if missing:
+            self.add_error("nodes", f"unknown in {cluster.name}: {', '.join(missing[:10])}")
+        data["nodes"] = [found[h] for h in wanted if h in found]
+        if data.get("interrupts_job") and data["job"] is None and not self.has_error("job"):
+            self.add_error("interrupts_job", "name the job it interrupts")
+        return data
+
+
+class PostmortemForm(forms.Form):
+    """The postmortem's text fields."""
+
+    summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    root_cause = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    category = forms.ChoiceField(choices=Category.choices)
+    contributing_factors = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class TimelineItemForm(forms.Form):
+    """One line of the postmortem's own timeline."""
+
+    at = forms.DateTimeField(help_text="UTC")
+    text = forms.CharField(max_length=2000)
+
+
+class ActionItemForm(forms.Form):
+    """An action item: text, owner (a user), due date, done."""
+
+    text = forms.CharField(max_length=2000)
+    owner = forms.ModelChoiceField(
+        queryset=User.objects.filter(is_active=True).order_by("username"),
+        to_field_name="username",
+    )
+    due = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    done = forms.BooleanField(required=False)
+
+
+TimelineFormSet = forms.formset_factory(TimelineItemForm, extra=2, can_delete=True, max_num=200)
+ActionFormSet = forms.formset_factory(ActionItemForm, extra=2, can_delete=True, max_num=200)
+
+
+class ReviewForm(forms.Form):
+    """The comment that goes with submit, approve or reject."""
+
+    comment = forms.CharField(
+        required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+    )

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
-from apps.incidents.choices import Category, IncidentStatus, Severity, Source
+from apps.incidents.choices import Category, IncidentStatus, PostmortemStatus, Severity, Source
 from apps.jobs.models import Job
 
 
@@ -84,10 +84,7 @@ class TimelineEntry(models.Model):
 class Postmortem(models.Model):
     """An incident's postmortem: draft → in_review → approved (approved by another engineer)."""
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        IN_REVIEW = "in_review", "In review"
-        APPROVED = "approved", "Approved"
+    Status = PostmortemStatus
 
     incident = models.OneToOneField(Incident, on_delete=models.CASCADE, related_name="postmortem")
     summary = models.TextField(blank=True, default="")

@@ -1,4 +1,5 @@
-"""Postmortem writes: save a draft, submit, approve or reject (never your own)."""
+"""Postmortem writes: save a draft, submit, approve or reject (never your own), tick off
+action items."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
 from apps.incidents.models import ActionItem, Incident, Postmortem, TimelineEntry
 from apps.incidents.services import incident_note
@@ -119,3 +121,22 @@ def postmortem_reject(*, postmortem: Postmortem, by: User, comment: str = "") ->
     return _review(
         postmortem, by=by, comment=comment, to=Status.DRAFT, said="postmortem sent back to draft"
     )
+
+
+@transaction.atomic
+def action_item_set_done(*, item: ActionItem, by: User, done: bool) -> ActionItem:
+    """Tick an action item off (or reopen it): its owner or an engineer, at any stage of the
+    postmortem; the incident's timeline records it."""
+    if item.owner_id != by.pk and not by.has_role(ENGINEERS):
+        raise PermissionDenied("only the owner or an engineer ticks an action item")
+    if item.done == done:
+        return item
+    item.done = done
+    item.save(update_fields=["done"])
+    incident_note(
+        incident=item.postmortem.incident,
+        kind=TimelineEntry.Kind.NOTE,
+        actor=by.username,
+        text=f"action item {'done' if done else 'reopened'}: {item.text}",
+    )
+    return item

@@ -6,9 +6,10 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
+from django.utils import timezone
 
-from apps.incidents.models import Incident
+from apps.incidents.models import ActionItem, Incident
 
 MARKS = (
     ("occurred_at", "occurred"),
@@ -51,3 +52,24 @@ def time_marks(incident: Incident) -> list[Mark]:
         since = max(0.0, (t - start).total_seconds())
         out.append(Mark(label, t, 100 * math.log1p(since) / math.log1p(span), since))
     return out
+
+
+def action_items(*, state: str = "open", owner: str = "") -> QuerySet[ActionItem]:
+    """Action items with their incident: `open` (overdue first, by due date), `overdue`,
+    `done` or `all`; optionally one owner's."""
+    items = ActionItem.objects.select_related("owner", "postmortem__incident")
+    today = timezone.now().date()
+    if state == "overdue":
+        items = items.filter(done=False, due__lt=today)
+    elif state == "open":
+        items = items.filter(done=False)
+    elif state == "done":
+        items = items.filter(done=True)
+    if owner:
+        items = items.filter(owner__username=owner)
+    return items.order_by(F("due").asc(nulls_last=True), "id")
+
+
+def overdue_count() -> int:
+    """How many action items are past due and not done."""
+    return ActionItem.objects.filter(done=False, due__lt=timezone.now().date()).count()

@@ -15,10 +15,10 @@ from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
-from apps.incidents.forms import CommentForm, IncidentEditForm
+from apps.incidents.forms import CommentForm, IncidentEditForm, IncidentFileForm
 from apps.incidents.models import Incident, Postmortem, TimelineEntry
-from apps.incidents.selectors import incident_list, time_marks
-from apps.incidents.services import TIMES, incident_note, incident_update
+from apps.incidents.selectors import incident_list, overdue_count, time_marks
+from apps.incidents.services import TIMES, incident_note, incident_open, incident_update
 
 SORTS = {
     "-cost": "-lost_gpu_hours",
@@ -52,8 +52,32 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
             "categories": Category.choices,
             "clusters": Cluster.objects.values_list("name", flat=True),
             "selected": {k: request.GET.getlist(k) for k in ("status", "severity", "category")},
+            "overdue": overdue_count(),
+            "engineer": request.user.has_role(ENGINEERS),
         },
     )
+
+
+@role_required(ENGINEERS)
+def incident_file_page(request: HttpRequest) -> HttpResponse:
+    """Engineers file an incident by hand (times UTC; nodes as a hostlist)."""
+    form = IncidentFileForm(
+        request.POST or None,
+        initial={
+            "detected_at": timezone.now().replace(microsecond=0),
+            "cluster": request.GET.get("cluster"),
+        },
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            incident = incident_open(**form.cleaned_data, actor=request.user.get_username())
+            messages.success(request, "Incident filed.")
+            return redirect("incident-detail", pk=incident.pk)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "incidents/incident_new.html", {"form": form}, status=status)
 
 
 @role_required()

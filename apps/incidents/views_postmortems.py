@@ -1,0 +1,197 @@
+"""Postmortem pages: the editor (engineers, drafts only), review (another engineer), and the
+action items list with the overdue ones first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from apps.accounts.choices import ENGINEERS
+from apps.accounts.models import User
+from apps.accounts.permissions import role_required
+from apps.incidents.forms import ActionFormSet, PostmortemForm, ReviewForm, TimelineFormSet
+from apps.incidents.models import ActionItem, Incident, Postmortem
+from apps.incidents.postmortems import (
+    ActionSpec,
+    action_item_set_done,
+    postmortem_approve,
+    postmortem_reject,
+    postmortem_save,
+    postmortem_submit,
+)
+from apps.incidents.selectors import action_items, time_marks
+
+STEPS = {"submit": postmortem_submit, "approve": postmortem_approve, "reject": postmortem_reject}
+ITEM_STATES = ("open", "overdue", "done", "all")
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+
+
+def _initial(incident: Incident, postmortem: Postmortem | None) -> dict[str, Any]:
+    """Forms' starting values: the saved draft, or for a new one the incident's own times."""
+    if postmortem is None:
+        return {
+            "form": {"category": incident.category, "summary": incident.description},
+            "timeline": [{"at": m.at, "text": m.label} for m in time_marks(incident)],
+            "actions": [],
+        }
+    return {
+        "form": {
+            f: getattr(postmortem, f)
+            for f in ("summary", "root_cause", "category", "contributing_factors")
+        },
+        "timeline": postmortem.timeline,
+        "actions": [
+            {"text": a.text, "owner": a.owner.username, "due": a.due, "done": a.done}
+            for a in postmortem.action_items.select_related("owner")
+        ],
+    }
+
+
+def _kept(formset: Any) -> list[dict[str, Any]]:
+    """The filled rows of a formset that are not marked for deletion."""
+    return [
+        f.cleaned_data for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")
+    ]
+
+
+@role_required()
+def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Read the postmortem; engineers edit a draft here (POST saves it, `then=submit` also
+    submits it for review)."""
+    incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
+    postmortem = (
+        Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
+    )
+    engineer = request.user.has_role(ENGINEERS)
+    editable = engineer and (postmortem is None or postmortem.status == Postmortem.Status.DRAFT)
+    initial = _initial(incident, postmortem)
+    form = PostmortemForm(initial=initial["form"])
+    timeline = TimelineFormSet(initial=initial["timeline"], prefix="tl")
+    actions = ActionFormSet(initial=initial["actions"], prefix="ai")
+    status = 200
+    if request.method == "POST":
+        if not editable:
+            raise PermissionDenied("only engineers edit, and only a draft")
+        form = PostmortemForm(request.POST)
+        timeline = TimelineFormSet(request.POST, prefix="tl")
+        actions = ActionFormSet(request.POST, prefix="ai")
+        if form.is_valid() and timeline.is_valid() and actions.is_valid():
+            try:
+                postmortem = postmortem_save(
+                    incident=incident,
+                    by=request.user,
+                    **form.cleaned_data,
+                    timeline=[
+                        {"at": r["at"].isoformat(), "text": r["text"]}
+                        for r in sorted(_kept(timeline), key=lambda r: r["at"])
+                    ],
+                    action_items=[
+                        ActionSpec(r["text"], r["owner"].username, r["due"], r["done"])
+                        for r in _kept(actions)
+                    ],
+                )
+                if request.POST.get("then") == "submit":
+                    postmortem_submit(postmortem=postmortem, by=request.user)
+                    messages.success(request, "Saved and submitted for review.")
+                else:
+                    messages.success(request, "Draft saved.")
+                return redirect("postmortem", pk=pk)
+            except ValidationError as exc:
+                messages.error(request, _errors(exc))
+        status = 400
+    user: User = request.user  # type: ignore[assignment]
+    return render(
+        request,
+        "incidents/postmortem.html",
+        {
+            "incident": incident,
+            "postmortem": postmortem,
+            "editable": editable,
+            "form": form,
+            "timeline": timeline,
+            "actions": actions,
+            "items": list(postmortem.action_items.select_related("owner")) if postmortem else [],
+            "engineer": engineer,
+            "can_review": engineer
+            and postmortem is not None
+            and postmortem.status == Postmortem.Status.IN_REVIEW
+            and postmortem.author_id != user.pk,
+            "review_form": ReviewForm(),
+            "today": timezone.now().date(),
+        },
+        status=status,
+    )
+
+
+@require_POST
+@role_required(ENGINEERS)
+def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
+    """Submit, approve or reject with an optional comment; the author cannot review (403)."""
+    if step not in STEPS:
+        raise Http404(step)
+    postmortem = get_object_or_404(Postmortem.objects.select_related("author"), incident_id=pk)
+    form = ReviewForm(request.POST)
+    comment = form.cleaned_data["comment"] if form.is_valid() else ""
+    try:
+        STEPS[step](postmortem=postmortem, by=request.user, comment=comment)
+        messages.success(
+            request,
+            {
+                "submit": "Submitted for review.",
+                "approve": "Approved.",
+                "reject": "Sent back to draft.",
+            }[step],
+        )
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+    return redirect("postmortem", pk=pk)
+
+
+@role_required()
+def action_items_page(request: HttpRequest) -> HttpResponse:
+    """Every postmortem's action items: open (overdue first), overdue, done or all; by owner."""
+    state = request.GET.get("state", "open")
+    state = state if state in ITEM_STATES else "open"
+    owner = request.GET.get("owner", "")
+    page = Paginator(action_items(state=state, owner=owner), 100).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "incidents/action_items.html",
+        {
+            "page": page,
+            "state": state,
+            "states": ITEM_STATES,
+            "owner": owner,
+            "owners": User.objects.filter(action_items__isnull=False)
+            .distinct()
+            .order_by("username")
+            .values_list("username", flat=True),
+            "query": query.urlencode(),
+            "today": timezone.now().date(),
+            "engineer": request.user.has_role(ENGINEERS),
+        },
+    )
+
+
+@require_POST
+@role_required()
+def action_item_done(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Tick an action item off or reopen it: its owner or an engineer (else 403)."""
+    item = get_object_or_404(ActionItem.objects.select_related("postmortem__incident"), pk=item_id)
+    action_item_set_done(item=item, by=request.user, done=request.POST.get("done") == "1")
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
+    return redirect(back if back and safe else "action-items")

@@ -102,7 +102,9 @@ class PostmortemForm(forms.Form):
 class TimelineItemForm(forms.Form):
     """One line of the postmortem's own timeline."""
 
-    at = forms.DateTimeField(help_text="UTC")
+    at = forms.DateTimeField(
+        help_text="UTC", widget=forms.DateTimeInput(format="%Y-%m-%d %H:%M:%S")
+    )
     text = forms.CharField(max_length=2000)
 
 
@@ -114,7 +116,9 @@ class ActionItemForm(forms.Form):
         queryset=User.objects.filter(is_active=True).order_by("username"),
         to_field_name="username",
     )
-    due = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    due = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
     done = forms.BooleanField(required=False)
 
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
 from apps.accounts.permissions import role_required
+from apps.common.timeutil import parse_ts
 from apps.incidents.forms import ActionFormSet, PostmortemForm, ReviewForm, TimelineFormSet
 from apps.incidents.models import ActionItem, Incident, Postmortem
 from apps.incidents.postmortems import (
@@ -42,7 +43,9 @@ def _initial(incident: Incident, postmortem: Postmortem | None) -> dict[str, Any
     if postmortem is None:
         return {
             "form": {"category": incident.category, "summary": incident.description},
-            "timeline": [{"at": m.at, "text": m.label} for m in time_marks(incident)],
+            "timeline": [
+                {"at": m.at.replace(microsecond=0), "text": m.label} for m in time_marks(incident)
+            ],
             "actions": [],
         }
     return {
@@ -50,7 +53,7 @@ def _initial(incident: Incident, postmortem: Postmortem | None) -> dict[str, Any
             f: getattr(postmortem, f)
             for f in ("summary", "root_cause", "category", "contributing_factors")
         },
-        "timeline": postmortem.timeline,
+        "timeline": [{"at": parse_ts(t["at"]), "text": t["text"]} for t in postmortem.timeline],
         "actions": [
             {"text": a.text, "owner": a.owner.username, "due": a.due, "done": a.done}
             for a in postmortem.action_items.select_related("owner")
@@ -93,7 +96,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
                     by=request.user,
                     **form.cleaned_data,
                     timeline=[
-                        {"at": r["at"].isoformat(), "text": r["text"]}
+                        {"at": r["at"].replace(microsecond=0).isoformat(), "text": r["text"]}
                         for r in sorted(_kept(timeline), key=lambda r: r["at"])
                     ],
                     action_items=[
@@ -122,6 +125,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             "timeline": timeline,
             "actions": actions,
             "items": list(postmortem.action_items.select_related("owner")) if postmortem else [],
+            "entries": initial["timeline"] if postmortem else [],
             "engineer": engineer,
             "can_review": engineer
             and postmortem is not None

@@ -1,0 +1,154 @@
+"""Weekly effective training rate, CONTRACT §4.2 — pure functions over plain intervals.
+
+For each job the lost intervals (downtime, planned downtime, rework since the last usable
+checkpoint, checkpoint blocking time) are clipped to the job's run within the window and
+counted once however they overlap; an instant covered by several goes to the first cause of
+`CAUSES`. Every figure is weighted by the job's GPU count.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.common.intervals import Interval, clip, length, subtract, union
+
+HOUR = 3600.0
+# Where intervals overlap, the instant goes to the first of these.
+CAUSES = ("downtime", "planned", "rework", "checkpoint")
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """An incident that interrupts the job: f(i), recovery, planned or not."""
+
+    incident_id: int
+    failed_at: dt.datetime
+    recovered_at: dt.datetime | None
+    planned: bool
+    category: str = "other"
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What §4.2 needs of one job. `checkpoints` are (saved_at, blocking_s), any order."""
+
+    id: int
+    name: str
+    gpu_count: int
+    started_at: dt.datetime
+    ended_at: dt.datetime | None
+    interruptions: Sequence[Interruption] = ()
+    checkpoints: Sequence[tuple[dt.datetime, float]] = ()
+    mean_mfu: float | None = None
+
+
+@dataclass
+class JobWeek:
+    """One job's wall time and lost time in the window, in seconds."""
+
+    job: JobRun
+    wall_s: float = 0.0
+    lost_s: float = 0.0
+    by_cause: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
+    by_incident: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def effective_rate(self) -> float | None:
+        """(T − L) / T, or None when the job did not run in the window."""
+        return (self.wall_s - self.lost_s) / self.wall_s if self.wall_s else None
+
+
+def restart_point(
+    checkpoints: Sequence[tuple[dt.datetime, float]], failed_at: dt.datetime
+) -> dt.datetime | None:
+    """`saved_at` of the latest checkpoint whose save finished by the failure
+    (`saved_at + blocking_s ≤ f(i)`); None when there is none. `checkpoints` sorted."""
+    i = bisect.bisect_right(checkpoints, (failed_at, float("inf")))
+    for saved_at, blocking_s in reversed(checkpoints[:i]):
+        if saved_at + dt.timedelta(seconds=blocking_s) <= failed_at:
+            return saved_at
+    return None
+
+
+def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Interval, int | None]]]:
+    """Each cause's intervals before clipping, with the incident behind each."""
+    checkpoints = sorted(job.checkpoints)
+    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in CAUSES}
+    for i in job.interruptions:
+        down_end = i.recovered_at or job.ended_at or end
+        out["planned" if i.planned else "downtime"].append(((i.failed_at, down_end), i.incident_id))
+        if not i.planned:
+            since = restart_point(checkpoints, i.failed_at) or job.started_at
+            out["rework"].append(((since, i.failed_at), i.incident_id))
+    out["checkpoint"] = [
+        ((saved, saved + dt.timedelta(seconds=blocking)), None) for saved, blocking in checkpoints
+    ]
+    return out
+
+
+def job_week(job: JobRun, *, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> JobWeek:
+    """The job's wall time T_j and lost time L_j in [start, end) (end clipped to now), lost
+    time split by cause (first cause wins an overlap) and by incident."""
+    end = min(end, now)
+    result = JobWeek(job=job)
+    run = clip([(job.started_at, job.ended_at or now)], (start, end))
+    if not run:
+        return result
+    window = run[0]
+    result.wall_s = length(run)
+    taken: list[Interval] = []
+    for cause, intervals in _lost_intervals(job, end).items():
+        for interval, incident_id in sorted(intervals, key=lambda x: x[0]):
+            part = subtract(clip([interval], window), taken)
+            if not part:
+                continue
+            seconds = length(part)
+            result.by_cause[cause] += seconds
+            if incident_id is not None:
+                result.by_incident[incident_id] = result.by_incident.get(incident_id, 0) + seconds
+            taken = union([*taken, *part])
+    result.lost_s = length(taken)
+    return result
+
+
+def weekly(
+    jobs: Sequence[JobRun], *, start: dt.datetime, end: dt.datetime, now: dt.datetime
+) -> dict[str, Any]:
+    """§4.2 over the jobs: effective rate, scheduled/productive/lost GPU-hours, GPU-weighted
+    mean MFU, the per-job rows, and lost GPU-hours per incident (for the links)."""
+    weeks = [w for j in jobs if (w := job_week(j, start=start, end=end, now=now)).wall_s > 0]
+    scheduled = sum(w.job.gpu_count * w.wall_s for w in weeks) / HOUR
+    lost = sum(w.job.gpu_count * w.lost_s for w in weeks) / HOUR
+    by_cause = {c: sum(w.job.gpu_count * w.by_cause[c] for w in weeks) / HOUR for c in CAUSES}
+    by_incident: dict[int, float] = defaultdict(float)
+    for w in weeks:
+        for incident_id, seconds in w.by_incident.items():
+            by_incident[incident_id] += w.job.gpu_count * seconds / HOUR
+    with_mfu = [w.job for w in weeks if w.job.mean_mfu is not None]
+    gpus = sum(j.gpu_count for j in with_mfu)
+    return {
+        "effective_rate": (scheduled - lost) / scheduled if scheduled else None,
+        "scheduled_gpu_hours": scheduled,
+        "productive_gpu_hours": scheduled - lost,
+        "lost_gpu_hours": by_cause,
+        "mean_mfu": sum(j.gpu_count * j.mean_mfu for j in with_mfu) / gpus if gpus else None,  # type: ignore[operator]
+        "jobs": [
+            {
+                "id": w.job.id,
+                "name": w.job.name,
+                "gpu_count": w.job.gpu_count,
+                "wall_hours": w.wall_s / HOUR,
+                "lost_hours": w.lost_s / HOUR,
+                "effective_rate": w.effective_rate,
+                "mean_mfu": w.job.mean_mfu,
+                "lost_gpu_hours": {c: w.job.gpu_count * w.by_cause[c] / HOUR for c in CAUSES},
+            }
+            for w in sorted(weeks, key=lambda w: -w.job.gpu_count * w.lost_s)
+        ],
+        "by_incident": dict(by_incident),
+    }

@@ -100,6 +100,26 @@ class JobMetric(models.Model):
         return f"job {self.job_id} step {self.step} @ {self.ts:%Y-%m-%d %H:%M:%S}"
 
 
+class JobMetricHour(models.Model):
+    """A job's job-wide samples summed over one UTC hour: the sums §4.4's step-time-weighted
+    mean MFU is made of (mean tokens/s = tps_step_sum / step_s_sum), so weekly reports and
+    cluster MFU charts read hours, not samples. Recomputed from JobMetric for every hour a
+    batch touches, so a re-posted batch changes nothing."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="hours")
+    hour = models.DateTimeField()
+    n = models.PositiveIntegerField()
+    step_s_sum = models.FloatField(help_text="Σ step_time_s")
+    tps_step_sum = models.FloatField(help_text="Σ tokens_per_s × step_time_s")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "hour"], name="jobhour_job_hour")]
+        indexes = [models.Index(fields=["hour"], name="jobhour_hour")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} @ {self.hour:%Y-%m-%d %H:00}"
+
+
 class NodeStepMetric(models.Model):
     """One node's timing for a step: `compute_s` before it waits on a collective."""
 

@@ -8,9 +8,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count, F, Sum
+from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from apps.common.bulk import insert_ignore
+from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
 from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster, Node
@@ -18,7 +20,7 @@ from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
 from apps.jobs.extremes import BUCKET_SECONDS, bucket_extremes, bucket_start
 from apps.jobs.intake import MetricSample
-from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.jobs.models import Checkpoint, Job, JobMetric, JobMetricHour, NodeStepMetric
 from apps.jobs.slurm import SlurmJob
 
 JOB_FIELDS = (
@@ -103,6 +105,9 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
     wide = [s for s in samples if s.node is None]
     per_node = [s for s in samples if s.node is not None]
     if wide:
+        # One batch of a job at a time: its hourly sums and extremes are recomputed from
+        # what is stored, which must include any batch committed concurrently.
+        list(Job.objects.select_for_update().filter(pk=job.pk).values_list("pk"))
         insert_ignore(
             JobMetric._meta.db_table,
             (
@@ -130,6 +135,7 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
             ),
         )
         _mark_extremes(job, wide)
+        job_hours_refresh(job_id=job.pk, times=[s.ts for s in wide])
         newest = max(wide, key=lambda s: s.ts)
         Job.objects.filter(pk=job.pk).exclude(last_metric_at__gt=newest.ts).update(
             last_metric_at=newest.ts,
@@ -149,6 +155,36 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
         )
         nodes_seen(node_ids=sorted(set(node_ids.values())))
     return len(samples)
+
+
+def job_hours_refresh(*, job_id: int, times: Sequence[dt.datetime]) -> None:
+    """Recompute the job's hourly sums (JobMetricHour) for every hour holding one of `times`,
+    from the stored samples."""
+    hours = sorted({t.replace(minute=0, second=0, microsecond=0) for t in times})
+    if not hours:
+        return
+    rows = (
+        JobMetric.objects.filter(
+            job_id=job_id,
+            ts__gte=hours[0],
+            ts__lt=hours[-1] + dt.timedelta(hours=1),
+            step_time_s__gt=0,
+        )
+        .annotate(hour=TruncHour("ts"))
+        .values("hour")
+        .annotate(
+            n=Count("id"),
+            step_s_sum=Sum("step_time_s"),
+            tps_step_sum=Sum(F("tokens_per_s") * F("step_time_s")),
+        )
+        .values_list("hour", "n", "step_s_sum", "tps_step_sum")
+    )
+    upsert_merge(
+        JobMetricHour._meta.db_table,
+        ("job_id", "hour"),
+        {"n": "replace", "step_s_sum": "replace", "tps_step_sum": "replace"},
+        [(job_id, *row) for row in rows],
+    )
 
 
 def _mark_extremes(job: Job, wide: Sequence[MetricSample]) -> None:

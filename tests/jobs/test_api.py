@@ -323,3 +323,32 @@ def test_long_windows_read_preselected_extremes(api, job, django_assert_max_num_
     assert len(points) <= 300
     assert points[0]["ts"] == batch[0]["ts"] and points[-1]["ts"] == batch[-1]["ts"]
     assert max(p["tokens_per_s"] for p in points) == 7e5
+
+
+def test_hourly_sums_follow_the_samples_and_ignore_repeats(api, job):
+    """JobMetricHour holds Σ step_time and Σ tokens/s × step_time per hour (§4.4's weights)."""
+    from apps.jobs.models import JobMetricHour
+
+    def sample(minute: int, tps: float, step_time: float) -> dict:
+        return {
+            "ts": f"2026-11-23T08:{minute:02d}:00Z",
+            "step": minute,
+            "step_time_s": step_time,
+            "tokens_per_s": tps,
+        }
+
+    client = api("ada")
+    url = f"/api/v1/jobs/{job.pk}/metrics/"
+    first = {"samples": [sample(0, 100.0, 2.0), sample(30, 300.0, 1.0)]}
+    assert client.post(url, first, format="json").status_code == 202
+    assert client.post(url, first, format="json").status_code == 202  # a retry
+    later = {
+        "samples": [sample(59, 200.0, 1.0), {**sample(0, 1.0, 1.0), "ts": "2026-11-23T09:00:00Z"}]
+    }
+    assert client.post(url, later, format="json").status_code == 202
+    hours = list(
+        JobMetricHour.objects.filter(job=job)
+        .order_by("hour")
+        .values_list("hour__hour", "n", "step_s_sum", "tps_step_sum")
+    )
+    assert hours == [(8, 3, 4.0, 100 * 2 + 300 + 200), (9, 1, 1.0, 1.0)]

@@ -1,4 +1,4 @@
-"""Report endpoints (CONTRACT §2, §4): reliability."""
+"""Report endpoints (CONTRACT §2, §4): reliability, the weekly report, availability."""
 
 from __future__ import annotations
 
@@ -14,9 +14,27 @@ from rest_framework.views import APIView
 from apps.accounts.choices import READERS
 from apps.common.timeutil import parse_ts
 from apps.fleet.models import Cluster
+from apps.reports.availability import availability
+from apps.reports.inputs import node_histories
 from apps.reports.selectors import reliability_report
+from apps.reports.weekly import parse_week, week_start, weekly_report
 
 DEFAULT_WINDOW = dt.timedelta(days=30)
+
+
+def _cluster(request: Request, errors: dict[str, list[str]]) -> Cluster | None:
+    """`?cluster=NAME`, or the only cluster when there is just one."""
+    name = request.query_params.get("cluster")
+    if name:
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            errors["cluster"] = [f"unknown cluster {name!r}"]
+        return cluster
+    clusters = list(Cluster.objects.all()[:2])
+    if len(clusters) == 1:
+        return clusters[0]
+    errors["cluster"] = ["required (there is more than one cluster, or none)"]
+    return None
 
 
 def window_params(request: Request) -> tuple[Cluster, dt.datetime, dt.datetime, dt.datetime]:
@@ -24,18 +42,7 @@ def window_params(request: Request) -> tuple[Cluster, dt.datetime, dt.datetime, 
     days); a 400 names each bad parameter."""
     errors: dict[str, list[str]] = {}
     now = timezone.now()
-    cluster = None
-    name = request.query_params.get("cluster")
-    if name:
-        cluster = Cluster.objects.filter(name=name).first()
-        if cluster is None:
-            errors["cluster"] = [f"unknown cluster {name!r}"]
-    else:
-        clusters = list(Cluster.objects.all()[:2])
-        if len(clusters) == 1:
-            cluster = clusters[0]
-        else:
-            errors["cluster"] = ["required (there is more than one cluster, or none)"]
+    cluster = _cluster(request, errors)
     bounds = {"start": now - DEFAULT_WINDOW, "end": now}
     for key in bounds:
         if request.query_params.get(key):
@@ -78,3 +85,56 @@ class ReliabilityView(APIView):
         return Response(
             reliability_report(cluster=cluster, start=start, end=end, now=now, job_nodes=job_nodes)
         )
+
+
+class WeeklyView(APIView):
+    """`GET reports/weekly/?cluster=&week=2026-W47` (§4.2; the current week by default)."""
+
+    roles = {"GET": READERS}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("cluster", str),
+            OpenApiParameter("week", str, description="ISO week, e.g. 2026-W47"),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request: Request) -> Response:
+        errors: dict[str, list[str]] = {}
+        now = timezone.now()
+        cluster = _cluster(request, errors)
+        start = week_start(now)
+        if request.query_params.get("week"):
+            try:
+                start = parse_week(request.query_params["week"])
+            except ValueError as exc:
+                errors["week"] = [str(exc)]
+            else:
+                if start > now:
+                    errors["week"] = ["is in the future"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        assert cluster is not None
+        return Response(weekly_report(cluster=cluster, start=start, now=now))
+
+
+class AvailabilityView(APIView):
+    """`GET reports/availability/?cluster=&start=&end=` (§4.3): the cluster's GPU-weighted
+    availability and each node's."""
+
+    roles = {"GET": READERS}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("cluster", str),
+            OpenApiParameter("start", dt.datetime),
+            OpenApiParameter("end", dt.datetime),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request: Request) -> Response:
+        cluster, start, end, now = window_params(request)
+        report = availability(
+            node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
+        )
+        return Response({"cluster": cluster.name, "start": start, "end": min(end, now), **report})

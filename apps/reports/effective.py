@@ -103,6 +103,11 @@ def job_week(job: JobRun, *, start: dt.datetime, end: dt.datetime, now: dt.datet
     result.wall_s = length(run)
     taken: list[Interval] = []
     for cause, intervals in _lost_intervals(job, end).items():
+        if cause == "checkpoint":  # many, none tied to an incident: take them as one set
+            part = subtract(clip([iv for iv, _ in intervals], window), taken)
+            result.by_cause[cause] += length(part)
+            taken = union([*taken, *part])
+            continue
         for interval, incident_id in sorted(intervals, key=lambda x: x[0]):
             part = subtract(clip([interval], window), taken)
             if not part:

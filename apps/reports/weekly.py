@@ -1,0 +1,123 @@
+"""The weekly report (§4.2 with §4.1 and §4.3 for the same week) and week-by-week series."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from typing import Any
+
+from apps.fleet.models import Cluster
+from apps.incidents.choices import Category
+from apps.reports.availability import availability
+from apps.reports.effective import weekly
+from apps.reports.inputs import incident_facts, job_runs, node_histories
+from apps.reports.selectors import reliability_report
+
+WEEK = dt.timedelta(weeks=1)
+# What management reads the week against (CONTRACT preamble; availability is our choice).
+TARGETS = {
+    "effective_rate": 0.99,
+    "mtbf_hours": 15 * 24.0,
+    "mean_mfu": 0.60,
+    "availability": 0.99,
+}
+_WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def parse_week(text: str) -> dt.datetime:
+    """`2026-W47` → Monday 00:00 UTC of that ISO week; ValueError saying what is wrong."""
+    match = _WEEK_RE.match(text or "")
+    if not match:
+        raise ValueError("expected an ISO week like 2026-W47")
+    try:
+        day = dt.date.fromisocalendar(int(match[1]), int(match[2]), 1)
+    except ValueError as exc:
+        raise ValueError(f"no such ISO week: {exc}") from exc
+    return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+
+
+def week_label(start: dt.datetime) -> str:
+    """Monday 00:00 → `2026-W47`."""
+    iso = start.isocalendar()
+    return f"{iso.year}-W{iso.week:02d}"
+
+
+def week_start(moment: dt.datetime) -> dt.datetime:
+    """Monday 00:00 UTC of the week holding `moment`."""
+    day = moment.astimezone(dt.UTC).date()
+    return dt.datetime.combine(day - dt.timedelta(days=day.weekday()), dt.time(), tzinfo=dt.UTC)
+
+
+def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> dict[str, Any]:
+    """Every field of §4.2 for the ISO week starting `start`, plus the incidents behind the
+    lost hours and their categories."""
+    end = start + WEEK
+    report = weekly(job_runs(cluster=cluster, start=start, end=end), start=start, end=end, now=now)
+    rel = reliability_report(cluster=cluster, start=start, end=end, now=now, job_nodes=128)
+    avail = availability(
+        node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
+    )
+    lost_by_incident = report.pop("by_incident")
+    facts = incident_facts(list(lost_by_incident))
+    incidents = sorted(
+        (
+            {**facts[pk], "lost_gpu_hours": hours}
+            for pk, hours in lost_by_incident.items()
+            if pk in facts
+        ),
+        key=lambda r: -r["lost_gpu_hours"],
+    )
+    by_category: dict[str, dict[str, float]] = defaultdict(lambda: {"count": 0, "lost": 0.0})
+    for row in incidents:
+        by_category[row["category"]]["count"] += 1
+        by_category[row["category"]]["lost"] += row["lost_gpu_hours"]
+    labels = dict(Category.choices)
+    return {
+        "cluster": cluster.name,
+        "week": week_label(start),
+        "start": start,
+        "end": min(end, now),
+        **report,
+        "interruptions": rel["interruptions"],
+        "planned_interruptions": rel["planned_interruptions"],
+        "mtbf_hours": rel["mtbf_hours"],
+        "mtbf_level": "cluster",
+        "mttr_minutes": rel["mttr_minutes"],
+        "availability": avail["availability"],
+        "targets": TARGETS,
+        "lost_by_category": sorted(
+            (
+                {
+                    "category": c,
+                    "label": labels.get(c, c),
+                    "count": int(v["count"]),
+                    "lost_gpu_hours": v["lost"],
+                }
+                for c, v in by_category.items()
+            ),
+            key=lambda r: -r["lost_gpu_hours"],
+        ),
+        "incidents": incidents,
+    }
+
+
+def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list[dict[str, Any]]:
+    """Effective rate and lost GPU-hours for each of the last `weeks` ISO weeks (the inputs
+    of the whole span are loaded once)."""
+    first = week_start(now) - (weeks - 1) * WEEK
+    runs = job_runs(cluster=cluster, start=first, end=now, with_mfu=False)
+    out = []
+    for k in range(weeks):
+        start = first + k * WEEK
+        w = weekly(runs, start=start, end=start + WEEK, now=now)
+        out.append(
+            {
+                "week": week_label(start),
+                "start": start,
+                "effective_rate": w["effective_rate"],
+                "scheduled_gpu_hours": w["scheduled_gpu_hours"],
+                "lost_gpu_hours": w["lost_gpu_hours"],
+            }
+        )
+    return out

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-# (url name, label, url-name prefix that marks the entry as current)
+# (url name, label, url-name prefixes that mark the entry as current)
 NAV = (
-    ("overview", "Overview", "overview"),
-    ("node-list", "Nodes", "node-"),
-    ("job-list", "Jobs", "job-"),
-    ("incident-list", "Incidents", "incident-"),
-    ("reliability", "Reliability", "reliability"),
-    ("health", "Health", "health"),
+    ("overview", "Overview", ("overview",)),
+    ("node-list", "Nodes", ("node-",)),
+    ("job-list", "Jobs", ("job-",)),
+    ("incident-list", "Incidents", ("incident-", "postmortem", "action-item")),
+    ("reliability", "Reliability", ("reliability",)),
+    ("weekly-report", "Weekly report", ("weekly-",)),
+    ("trends", "Trends", ("trends",)),
+    ("health", "Health", ("health",)),
 )
 
 

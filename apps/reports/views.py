@@ -26,7 +26,8 @@ from apps.reports.selectors import (
 )
 
 
-def _pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
+def pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
+    """`?cluster=NAME` (404 if unknown), else the first cluster by name; and every name."""
     names = list(Cluster.objects.values_list("name", flat=True))
     wanted = request.GET.get("cluster")
     if wanted:
@@ -37,7 +38,7 @@ def _pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
 @role_required()
 def overview_page(request: HttpRequest) -> HttpResponse:
     """The cluster overview: KPIs, node grid, running jobs, latest incidents."""
-    cluster, names = _pick_cluster(request)
+    cluster, names = pick_cluster(request)
     context = {"clusters": names, "cluster": cluster, "now": timezone.now()}
     if cluster is not None:
         context["o"] = overview(cluster=cluster, now=context["now"])
@@ -64,7 +65,7 @@ def node_figure(request: HttpRequest, hostname: str) -> JsonResponse:
 @role_required()
 def reliability_page(request: HttpRequest) -> HttpResponse:
     """MTBF at every level, MTTR/MTTD/MTTL, trends by week, causes (Pareto), lemon nodes."""
-    cluster, names = _pick_cluster(request)
+    cluster, names = pick_cluster(request)
     now = timezone.now()
     try:
         days = min(max(int(request.GET.get("days", 30)), 1), 365)

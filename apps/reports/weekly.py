@@ -111,6 +111,8 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
     for k in range(weeks):
         start = first + k * WEEK
         w = weekly(runs, start=start, end=start + WEEK, now=now)
+        if not w["scheduled_gpu_hours"] and not out:
+            continue  # before the first job: nothing to show
         out.append(
             {
                 "week": week_label(start),

@@ -1,0 +1,175 @@
+"""The weekly report as CSV (stdlib csv) and PDF (fpdf2): the same figures as the page."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from fpdf import FPDF
+from fpdf.fonts import FontFace
+
+from apps.reports.weekly_charts import CAUSE_LABELS
+
+
+def _pct(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "" if value is None else f"{value:,.{digits}f}"
+
+
+def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, value, target) rows shared by the CSV, the PDF and the e-mail."""
+    t = report["targets"]
+    return [
+        (
+            "Effective training rate",
+            _pct(report["effective_rate"]),
+            f">= {_pct(t['effective_rate'], 0)}",
+        ),
+        (
+            "Cluster MTBF (hours)",
+            _num(report["mtbf_hours"]),
+            f"> {t['mtbf_hours']:.0f} h (15 days)",
+        ),
+        ("GPU availability", _pct(report["availability"]), f">= {_pct(t['availability'], 0)}"),
+        ("Mean MFU (GPU-weighted)", _pct(report["mean_mfu"], 1), f"up to {_pct(t['mean_mfu'], 0)}"),
+        ("Unexpected interruptions", str(report["interruptions"]), ""),
+        ("Planned interruptions", str(report["planned_interruptions"]), ""),
+        ("MTTR (minutes)", _num(report["mttr_minutes"]), ""),
+        ("Scheduled GPU-hours", _num(report["scheduled_gpu_hours"]), ""),
+        ("Productive GPU-hours", _num(report["productive_gpu_hours"]), ""),
+        *(
+            (f"Lost GPU-hours: {CAUSE_LABELS[c]}", _num(report["lost_gpu_hours"][c]), "")
+            for c in CAUSE_LABELS
+        ),
+    ]
+
+
+JOB_COLUMNS = ("job", "name", "GPUs", "wall hours", "lost hours", "effective rate", "mean MFU")
+
+
+def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        str(j["id"]),
+        j["name"],
+        str(j["gpu_count"]),
+        _num(j["wall_hours"], 2),
+        _num(j["lost_hours"], 2),
+        _pct(j["effective_rate"]),
+        _pct(j["mean_mfu"], 1),
+    )
+
+
+def weekly_csv(report: dict[str, Any]) -> str:
+    """Headline figures, then one row per job, then the incidents behind the lost hours."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow([f"KUAE Ops weekly report, cluster {report['cluster']}, week {report['week']}"])
+    w.writerow(["figure", "value", "target"])
+    w.writerows(headline(report))
+    w.writerow([])
+    w.writerow(JOB_COLUMNS)
+    w.writerows(_job_row(j) for j in report["jobs"])
+    w.writerow([])
+    w.writerow(["incident", "title", "category", "severity", "planned", "lost GPU-hours"])
+    w.writerows(
+        (
+            i["id"],
+            i["title"],
+            i["category"],
+            i["severity"],
+            i["planned"],
+            _num(i["lost_gpu_hours"], 2),
+        )
+        for i in report["incidents"]
+    )
+    return out.getvalue()
+
+
+def _latin(text: str) -> str:
+    """The PDF's core font is Latin-1: anything else becomes '?'."""
+    return text.encode("latin-1", "replace").decode("latin-1")
+
+
+def _table(
+    pdf: FPDF, header: tuple[str, ...], rows: list[tuple[str, ...]], widths: tuple[int, ...]
+) -> None:
+    pdf.set_font("Helvetica", size=8)
+    with pdf.table(
+        col_widths=widths,
+        headings_style=FontFace(emphasis="BOLD", fill_color=(238, 241, 244)),
+        line_height=4.6,
+        text_align=("LEFT", *(["RIGHT"] * (len(header) - 1))),
+    ) as table:
+        for values in [header, *rows]:
+            row = table.row()
+            for value in values:
+                row.cell(_latin(value))
+    pdf.ln(4)
+
+
+def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -> bytes:
+    """A printable A4 report: headline figures against targets (and last week), where the
+    GPU-hours went, costliest categories, jobs and incidents."""
+    pdf = FPDF(format="A4")
+    pdf.set_title(f"KUAE Ops weekly report {report['week']}")
+    pdf.set_author("KUAE Ops")
+    pdf.set_auto_page_break(auto=True, margin=14)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 15)
+    pdf.cell(
+        0,
+        9,
+        _latin(f"Weekly report - {report['cluster']} - {report['week']}"),
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
+    pdf.set_font("Helvetica", size=9)
+    pdf.cell(
+        0,
+        6,
+        f"{report['start']:%Y-%m-%d %H:%M} to {report['end']:%Y-%m-%d %H:%M} UTC",
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
+    pdf.ln(2)
+    last = dict((k, v) for k, v, _ in headline(previous)) if previous else {}
+    _table(
+        pdf,
+        ("Figure", "This week", "Last week", "Target"),
+        [(k, v, last.get(k, ""), t) for k, v, t in headline(report)],
+        (70, 35, 35, 50),
+    )
+    if report["lost_by_category"]:
+        pdf.set_font("Helvetica", "B", 11)
+        pdf.cell(0, 7, "Lost GPU-hours by incident category", new_x="LMARGIN", new_y="NEXT")
+        _table(
+            pdf,
+            ("Category", "Incidents", "Lost GPU-hours"),
+            [
+                (r["label"], str(r["count"]), _num(r["lost_gpu_hours"]))
+                for r in report["lost_by_category"]
+            ],
+            (100, 40, 50),
+        )
+    pdf.set_font("Helvetica", "B", 11)
+    pdf.cell(0, 7, "Jobs (costliest first)", new_x="LMARGIN", new_y="NEXT")
+    _table(
+        pdf, JOB_COLUMNS, [_job_row(j) for j in report["jobs"][:40]], (14, 60, 18, 24, 24, 26, 24)
+    )
+    if report["incidents"]:
+        pdf.set_font("Helvetica", "B", 11)
+        pdf.cell(0, 7, "Incidents behind the lost hours", new_x="LMARGIN", new_y="NEXT")
+        _table(
+            pdf,
+            ("#", "Title", "Category", "Lost GPU-hours"),
+            [
+                (str(i["id"]), i["title"][:70], i["category"], _num(i["lost_gpu_hours"]))
+                for i in report["incidents"][:40]
+            ],
+            (14, 100, 46, 30),
+        )
+    return bytes(pdf.output())

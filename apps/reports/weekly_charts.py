@@ -1,0 +1,258 @@
+"""Plotly figures of the weekly report and the trends page (plain dicts, like charts.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout
+
+# Where the GPU-hours went: one colour per cause, the same in every chart and table.
+CAUSE_COLOURS = {
+    "productive": "#2e9e4f",
+    "downtime": "#d62728",
+    "planned": "#6b7fa3",
+    "rework": "#ef7d22",
+    "checkpoint": "#d9a400",
+}
+CAUSE_LABELS = {
+    "downtime": "failure downtime",
+    "planned": "planned downtime",
+    "rework": "rework since checkpoint",
+    "checkpoint": "checkpoint blocking",
+}
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _target_line(y: float, axis: str = "y") -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "yref": axis,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
+    }
+
+
+def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
+    """Scheduled GPU-hours, minus each cause of loss, down to the productive ones."""
+    lost = report["lost_gpu_hours"]
+    causes = list(CAUSE_LABELS)
+    trace = {
+        "type": "waterfall",
+        "orientation": "v",
+        "x": ["scheduled", *causes, "productive"],
+        "measure": ["absolute", *(["relative"] * len(causes)), "total"],
+        "y": [report["scheduled_gpu_hours"], *(-lost[c] for c in causes), 0],
+        "text": [
+            f"{report['scheduled_gpu_hours']:,.0f}",
+            *(f"−{lost[c]:,.1f}" for c in causes),
+            f"{report['productive_gpu_hours']:,.0f}",
+        ],
+        "textposition": "outside",
+        "decreasing": {"marker": {"color": CAUSE_COLOURS["downtime"]}},
+        "increasing": {"marker": {"color": CAUSE_COLOURS["productive"]}},
+        "totals": {"marker": {"color": CAUSE_COLOURS["productive"]}},
+        "connector": {"line": {"color": SERIES["target"], "width": 1}},
+        "hovertemplate": "%{x}: %{y:,.1f} GPU·h<extra></extra>",
+    }
+    low = report["productive_gpu_hours"] - 3 * max(sum(lost.values()), 1.0)
+    layout = base_layout(
+        height=320,
+        showlegend=False,
+        hovermode="closest",
+        yaxis={
+            "title": {"text": "GPU-hours"},
+            "range": [max(0.0, low), report["scheduled_gpu_hours"] * 1.01 + 1],
+        },
+    )
+    return {"data": [trace], "layout": layout, "config": CONFIG}
+
+
+def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Lost GPU-hours per incident category, costliest first (horizontal bars)."""
+    rows = list(reversed(rows[:15]))
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "y": [r["label"] for r in rows],
+        "x": [r["lost_gpu_hours"] for r in rows],
+        "text": [f"{r['count']} incident{'s' if r['count'] != 1 else ''}" for r in rows],
+        "marker": {"color": CAUSE_COLOURS["downtime"]},
+        "hovertemplate": "%{y}: %{x:,.1f} GPU·h (%{text})<extra></extra>",
+    }
+    layout = base_layout(
+        height=max(160, 40 + 26 * len(rows)),
+        showlegend=False,
+        hovermode="closest",
+        margin={"l": 170, "r": 20, "t": 10, "b": 40},
+        xaxis={"title": {"text": "lost GPU-hours"}},
+    )
+    return {"data": [trace], "layout": layout, "config": CONFIG}
+
+
+def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict[str, Any]:
+    """Effective rate per ISO week (line) over the GPU-hours lost by cause (stacked bars)."""
+    x = [w["week"] for w in weeks]
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "name": CAUSE_LABELS[c],
+            "x": x,
+            "y": [w["lost_gpu_hours"][c] for w in weeks],
+            "yaxis": "y2",
+            "marker": {"color": CAUSE_COLOURS[c]},
+            "hovertemplate": "%{y:,.0f} GPU·h<extra>" + CAUSE_LABELS[c] + "</extra>",
+        }
+        for c in CAUSE_LABELS
+    ]
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "effective rate",
+            "x": x,
+            "y": [w["effective_rate"] for w in weeks],
+            "line": {"color": SERIES["mfu"], "width": 2},
+            "hovertemplate": "%{y:.2%}<extra>effective rate</extra>",
+        }
+    )
+    layout = base_layout(
+        height=360,
+        barmode="stack",
+        hovermode="x",
+        legend={"orientation": "h", "y": -0.12},
+        margin={"l": 60, "r": 20, "t": 10, "b": 60},
+        yaxis={"title": {"text": "effective rate"}, "tickformat": ".1%", "domain": [0.5, 1]},
+        yaxis2={"title": {"text": "lost GPU·h"}, "domain": [0, 0.42], "anchor": "x"},
+        shapes=[_target_line(target)],
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
+    """Cluster MFU (GPU-weighted) and the largest jobs' MFU per hour."""
+    x = [_iso(h) for h in series["hours"]]
+    traces = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "cluster (GPU-weighted)",
+            "x": x,
+            "y": series["cluster"],
+            "line": {"color": SERIES["mfu"], "width": 2.2},
+            "hovertemplate": "%{y:.1%}<extra>cluster</extra>",
+        }
+    ]
+    for job in series["jobs"]:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{job['name']} ({job['gpu_count']:,} GPUs)",
+                "x": x,
+                "y": job["mfu"],
+                "line": {"width": 1},
+                "opacity": 0.6,
+                "visible": "legendonly" if len(traces) > 4 else True,
+                "hovertemplate": "%{y:.1%}<extra>" + job["name"] + "</extra>",
+            }
+        )
+    layout = base_layout(
+        height=380,
+        legend={"orientation": "h", "y": -0.15},
+        margin={"l": 60, "r": 20, "t": 30, "b": 40},
+        xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
+        yaxis={"title": {"text": "MFU"}, "tickformat": ".0%", "rangemode": "tozero"},
+        shapes=[_target_line(target)],
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
+    """GPU availability per hour (§4.3 over each hour)."""
+    trace = {
+        "type": "scatter",
+        "mode": "lines",
+        "name": "GPU availability",
+        "x": [_iso(h) for h in series["hours"]],
+        "y": series["availability"],
+        "line": {"color": CAUSE_COLOURS["productive"], "width": 1.6, "shape": "hv"},
+        "fill": "tozeroy",
+        "fillcolor": "rgba(46,158,79,0.12)",
+        "hovertemplate": "%{y:.2%}<extra>available</extra>",
+    }
+    floor = min((v for v in series["availability"] if v is not None), default=1.0)
+    layout = base_layout(
+        height=300,
+        showlegend=False,
+        xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
+        yaxis={"tickformat": ".1%", "range": [min(floor, target) - 0.005, 1.001]},
+        shapes=[_target_line(target)],
+    )
+    return {"data": [trace], "layout": layout, "config": CONFIG}
+
+
+def availability_heatmap_figure(series: dict[str, Any]) -> dict[str, Any]:
+    """Node × day availability for the nodes that lost most time (worst at the top)."""
+    rows = list(reversed(series["heatmap"]))
+    trace = {
+        "type": "heatmap",
+        "x": [d.strftime("%Y-%m-%d") for d in series["days"]],
+        "y": [r["hostname"] for r in rows],
+        "z": [r["by_day"] for r in rows],
+        "zmin": 0,
+        "zmax": 1,
+        "colorscale": [[0, "#d62728"], [0.5, "#ef7d22"], [0.9, "#d9a400"], [1, "#2e9e4f"]],
+        "colorbar": {"tickformat": ".0%", "title": {"text": "available"}},
+        "xgap": 1,
+        "ygap": 1,
+        "hovertemplate": "%{y} · %{x}: %{z:.1%}<extra></extra>",
+    }
+    layout = base_layout(
+        height=max(200, 60 + 16 * len(rows)),
+        hovermode="closest",
+        margin={"l": 90, "r": 20, "t": 10, "b": 40},
+        yaxis={"type": "category", "tickfont": {"family": "monospace", "size": 11}},
+    )
+    return {"data": [trace], "layout": layout, "config": CONFIG}
+
+
+def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per running job: GPU-hours spent blocked on checkpoints in the last 7 days, and what
+    the advised interval would save a week."""
+    rows = rows[:20]
+    names = [r["name"] for r in rows]
+    traces = [
+        {
+            "type": "bar",
+            "name": "checkpoint GPU·h, last 7 d",
+            "x": names,
+            "y": [r["checkpoint_gpu_hours_7d"] for r in rows],
+            "marker": {"color": CAUSE_COLOURS["checkpoint"]},
+            "hovertemplate": "%{y:,.1f} GPU·h<extra>checkpointing</extra>",
+        },
+        {
+            "type": "bar",
+            "name": "saved a week at the advised interval",
+            "x": names,
+            "y": [r["advice"].gpu_hours_saved_per_week for r in rows],
+            "marker": {"color": CAUSE_COLOURS["productive"]},
+            "hovertemplate": "%{y:,.1f} GPU·h / week<extra>advice</extra>",
+        },
+    ]
+    layout = base_layout(
+        height=320,
+        barmode="group",
+        hovermode="x",
+        margin={"l": 60, "r": 20, "t": 30, "b": 120},
+        xaxis={"tickangle": -35},
+        yaxis={"title": {"text": "GPU-hours"}},
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}

@@ -1,0 +1,96 @@
+"""The weekly report page, its CSV and PDF, the trends page and its chart endpoints, over a
+simulated cluster (the simulator writes through the same services as the API)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from apps.reports.weekly import week_label, week_start
+
+pytestmark = pytest.mark.django_db
+CHARTS = ("mfu", "availability", "availability-heatmap", "effective", "checkpoints")
+
+
+@pytest.fixture
+def sim(db):  # noqa: ANN001
+    call_command(
+        "simulate",
+        gpus=512,
+        days=16,
+        seed=4,
+        failure_rate=0.05,
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+
+
+@pytest.fixture
+def last_week() -> str:
+    return week_label(week_start(timezone.now()) - dt.timedelta(weeks=1))
+
+
+def test_weekly_page_shows_targets_jobs_and_incidents(
+    client, users, sim, last_week, django_assert_max_num_queries
+):
+    client.force_login(users["mia"])
+    with django_assert_max_num_queries(40):
+        response = client.get(f"/reports/weekly/?week={last_week}")
+    html = response.content.decode()
+    assert response.status_code == 200
+    api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
+    assert f"{100 * api['effective_rate']:.2f}%" in html  # the page shows the API's figure
+    assert "target ≥ 99%" in html and "Where the GPU-hours went" in html
+    assert all(j["name"] in html for j in api["jobs"][:5])
+    assert all(f'href="/incidents/{i["id"]}/"' in html for i in api["incidents"])
+    assert api["incidents"], "the simulated week should have lost hours to incidents"
+    assert "Expected effective rate" in html  # the what-if projected something
+    assert client.get("/reports/weekly/?week=2999-W01").status_code == 404
+    assert client.get("/reports/weekly/?week=garbage").status_code == 404
+
+
+def test_csv_and_pdf_downloads(client, users, sim, last_week):
+    client.force_login(users["mia"])
+    response = client.get(f"/reports/weekly.csv?week={last_week}")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert f"{last_week}.csv" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
+    figures = {r[0]: r[1] for r in rows if len(r) == 3}
+    assert figures["Effective training rate"] == f"{100 * api['effective_rate']:.2f}%"
+    job_rows = [r for r in rows if len(r) == 7 and r[0].isdigit()]
+    assert len(job_rows) == len(api["jobs"])
+    pdf = client.get(f"/reports/weekly.pdf?week={last_week}")
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
+    assert pdf.content.startswith(b"%PDF-") and len(pdf.content) > 2000
+    assert client.get("/reports/weekly.xlsx").status_code == 404
+
+
+def test_trends_page_and_chart_endpoints(client, users, sim):
+    client.force_login(users["otto"])
+    html = client.get("/reports/trends/").content.decode()
+    assert all(f"/charts/reports/{name}.json" in html for name in CHARTS)
+    for name in CHARTS:
+        fig = client.get(f"/charts/reports/{name}.json?days=30").json()
+        assert fig["data"], name
+        for trace in fig["data"]:
+            points = len(trace.get("x") or []) * (len(trace["z"]) if "z" in trace else 1)
+            assert 0 < points <= 2000, (name, trace.get("name"), points)
+    mfu = client.get("/charts/reports/mfu.json").json()
+    cluster = [v for v in mfu["data"][0]["y"] if v is not None]
+    assert cluster and all(0.2 < v < 0.6 for v in cluster)  # the simulator's MFU range
+    avail = client.get("/charts/reports/availability.json").json()["data"][0]["y"]
+    assert min(v for v in avail if v is not None) < 1.0  # simulated drains show up
+
+
+def test_report_pages_need_a_reader(client, users, sim):
+    assert client.get("/reports/weekly/").status_code == 302  # to the login page
+    client.force_login(users["ada"])  # agents read nothing
+    assert client.get("/reports/weekly/").status_code == 403
+    assert client.get("/reports/weekly.csv").status_code == 403
+    assert client.get("/charts/reports/mfu.json").status_code == 403

@@ -19,6 +19,11 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "schedule": crontab(minute=17),
         },
         "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+        # Monday morning: last week's report to KUAE_REPORT_EMAILS (once per cluster and week).
+        "weekly-report": {
+            "task": "apps.reports.tasks.send_weekly_reports",
+            "schedule": crontab(minute=0, hour=settings.KUAE_REPORT_HOUR, day_of_week=1),
+        },
     }
     if settings.KUAE_SCRAPE_INTERVAL:
         schedule["scrape-exporters"] = {

@@ -211,6 +211,9 @@ DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "kuae-ops@localhost")
 KUAE_NOTIFY_EMAILS = env_list("KUAE_NOTIFY_EMAILS", ["oncall@localhost"])
 KUAE_NOTIFY_WEBHOOK = env_str("KUAE_NOTIFY_WEBHOOK")
 KUAE_BASE_URL = env_str("KUAE_BASE_URL", "http://127.0.0.1:8000")
+# The weekly report goes to these every Monday (KUAE_REPORT_HOUR UTC), for the week just ended.
+KUAE_REPORT_EMAILS = env_list("KUAE_REPORT_EMAILS", ["managers@localhost"])
+KUAE_REPORT_HOUR = env_int("KUAE_REPORT_HOUR", 7, minimum=0)
 
 # --- Security -----------------------------------------------------------------------
 HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)

@@ -1,0 +1,50 @@
+"""Writes of the reports app: sending the weekly report."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import IntegrityError, transaction
+
+from apps.fleet.models import Cluster
+from apps.reports.export import headline, weekly_csv, weekly_pdf
+from apps.reports.models import ReportDelivery
+from apps.reports.weekly import WEEK, week_label, weekly_report
+
+
+def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
+    """E-mail the week's report (text, CSV and PDF) to KUAE_REPORT_EMAILS, once per cluster
+    and week; False when already sent or nobody is on the list."""
+    week = week_label(start)
+    recipients = list(settings.KUAE_REPORT_EMAILS)
+    if not recipients or ReportDelivery.objects.filter(cluster=cluster, week=week).exists():
+        return False
+    report = weekly_report(cluster=cluster, start=start, now=now)
+    previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
+    width = max(len(k) for k, _, _ in headline(report))
+    lines = [f"{k:<{width}}  {v:>12}  {t}".rstrip() for k, v, t in headline(report)]
+    body = (
+        f"KUAE Ops weekly report for {cluster.name}, {week} "
+        f"({report['start']:%Y-%m-%d} to {report['end']:%Y-%m-%d} UTC)\n\n"
+        + "\n".join(lines)
+        + f"\n\nOn the dashboard: {settings.KUAE_BASE_URL}/reports/weekly/"
+        f"?cluster={cluster.name}&week={week}\n"
+    )
+    name = f"kuae-weekly-{cluster.name}-{week}"
+    message = EmailMessage(
+        f"[KUAE Ops] {cluster.name} weekly report {week}", body, None, recipients
+    )
+    message.attach(f"{name}.csv", weekly_csv(report), "text/csv")
+    message.attach(f"{name}.pdf", weekly_pdf(report, previous), "application/pdf")
+    with transaction.atomic():
+        # Claim the week first: a concurrent sender fails here; a failed send rolls it back.
+        try:
+            ReportDelivery.objects.create(
+                cluster=cluster, week=week, recipients=", ".join(recipients)
+            )
+        except IntegrityError:
+            return False
+        message.send()
+    return True

@@ -1,0 +1,27 @@
+"""Reports in the background: the Monday e-mail."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+from apps.fleet.models import Cluster
+from apps.reports.services import weekly_report_send
+from apps.reports.weekly import WEEK, parse_week, week_start
+
+
+@shared_task(
+    name="apps.reports.tasks.send_weekly_reports",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OSError,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=8,
+)
+def send_weekly_reports(week: str | None = None) -> None:
+    """E-mail every cluster's report for `week` (default: the week that just ended); a
+    week already sent is skipped, so a retry or a second beat never sends it twice."""
+    start = parse_week(week) if week else week_start(timezone.now()) - WEEK
+    for cluster in Cluster.objects.order_by("name"):
+        weekly_report_send(cluster=cluster, start=start, now=timezone.now())

@@ -67,7 +67,7 @@ def weekly_csv(report: dict[str, Any]) -> str:
     """Headline figures, then one row per job, then the incidents behind the lost hours."""
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow([f"KUAE Ops weekly report, cluster {report['cluster']}, week {report['week']}"])
+    w.writerow(["KUAE Ops weekly report", f"cluster {report['cluster']}", f"week {report['week']}"])
     w.writerow(["figure", "value", "target"])
     w.writerows(headline(report))
     w.writerow([])

@@ -1,0 +1,72 @@
+"""A manager in real Chromium opens the weekly report and the trends page: every chart
+draws, the CSV and PDF download, nothing is fetched from outside the app."""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.management import call_command
+
+from apps.accounts.services import user_create_or_update
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tmp_path):
+    call_command(
+        "simulate",
+        gpus=256,
+        days=10,
+        seed=5,
+        failure_rate=0.05,
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    user_create_or_update(username="mia", role="manager", password="pw-mia")
+    host = urlsplit(live_server.url).netloc
+    context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: outside.append(r.url) if urlsplit(r.url).netloc != host else None)
+
+    page.goto(live_server.url + "/login/")
+    page.fill("#id_username", "mia")
+    page.fill("#id_password", "pw-mia")
+    page.click("button[type=submit]")
+    page.click("nav >> text=Weekly report")
+    page.wait_for_selector("text=Where the GPU-hours went")
+    page.click("text=‹")  # last week: a whole week of history
+    page.wait_for_selector("h1 >> text=Weekly report")
+    charts = page.locator(".chart")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))",
+        timeout=20_000,
+    )
+    assert charts.count() >= 3
+    assert page.locator(".waterfalllayer .point").count() == 6  # scheduled, 4 causes, productive
+    with page.expect_download() as csv_download:
+        page.click("a.button >> text=CSV")
+    csv_path = tmp_path / csv_download.value.suggested_filename
+    csv_download.value.save_as(csv_path)
+    assert csv_path.read_text().startswith("KUAE Ops weekly report")
+    with page.expect_download() as pdf_download:
+        page.click("a.button >> text=PDF")
+    pdf_path = tmp_path / pdf_download.value.suggested_filename
+    pdf_download.value.save_as(pdf_path)
+    assert pdf_path.read_bytes()[:5] == b"%PDF-"
+
+    page.click("nav >> text=Trends")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))",
+        timeout=30_000,
+    )
+    assert page.locator(".chart").count() == 5
+    assert page.locator(".heatmaplayer image, .heatmaplayer .hm").count() >= 1
+    context.close()
+    assert not errors, errors
+    assert not outside, outside

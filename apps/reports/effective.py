@@ -75,9 +75,12 @@ def restart_point(
     return None
 
 
-def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Interval, int | None]]]:
-    """Each cause's intervals before clipping, with the incident behind each."""
-    checkpoints = sorted(job.checkpoints)
+def _lost_intervals(
+    job: JobRun, end: dt.datetime, window: Interval
+) -> dict[str, list[tuple[Interval, int | None]]]:
+    """Each cause's intervals before clipping, with the incident behind each; of the
+    checkpoints only those that can reach into `window`."""
+    checkpoints = sorted(job.checkpoints)  # already sorted from the loader: linear
     out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in CAUSES}
     for i in job.interruptions:
         down_end = i.recovered_at or job.ended_at or end
@@ -85,9 +88,14 @@ def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Inter
         if not i.planned:
             since = restart_point(checkpoints, i.failed_at) or job.started_at
             out["rework"].append(((since, i.failed_at), i.incident_id))
-    out["checkpoint"] = [
-        ((saved, saved + dt.timedelta(seconds=blocking)), None) for saved, blocking in checkpoints
-    ]
+    if checkpoints:
+        longest = dt.timedelta(seconds=max(b for _, b in checkpoints))
+        lo = bisect.bisect_left(checkpoints, (window[0] - longest,))
+        hi = bisect.bisect_left(checkpoints, (window[1],))
+        out["checkpoint"] = [
+            ((saved, saved + dt.timedelta(seconds=blocking)), None)
+            for saved, blocking in checkpoints[lo:hi]
+        ]
     return out
 
 
@@ -102,7 +110,7 @@ def job_week(job: JobRun, *, start: dt.datetime, end: dt.datetime, now: dt.datet
     window = run[0]
     result.wall_s = length(run)
     taken: list[Interval] = []
-    for cause, intervals in _lost_intervals(job, end).items():
+    for cause, intervals in _lost_intervals(job, end, window).items():
         if cause == "checkpoint":  # many, none tied to an incident: take them as one set
             part = subtract(clip([iv for iv, _ in intervals], window), taken)
             result.by_cause[cause] += length(part)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from django.db.models import Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from apps.common.dbfuncs import Epoch, from_epoch
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.incidents.models import Incident
 from apps.jobs.mfu import flops_per_token, mfu_factor
@@ -43,15 +44,17 @@ def _interruptions(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> 
 
 def _checkpoints(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> dict:
     """Each job's checkpoints in [start − longest blocking time, end), plus its latest one
-    before that: enough to find every failure's restart point exactly (a checkpoint older
-    than the look-back has finished writing before the window starts)."""
+    before that, in time order: enough to find every failure's restart point exactly (a
+    checkpoint older than the look-back has finished writing before the window starts)."""
     longest = Checkpoint.objects.filter(job_id__in=job_ids).aggregate(m=Max("blocking_s"))["m"]
     since = start - dt.timedelta(seconds=max(longest or 0.0, 0.0))
     out: dict[int, list[tuple[dt.datetime, float]]] = defaultdict(list)
-    for job_id, saved_at, blocking in Checkpoint.objects.filter(
-        job_id__in=job_ids, saved_at__gte=since, saved_at__lt=end
-    ).values_list("job_id", "saved_at", "blocking_s"):
-        out[job_id].append((saved_at, blocking))
+    for job_id, saved_at, blocking in (
+        Checkpoint.objects.filter(job_id__in=job_ids, saved_at__gte=since, saved_at__lt=end)
+        .order_by("job_id", "saved_at")
+        .values_list("job_id", Epoch("saved_at"), "blocking_s")
+    ):
+        out[job_id].append((from_epoch(saved_at), blocking))
     before = Job.objects.filter(pk__in=job_ids).annotate(
         last=Subquery(
             Checkpoint.objects.filter(job=OuterRef("pk"), saved_at__lt=since)
@@ -60,7 +63,7 @@ def _checkpoints(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> di
         )
     )
     for job_id, last in before.exclude(last=None).values_list("pk", "last"):
-        out[job_id].append((last, 0.0))  # finished before `since`: its blocking is past
+        out[job_id].insert(0, (last, 0.0))  # finished before `since`: its blocking is past
     return out
 
 

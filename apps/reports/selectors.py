@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node
@@ -142,6 +143,23 @@ def reliability_report(
     )
     report["cluster"] = cluster.name
     return report
+
+
+def node_mtbf_hours(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> float | None:
+    """§4.1's node MTBF over [start, now) in two small queries (no incident rows loaded):
+    node-hours in service / unexpected interruptions naming at least one node."""
+    failures = (
+        Incident.objects.filter(cluster=cluster, interrupts_job=True, planned=False)
+        .annotate(failed=Coalesce("occurred_at", "detected_at"))
+        .filter(failed__gte=start, failed__lt=now)
+        .filter(Exists(Incident.nodes.through.objects.filter(incident=OuterRef("pk"))))
+        .count()
+    )
+    if not failures:
+        return None
+    in_service = Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
+    seconds = sum(max(0.0, (now - max(start, t)).total_seconds()) for t in in_service)
+    return seconds / 3600 / failures
 
 
 def _incident_times(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> list[IncidentTimes]:

@@ -7,6 +7,7 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from apps.common.dbfuncs import Epoch
 from apps.fleet.models import Cluster
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Job, JobMetricHour
@@ -14,7 +15,7 @@ from apps.reports.availability import bucket_seconds, service_window, unavailabl
 from apps.reports.effective import weekly
 from apps.reports.inputs import job_runs, node_histories
 from apps.reports.planning import Advice, checkpoint_advice
-from apps.reports.selectors import reliability_report
+from apps.reports.selectors import node_mtbf_hours
 
 TOP_JOBS = 8
 HEATMAP_NODES = 60  # × 31 days stays under 2,000 cells
@@ -43,15 +44,16 @@ def mfu_by_hour(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> di
         )
         for pk, j in jobs.items()
     }
-    per_job: dict[int, dict[dt.datetime, float]] = defaultdict(dict)
+    per_job: dict[int, dict[int, float]] = defaultdict(dict)  # job → epoch hour → MFU
     for job_id, hour, w, x in JobMetricHour.objects.filter(
         job_id__in=list(jobs), hour__gte=start, hour__lt=end
-    ).values_list("job_id", "hour", "step_s_sum", "tps_step_sum"):
+    ).values_list("job_id", Epoch("hour"), "step_s_sum", "tps_step_sum"):
         if w and factor[job_id]:
-            per_job[job_id][hour] = factor[job_id] * x / w
+            per_job[job_id][round(hour)] = factor[job_id] * x / w
     hours = _hours(start, end)
+    keys = [round(h.timestamp()) for h in hours]
     cluster_mfu = []
-    for h in hours:
+    for h in keys:
         pairs = [(jobs[j]["gpu_count"], s[h]) for j, s in per_job.items() if h in s]
         gpus = sum(g for g, _ in pairs)
         cluster_mfu.append(sum(g * m for g, m in pairs) / gpus if gpus else None)
@@ -64,7 +66,7 @@ def mfu_by_hour(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> di
                 "id": j,
                 "name": jobs[j]["name"],
                 "gpu_count": jobs[j]["gpu_count"],
-                "mfu": [per_job[j].get(h) for h in hours],
+                "mfu": [per_job[j].get(h) for h in keys],
             }
             for j in top
         ],
@@ -128,8 +130,7 @@ def checkpoint_report(
     projected from the cluster's node MTBF)."""
     start = now - dt.timedelta(days=days)
     runs = job_runs(cluster=cluster, start=start, end=now, with_mfu=False)
-    rel = reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=1)
-    node_mtbf = rel["node_mtbf_hours"]
+    node_mtbf = node_mtbf_hours(cluster=cluster, start=start, now=now)
     week = {
         j["id"]: j for j in weekly(runs, start=now - dt.timedelta(days=7), end=now, now=now)["jobs"]
     }

@@ -24,6 +24,7 @@ from apps.reports.selectors import (
     reliability_report,
     weekly_reliability,
 )
+from apps.reports.weekly import TARGETS, week_so_far
 
 
 def pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
@@ -42,6 +43,8 @@ def overview_page(request: HttpRequest) -> HttpResponse:
     context = {"clusters": names, "cluster": cluster, "now": timezone.now()}
     if cluster is not None:
         context["o"] = overview(cluster=cluster, now=context["now"])
+        context["week"] = week_so_far(cluster=cluster, now=context["now"])
+        context["targets"] = TARGETS
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )

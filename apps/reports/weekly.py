@@ -7,6 +7,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from django.core.cache import cache
+
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category
 from apps.reports.availability import availability
@@ -123,3 +125,26 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
             }
         )
     return out
+
+
+KPI_SECONDS = 60
+
+
+def week_so_far(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
+    """The overview's slow KPIs — this week's effective rate so far and the 30-day cluster
+    MTBF — kept for a minute per process (the overview is polled by every open screen)."""
+
+    def compute() -> dict[str, Any]:
+        start = week_start(now)
+        runs = job_runs(cluster=cluster, start=start, end=now, with_mfu=False)
+        rel = reliability_report(
+            cluster=cluster, start=now - dt.timedelta(days=30), end=now, now=now, job_nodes=128
+        )
+        return {
+            "effective_rate": weekly(runs, start=start, end=now, now=now)["effective_rate"],
+            "mtbf_hours": rel["mtbf_hours"],
+            "interruptions": rel["interruptions"],
+            "at": now,
+        }
+
+    return cache.get_or_set(f"kuae:week-so-far:{cluster.pk}", compute, KPI_SECONDS)

@@ -64,3 +64,29 @@ def test_bad_reliability_queries(api, cluster, query, field):
 def test_reliability_roles(api, cluster):
     assert api("ada").get("/api/v1/reports/reliability/").status_code == 403
     assert api(None).get("/api/v1/reports/reliability/").status_code == 401
+
+
+def test_node_mtbf_shortcut_agrees_with_the_report(cluster, nodes, job):
+    """The chart's two-query node MTBF is §4.1's node_mtbf_hours."""
+    from apps.reports.selectors import node_mtbf_hours, reliability_report
+
+    now = timezone.now()
+    for hours, named in ((5, True), (30, True), (50, False)):
+        at = now - dt.timedelta(hours=hours)
+        incident_open(
+            cluster=cluster,
+            title="x",
+            category="gpu",
+            severity="sev3",
+            occurred_at=at,
+            detected_at=at,
+            job=job,
+            nodes=[nodes[1]] if named else [],
+            interrupts_job=True,
+        )
+    start = now - dt.timedelta(days=3)
+    report = reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=1)
+    assert report["node_failures"] == 2
+    assert node_mtbf_hours(cluster=cluster, start=start, now=now) == pytest.approx(
+        report["node_mtbf_hours"]
+    )

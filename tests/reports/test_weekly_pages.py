@@ -94,3 +94,12 @@ def test_report_pages_need_a_reader(client, users, sim):
     assert client.get("/reports/weekly/").status_code == 403
     assert client.get("/reports/weekly.csv").status_code == 403
     assert client.get("/charts/reports/mfu.json").status_code == 403
+
+
+def test_overview_shows_this_weeks_effective_rate_and_cluster_mtbf(client, users, sim):
+    client.force_login(users["mia"])
+    html = client.get("/").content.decode()
+    week = client.get("/api/v1/reports/weekly/").json()
+    assert "this week so far" in html and f"{100 * week['effective_rate']:.2f}%" in html
+    rel = client.get("/api/v1/reports/reliability/").json()
+    assert f"{rel['mtbf_hours']:.1f} h" in html and "Cluster MTBF" in html

@@ -18,11 +18,18 @@ from apps.reports.availability import NodeHistory
 from apps.reports.effective import Interruption, JobRun
 
 
-def _jobs_in(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> list[dict]:
+def _jobs_in(
+    cluster: Cluster, start: dt.datetime, end: dt.datetime, only: int | None
+) -> list[dict]:
+    jobs = Job.objects.filter(cluster=cluster, started_at__lt=end).filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=start)
+    )
+    if only is not None:
+        jobs = jobs.filter(pk=only)
     return list(
-        Job.objects.filter(cluster=cluster, started_at__lt=end)
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
-        .values("id", "name", "gpu_count", "started_at", "ended_at", "n_params", "flops_per_token")
+        jobs.values(
+            "id", "name", "gpu_count", "started_at", "ended_at", "n_params", "flops_per_token"
+        )
     )
 
 
@@ -80,11 +87,16 @@ def mean_tokens_per_s(job_ids: list[int], start: dt.datetime, end: dt.datetime) 
 
 
 def job_runs(
-    *, cluster: Cluster, start: dt.datetime, end: dt.datetime, with_mfu: bool = True
+    *,
+    cluster: Cluster,
+    start: dt.datetime,
+    end: dt.datetime,
+    with_mfu: bool = True,
+    only: int | None = None,
 ) -> list[JobRun]:
-    """Every job that ran in [start, end) with its interruptions, checkpoints and (when
-    asked) its step-time-weighted mean MFU over the window."""
-    jobs = _jobs_in(cluster, start, end)
+    """Every job (or job `only`) that ran in [start, end) with its interruptions,
+    checkpoints and (when asked) its step-time-weighted mean MFU over the window."""
+    jobs = _jobs_in(cluster, start, end, only)
     ids = [j["id"] for j in jobs]
     interruptions = _interruptions(ids, start, end)
     checkpoints = _checkpoints(ids, start, end)

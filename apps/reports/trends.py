@@ -12,10 +12,11 @@ from apps.fleet.models import Cluster
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Job, JobMetricHour
 from apps.reports.availability import bucket_seconds, service_window, unavailable
-from apps.reports.effective import weekly
+from apps.reports.effective import JobRun, job_week, weekly
 from apps.reports.inputs import job_runs, node_histories
 from apps.reports.planning import Advice, checkpoint_advice
 from apps.reports.selectors import node_mtbf_hours
+from apps.reports.weekly import week_start
 
 TOP_JOBS = 8
 HEATMAP_NODES = 60  # × 31 days stays under 2,000 cells
@@ -138,19 +139,7 @@ def checkpoint_report(
     for run in runs:
         if run.ended_at is not None:  # advice is for jobs still running
             continue
-        wall_h = (min(run.ended_at or now, now) - max(run.started_at, start)).total_seconds() / 3600
-        failures = sum(1 for i in run.interruptions if not i.planned and i.failed_at >= start)
-        nodes = max(1, run.gpu_count // max(cluster.gpus_per_node, 1))
-        if failures:
-            mtbf, source = wall_h / failures, f"measured: {failures} failures"
-        elif node_mtbf:
-            mtbf, source = node_mtbf / nodes, f"projected: node MTBF / {nodes} nodes"
-        else:
-            continue
-        saves = [(t.timestamp(), b) for t, b in run.checkpoints if t >= start and b > 0]
-        advice: Advice | None = checkpoint_advice(
-            gpu_count=run.gpu_count, saves=saves, mtbf_hours=mtbf, mtbf_source=source
-        )
+        advice = _advice(run, cluster=cluster, start=start, now=now, node_mtbf=node_mtbf)
         if advice is None:
             continue
         out.append(
@@ -166,3 +155,47 @@ def checkpoint_report(
         )
     out.sort(key=lambda r: -r["advice"].gpu_hours_saved_per_week)
     return out
+
+
+def _advice(
+    run: JobRun,
+    *,
+    cluster: Cluster,
+    start: dt.datetime,
+    now: dt.datetime,
+    node_mtbf: float | None,
+) -> Advice | None:
+    """Young/Daly for one job from its checkpoints since `start` and its measured failure
+    rate, else the MTBF projected from the cluster's node MTBF."""
+    wall_h = (min(run.ended_at or now, now) - max(run.started_at, start)).total_seconds() / 3600
+    failures = sum(1 for i in run.interruptions if not i.planned and i.failed_at >= start)
+    nodes = max(1, run.gpu_count // max(cluster.gpus_per_node, 1))
+    if failures:
+        mtbf, source = wall_h / failures, f"measured: {failures} failures"
+    elif node_mtbf:
+        mtbf, source = node_mtbf / nodes, f"projected: node MTBF / {nodes} nodes"
+    else:
+        return None
+    saves = [(t.timestamp(), b) for t, b in run.checkpoints if t >= start and b > 0]
+    return checkpoint_advice(
+        gpu_count=run.gpu_count, saves=saves, mtbf_hours=mtbf, mtbf_source=source
+    )
+
+
+def job_effective(*, job: Job, now: dt.datetime, days: int = 30) -> dict[str, Any] | None:
+    """A job's effective rate and lost hours over its whole run and this week, and its
+    checkpoint advice (from its last `days`)."""
+    if job.started_at is None:
+        return None
+    runs = job_runs(cluster=job.cluster, start=job.started_at, end=now, only=job.pk)
+    if not runs:
+        return None
+    run = runs[0]
+    whole = job_week(run, start=job.started_at, end=now, now=now)
+    this_week = job_week(run, start=week_start(now), end=now, now=now)
+    start = now - dt.timedelta(days=days)
+    node_mtbf = node_mtbf_hours(cluster=job.cluster, start=start, now=now)
+    return {
+        "rows": [("Whole run", whole), ("This week", this_week)],
+        "advice": _advice(run, cluster=job.cluster, start=start, now=now, node_mtbf=node_mtbf),
+    }

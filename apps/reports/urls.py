@@ -12,6 +12,11 @@ urlpatterns = [
         r"^reports/weekly\.(?P<fmt>csv|pdf)$", views_weekly.weekly_download, name="weekly-download"
     ),
     path("reports/trends/", views_weekly.trends_page, name="trends"),
+    path(
+        "charts/jobs/<int:pk>/effective/",
+        views_weekly.job_effective_fragment,
+        name="job-effective",
+    ),
     path("charts/reports/mfu.json", views_weekly.mfu_chart, name="chart-mfu"),
     path(
         "charts/reports/availability.json",

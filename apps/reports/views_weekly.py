@@ -9,16 +9,21 @@ from typing import Any
 
 from django.db.models import Avg
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
 from apps.fleet.models import Cluster
-from apps.jobs.models import Checkpoint
+from apps.jobs.models import Checkpoint, Job
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.planning import what_if
 from apps.reports.selectors import reliability_report
-from apps.reports.trends import availability_by_time, checkpoint_report, mfu_by_hour
+from apps.reports.trends import (
+    availability_by_time,
+    checkpoint_report,
+    job_effective,
+    mfu_by_hour,
+)
 from apps.reports.views import pick_cluster
 from apps.reports.weekly import (
     TARGETS,
@@ -211,3 +216,14 @@ availability_chart = _chart(_availability)
 availability_heatmap_chart = _chart(_heatmap)
 effective_chart = _chart(_effective)
 checkpoint_chart = _chart(_checkpoints)
+
+
+@role_required()
+def job_effective_fragment(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job page's effective-rate panel: whole run, this week, checkpoint advice."""
+    job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+    return render(
+        request,
+        "reports/_job_effective.html",
+        {"job": job, "e": job_effective(job=job, now=timezone.now()), "targets": TARGETS},
+    )

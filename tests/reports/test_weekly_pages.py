@@ -103,3 +103,19 @@ def test_overview_shows_this_weeks_effective_rate_and_cluster_mtbf(client, users
     assert "this week so far" in html and f"{100 * week['effective_rate']:.2f}%" in html
     rel = client.get("/api/v1/reports/reliability/").json()
     assert f"{rel['mtbf_hours']:.1f} h" in html and "Cluster MTBF" in html
+
+
+def test_job_page_effective_panel(client, users, sim):
+    from apps.jobs.models import Job
+
+    client.force_login(users["mia"])
+    flagship = Job.objects.get(external_id="sim-0")
+    assert (
+        f"/charts/jobs/{flagship.pk}/effective/"
+        in client.get(f"/jobs/{flagship.pk}/").content.decode()
+    )
+    html = client.get(f"/charts/jobs/{flagship.pk}/effective/").content.decode()
+    week = client.get("/api/v1/reports/weekly/").json()
+    row = next(j for j in week["jobs"] if j["id"] == flagship.pk)
+    assert f"{100 * row['effective_rate']:.2f}%" in html  # this week agrees with §4.2
+    assert "Whole run" in html and "Checkpoint every" in html

@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.common.middleware.SecurityHeadersMiddleware",
+    "apps.accounts.audit.AuditDenialsMiddleware",
 ]
 
 ROOT_URLCONF = "kuaeweb.urls"
@@ -226,6 +228,21 @@ SECURE_HSTS_PRELOAD = HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_HTTPONLY = True
+# Sign-in throttle: this many failures for one username (4× for one address) within the
+# window refuse further attempts with 429 until older failures age out.
+KUAE_LOGIN_FAILURES = env_int("KUAE_LOGIN_FAILURES", 5, minimum=1)
+KUAE_LOGIN_WINDOW_S = env_int("KUAE_LOGIN_WINDOW_S", 900, minimum=1)
+# Scripts only from this origin, never inline (pages have none; Plotly sets inline styles).
+KUAE_CSP = env_str(
+    "KUAE_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+# The API docs and /metrics are for signed-in users (metrics: admins or KUAE_METRICS_TOKEN)
+# unless made public here.
+KUAE_PUBLIC_DOCS = env_bool("KUAE_PUBLIC_DOCS", False)
+KUAE_METRICS_TOKEN = env_secret("KUAE_METRICS_TOKEN")
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {

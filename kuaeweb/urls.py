@@ -1,11 +1,27 @@
 """URL wiring: pages, the versioned API, schema and docs, service endpoints."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.permissions import AllowAny
 
+from apps.accounts import views as account_views
+from apps.accounts.permissions import role_required
+from apps.accounts.schema import ReaderSchemaView
 from apps.common import views as common_views
+from apps.reports import metrics as report_metrics
+
+# The schema and its Swagger UI: readers only, unless KUAE_PUBLIC_DOCS makes them public.
+schema_view = (
+    SpectacularAPIView.as_view(permission_classes=[AllowAny])
+    if settings.KUAE_PUBLIC_DOCS
+    else ReaderSchemaView.as_view()
+)
+docs_view = SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+if not settings.KUAE_PUBLIC_DOCS:
+    docs_view = role_required()(docs_view)
 
 api_v1 = [
     path("", include("apps.fleet.urls_api")),
@@ -13,7 +29,7 @@ api_v1 = [
     path("", include("apps.incidents.urls_api")),
     path("", include("apps.health.urls_api")),
     path("", include("apps.reports.urls_api")),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/", schema_view, name="api-schema"),
 ]
 
 urlpatterns = [
@@ -21,8 +37,9 @@ urlpatterns = [
     path("readyz", common_views.readyz, name="readyz"),
     path("ui/colours.css", common_views.colours_css, name="colours-css"),
     path("api/v1/", include(api_v1)),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("api/docs/", docs_view, name="api-docs"),
+    path("metrics", report_metrics.metrics, name="metrics"),
+    path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),

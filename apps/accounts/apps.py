@@ -6,4 +6,4 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self) -> None:
-        from apps.accounts import schema  # noqa: F401 - registers the OpenAPI extension
+        from apps.accounts import audit, schema  # noqa: F401 - signal receivers, OpenAPI extension

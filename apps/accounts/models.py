@@ -47,3 +47,32 @@ class ApiToken(models.Model):
         raw = secrets.token_urlsafe(32)
         cls.objects.create(user=user, key_hash=hash_token(raw), prefix=raw[:8])
         return raw
+
+
+class AuditEvent(models.Model):
+    """Who signed in, who failed to, who was refused what. Written, never edited."""
+
+    class Kind(models.TextChoices):
+        LOGIN = "login", "Signed in"
+        LOGIN_FAILED = "login_failed", "Sign-in failed"
+        LOGIN_THROTTLED = "login_throttled", "Sign-in refused: too many failures"
+        LOGOUT = "logout", "Signed out"
+        DENIED = "denied", "Permission denied"
+
+    at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    username = models.CharField(max_length=150, blank=True, default="")
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    method = models.CharField(max_length=8, blank=True, default="")
+    path = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["kind", "at"], name="audit_kind_at"),
+            models.Index(fields=["username", "kind", "at"], name="audit_user_kind_at"),
+            models.Index(fields=["ip", "kind", "at"], name="audit_ip_kind_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.kind} {self.username or '-'} {self.path}"

@@ -1,6 +1,12 @@
-"""OpenAPI description of the token scheme (drf-spectacular extension)."""
+"""OpenAPI: the token scheme (drf-spectacular extension) and the schema view for readers."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authentication import SessionAuthentication
+
+from apps.accounts.authentication import HashedTokenAuthentication
+from apps.accounts.choices import READERS
+from apps.accounts.permissions import RolePermission
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
@@ -16,3 +22,12 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "`Token <token>` — `manage.py create_user NAME --role ROLE` prints one.",
         }
+
+
+class ReaderSchemaView(SpectacularAPIView):
+    """The OpenAPI document, for readers (a role check like every endpoint); the Swagger UI
+    page fetches it with the browser's session."""
+
+    roles = {"GET": READERS}
+    authentication_classes = [HashedTokenAuthentication, SessionAuthentication]
+    permission_classes = [RolePermission]

@@ -50,3 +50,17 @@ class BodyLimitMiddleware:
             request.META["CONTENT_LENGTH"] = str(len(body))
             del request.META["HTTP_CONTENT_ENCODING"]
         return self.get_response(request)
+
+
+class SecurityHeadersMiddleware:
+    """Content-Security-Policy (KUAE_CSP) and a strict referrer policy on every response."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if settings.KUAE_CSP:
+            response.headers.setdefault("Content-Security-Policy", settings.KUAE_CSP)
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response

@@ -72,6 +72,8 @@ def _kept(formset: Any) -> list[dict[str, Any]]:
 def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     """Read the postmortem; engineers edit a draft here (POST saves it, `then=submit` also
     submits it for review)."""
+    if request.method == "POST" and not request.user.has_role(ENGINEERS):
+        raise PermissionDenied("only engineers write postmortems")
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()

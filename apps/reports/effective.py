@@ -13,6 +13,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from apps.common.intervals import Interval, clip, length, subtract, union
@@ -46,6 +47,37 @@ class JobRun:
     checkpoints: Sequence[tuple[dt.datetime, float]] = ()
     mean_mfu: float | None = None
 
+    @cached_property
+    def saves(self) -> list[tuple[dt.datetime, float]]:
+        """The checkpoints in time order (computed once, reused week after week)."""
+        return sorted(self.checkpoints)
+
+    @cached_property
+    def _blocked(self) -> tuple[list[Interval], list[dt.datetime], list[float]]:
+        """The union of all checkpoint blocking intervals, their starts, and prefix sums of
+        their lengths: any window's checkpoint time is then two bisections away."""
+        blocked = union((t, t + dt.timedelta(seconds=b)) for t, b in self.saves)
+        prefix = [0.0]
+        for s, e in blocked:
+            prefix.append(prefix[-1] + (e - s).total_seconds())
+        return blocked, [s for s, _ in blocked], prefix
+
+    def blocked_seconds(self, lo: dt.datetime, hi: dt.datetime) -> float:
+        """Seconds within [lo, hi) during which a checkpoint was blocking training."""
+        blocked, starts, prefix = self._blocked
+        i = max(bisect.bisect_right(starts, lo) - 1, 0)
+        j = bisect.bisect_left(starts, hi)
+        if hi <= lo or i >= j:
+            return 0.0
+        total = prefix[j] - prefix[i]
+        s, e = blocked[i]
+        if lo > s:
+            total -= (min(e, lo) - s).total_seconds()
+        s, e = blocked[j - 1]
+        if e > hi:
+            total -= (e - max(s, hi)).total_seconds()
+        return total
+
 
 @dataclass
 class JobWeek:
@@ -75,27 +107,17 @@ def restart_point(
     return None
 
 
-def _lost_intervals(
-    job: JobRun, end: dt.datetime, window: Interval
-) -> dict[str, list[tuple[Interval, int | None]]]:
-    """Each cause's intervals before clipping, with the incident behind each; of the
-    checkpoints only those that can reach into `window`."""
-    checkpoints = sorted(job.checkpoints)  # already sorted from the loader: linear
-    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in CAUSES}
+def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Interval, int | None]]]:
+    """Downtime, planned downtime and rework intervals before clipping, with the incident
+    behind each (checkpoint time is counted from `JobRun.blocked_seconds`)."""
+    checkpoints = job.saves
+    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in CAUSES[:3]}
     for i in job.interruptions:
         down_end = i.recovered_at or job.ended_at or end
         out["planned" if i.planned else "downtime"].append(((i.failed_at, down_end), i.incident_id))
         if not i.planned:
             since = restart_point(checkpoints, i.failed_at) or job.started_at
             out["rework"].append(((since, i.failed_at), i.incident_id))
-    if checkpoints:
-        longest = dt.timedelta(seconds=max(b for _, b in checkpoints))
-        lo = bisect.bisect_left(checkpoints, (window[0] - longest,))
-        hi = bisect.bisect_left(checkpoints, (window[1],))
-        out["checkpoint"] = [
-            ((saved, saved + dt.timedelta(seconds=blocking)), None)
-            for saved, blocking in checkpoints[lo:hi]
-        ]
     return out
 
 
@@ -109,24 +131,27 @@ def job_week(job: JobRun, *, start: dt.datetime, end: dt.datetime, now: dt.datet
         return result
     window = run[0]
     result.wall_s = length(run)
-    taken: list[Interval] = []
-    for cause, intervals in _lost_intervals(job, end, window).items():
-        if cause == "checkpoint":  # many, none tied to an incident: take them as one set
-            part = subtract(clip([iv for iv, _ in intervals], window), taken)
-            result.by_cause[cause] += length(part)
-            taken = union([*taken, *part])
-            continue
+    taken: list[Interval] = []  # always disjoint and sorted (a union)
+    for cause, intervals in _lost_intervals(job, end).items():
         for interval, incident_id in sorted(intervals, key=lambda x: x[0]):
             part = subtract(clip([interval], window), taken)
             if not part:
                 continue
-            seconds = length(part)
+            seconds = _span(part)
             result.by_cause[cause] += seconds
             if incident_id is not None:
                 result.by_incident[incident_id] = result.by_incident.get(incident_id, 0) + seconds
             taken = union([*taken, *part])
-    result.lost_s = length(taken)
+    # Checkpoints come last: their blocking time in the window, less what is already taken.
+    blocked = job.blocked_seconds(*window) - sum(job.blocked_seconds(s, e) for s, e in taken)
+    result.by_cause["checkpoint"] = blocked
+    result.lost_s = _span(taken) + blocked
     return result
+
+
+def _span(disjoint: list[Interval]) -> float:
+    """Seconds covered by intervals already disjoint (what subtract and union return)."""
+    return sum((e - s).total_seconds() for s, e in disjoint)
 
 
 def weekly(

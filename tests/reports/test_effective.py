@@ -160,3 +160,22 @@ def test_unavailable_intervals_and_buckets():
     assert gaps == [(t(17, 6), t(17, 18))]
     edges = [t(17), t(17, 12), t(18)]
     assert bucket_seconds(gaps, edges) == [6 * H, 6 * H]
+
+
+def test_blocked_seconds_over_any_window():
+    # two saves overlap (10:00–10:10 and 10:05–10:15 → 15 min), one alone at 12:00 for 5 min
+    job = JobRun(
+        1,
+        "j",
+        8,
+        t(16),
+        None,
+        checkpoints=[(t(16, 12), 300.0), (t(16, 10, 5), 600.0), (t(16, 10), 600.0)],
+    )
+    assert job.blocked_seconds(t(16), t(17)) == 20 * 60
+    assert job.blocked_seconds(t(16, 10, 7), t(16, 12, 2)) == 8 * 60 + 2 * 60
+    assert job.blocked_seconds(t(16, 10, 20), t(16, 11)) == 0
+    assert job.blocked_seconds(t(16, 12, 1), t(16, 12, 3)) == 120
+    assert JobRun(2, "k", 8, t(16), None).blocked_seconds(t(16), t(17)) == 0
+    week = job_week(job, start=MON, end=NEXT, now=NOW)
+    assert week.by_cause["checkpoint"] == week.lost_s == 20 * 60

@@ -1,0 +1,106 @@
+"""`/metrics`: the dashboard's own state for Prometheus (fleet by state, open incidents,
+running jobs, age of each check's last run), read from the database at scrape time.
+
+Not public: a scraper sends `Authorization: Bearer KUAE_METRICS_TOKEN`, or an admin is
+signed in; KUAE_PUBLIC_METRICS is not offered on purpose — the token is the switch.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db.models import Count, Max, Sum
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from apps.accounts.choices import ADMINS
+from apps.fleet.models import Node
+from apps.health.models import CheckRun
+from apps.incidents.choices import ACTIVE_STATUSES
+from apps.incidents.models import Incident
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
+
+
+class FleetCollector:
+    """Gauges computed from the database on each scrape (a handful of grouped queries)."""
+
+    def collect(self) -> Iterator[Metric]:
+        nodes = GaugeMetricFamily(
+            "kuae_nodes", "Nodes by cluster and state", labels=["cluster", "state"]
+        )
+        gpus = GaugeMetricFamily(
+            "kuae_gpus", "GPUs by cluster and node state", labels=["cluster", "state"]
+        )
+        for row in Node.objects.values("cluster__name", "state").annotate(
+            n=Count("id"), g=Sum("gpu_count")
+        ):
+            nodes.add_metric([row["cluster__name"], row["state"]], row["n"])
+            gpus.add_metric([row["cluster__name"], row["state"]], row["g"] or 0)
+        yield nodes
+        yield gpus
+        incidents = GaugeMetricFamily(
+            "kuae_open_incidents",
+            "Open incidents by cluster and severity",
+            labels=["cluster", "severity"],
+        )
+        for row in (
+            Incident.objects.filter(status__in=ACTIVE_STATUSES)
+            .values("cluster__name", "severity")
+            .annotate(n=Count("id"))
+        ):
+            incidents.add_metric([row["cluster__name"], row["severity"]], row["n"])
+        yield incidents
+        jobs = GaugeMetricFamily("kuae_running_jobs", "Running jobs by cluster", labels=["cluster"])
+        for row in (
+            Job.objects.filter(status=JobStatus.RUNNING)
+            .values("cluster__name")
+            .annotate(n=Count("id"))
+        ):
+            jobs.add_metric([row["cluster__name"]], row["n"])
+        yield jobs
+        age = GaugeMetricFamily(
+            "kuae_check_last_run_age_seconds",
+            "Seconds since each check kind last finished, by cluster",
+            labels=["cluster", "kind"],
+        )
+        now = timezone.now()
+        for row in (
+            CheckRun.objects.filter(status="done")
+            .values("cluster__name", "kind")
+            .annotate(last=Max("started_at"))
+        ):
+            if row["last"] is not None:
+                age.add_metric(
+                    [row["cluster__name"], row["kind"]], (now - row["last"]).total_seconds()
+                )
+        yield age
+
+
+def _allowed(request: HttpRequest) -> bool:
+    token = settings.KUAE_METRICS_TOKEN
+    header = request.headers.get("Authorization", "")
+    if token and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), token):
+        return True
+    user = request.user
+    return bool(user.is_authenticated and user.has_role(ADMINS))  # type: ignore[union-attr]
+
+
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus text; 401 without credentials, 403 for a signed-in non-admin."""
+    if not _allowed(request):
+        status = 403 if request.user.is_authenticated else 401
+        return HttpResponse(
+            "metrics need KUAE_METRICS_TOKEN or an admin\n",
+            status=status,
+            content_type="text/plain",
+        )
+    registry = CollectorRegistry()
+    registry.register(FleetCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -7,4 +7,5 @@ from apps.fleet import views
 urlpatterns = [
     path("nodes/", views.node_list_page, name="node-list"),
     path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
+    path("nodes/<str:hostname>/state/", views.node_state_page, name="node-state"),
 ]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
+from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
 from apps.common.listing import list_page
-from apps.fleet.choices import NodeState
+from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.filters import NodeFilter
-from apps.fleet.models import Cluster
+from apps.fleet.models import Cluster, Node
 from apps.fleet.selectors import (
     node_detail,
     node_events,
@@ -18,6 +22,7 @@ from apps.fleet.selectors import (
     node_state_history,
     rack_list,
 )
+from apps.fleet.services import node_set_state
 from apps.fleet.telemetry import GPU_COLUMNS
 
 SORTS = {
@@ -74,5 +79,36 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "history": node_state_history(node=node),
             "events": node_events(node=node),
             "now": timezone.now(),
+            "can_set_state": request.user.has_role(OPERATORS),
+            "state_form": NodeStateForm(
+                initial={"state": "drained" if node.state in ("healthy", "suspect") else "healthy"}
+            ),
         },
     )
+
+
+class NodeStateForm(forms.Form):
+    """An operator drains, returns or marks a node; the reason is required."""
+
+    state = forms.ChoiceField(choices=NodeState.choices)
+    reason = forms.CharField(max_length=500)
+
+
+@require_POST
+@role_required(OPERATORS)
+def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
+    """Set the node's state from its page (history records who and why)."""
+    node = get_object_or_404(Node, hostname=hostname)
+    form = NodeStateForm(request.POST)
+    if form.is_valid():
+        node_set_state(
+            node=node,
+            state=form.cleaned_data["state"],
+            reason=form.cleaned_data["reason"],
+            source=StateSource.USER,
+            by=request.user.get_username(),
+        )
+        messages.success(request, f"{hostname} is now {form.cleaned_data['state']}.")
+    else:
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    return redirect("node-detail", hostname=hostname)

@@ -71,6 +71,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "chart-node-telemetry": {"GET": READ},
     "node-list": {"GET": READ},
     "node-detail": {"GET": READ},
+    "node-state": {"POST": OPS},
     "job-list": {"GET": READ},
     "job-detail": {"GET": READ},
     "health": {"GET": READ},

@@ -1,0 +1,369 @@
+"""Faults survived, nothing lost (issue 7): the app on its own PostgreSQL and Redis, started
+here on free ports, while an agent posts telemetry and job metrics without pause — the
+Celery worker is SIGKILLed and restarted, Redis restarted, PostgreSQL restarted. Afterwards
+every sample answered 2xx is stored exactly once, the scheduled checks run again, and the
+silent node has one incident, not one per restart.
+
+Needs PostgreSQL's server binaries (initdb, pg_ctl) and redis-server, as this machine and
+CI have; run by `make test` (marked `faults`, about a minute).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.faults
+ROOT = Path(__file__).resolve().parents[2]
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(check, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+class Postgres:
+    """A throwaway PostgreSQL cluster owned by the `postgres` user, on a free port."""
+
+    def __init__(self, base: Path) -> None:
+        self.dir, self.port = base / "pg", _free_port()
+        self.dir.mkdir()
+        shutil.chown(self.dir, "postgres", "postgres")
+        self._as_postgres(
+            [str(PG_BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres"]
+        )
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/kuae"
+
+    def _as_postgres(self, cmd: list[str]) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *cmd], check=True, capture_output=True)
+
+    def _ctl(self, action: str, *extra: str) -> None:
+        opts = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir}"
+        self._as_postgres(
+            [
+                str(PG_BIN / "pg_ctl"),
+                "-D",
+                str(self.dir / "data"),
+                "-l",
+                str(self.dir / "log"),
+                "-o",
+                opts,
+                "-w",
+                *extra,
+                action,
+            ]
+        )
+
+    def start(self) -> None:
+        self._ctl("start")
+
+    def stop(self, mode: str = "immediate") -> None:
+        self._ctl("stop", "-m", mode)
+
+
+class Redis:
+    """A redis-server on a free port with an append-only file, so queued tasks survive."""
+
+    def __init__(self, base: Path) -> None:
+        self.dir, self.port = base / "redis", _free_port()
+        self.dir.mkdir()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--dir",
+                str(self.dir),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        _wait(
+            lambda: socket.create_connection(("127.0.0.1", self.port), 0.2).close() or True,
+            10,
+            "redis",
+        )
+
+    def stop(self) -> None:
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+class App:
+    """gunicorn (2 workers), a Celery worker and beat, all against the test's servers."""
+
+    def __init__(self, base: Path, pg: Postgres, redis: Redis) -> None:
+        self.base, self.port = base, _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": pg.url,
+            "CELERY_BROKER_URL": redis.url,
+            "DJANGO_SETTINGS_MODULE": "kuaeweb.settings",
+            "KUAE_TESTING": "1",
+            "DJANGO_HTTPS": "0",
+            "KUAE_VAR_DIR": str(base / "var"),
+            "KUAE_SCRAPE_INTERVAL": "0",
+            "KUAE_QUEUE": "faults",
+            "PYTHONUNBUFFERED": "1",
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def run(self, *args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return out.stdout
+
+    def start(self, name: str) -> None:
+        cmd = {
+            "web": [
+                "gunicorn",
+                "kuaeweb.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--access-logfile",
+                "-",
+                "--access-logformat",
+                "%(m)s %(U)s %(s)s",
+            ],
+            "worker": [
+                "celery",
+                "-A",
+                "kuaeweb",
+                "worker",
+                "--concurrency=2",
+                "--without-gossip",
+                "--without-mingle",
+                "-Q",
+                "faults",
+            ],
+            "beat": ["celery", "-A", "kuaeweb", "beat", "-s", str(self.base / "var" / "beat")],
+        }[name]
+        log = open(self.base / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
+        self.procs[name] = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True
+        )
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, sig)  # the worker's pool children too
+        proc.wait(20)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM)
+
+
+@pytest.fixture
+def stack() -> Iterator[tuple[Postgres, Redis, App]]:
+    if not (PG_BIN / "initdb").exists() or not shutil.which("redis-server"):
+        if os.environ.get("CI"):
+            pytest.fail("CI needs PostgreSQL's server binaries and redis-server")
+        pytest.skip("no PostgreSQL server binaries or redis-server here")
+    # Not under pytest's tmp_path: its parents are private to root, and the server runs as
+    # the postgres user.
+    tmp_path = Path(tempfile.mkdtemp(prefix="kuae-faults-"))
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "var").mkdir()
+    pg, redis = Postgres(tmp_path), Redis(tmp_path)
+    pg.start()
+    redis.start()
+    app = App(tmp_path, pg, redis)
+    try:
+        with psycopg.connect(
+            f"postgres://postgres@127.0.0.1:{pg.port}/postgres", autocommit=True
+        ) as c:
+            c.execute("CREATE DATABASE kuae")
+        app.run("manage.py", "migrate", "--noinput", "-v0")
+        yield pg, redis, app
+    finally:
+        app.stop_all()
+        redis.stop()
+        pg.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+class Agent(threading.Thread):
+    """Posts a job-metric sample and a telemetry sweep of 11 nodes every 0.2 s; like a real
+    agent it retries 5xx and connection errors until the server takes the batch, and
+    remembers what was answered 2xx."""
+
+    def __init__(self, url: str, world: dict) -> None:
+        super().__init__(daemon=True)
+        self.url, self.world = url, world
+        self.client = httpx.Client(headers={"Authorization": f"Token {world['token']}"}, timeout=5)
+        self.stop = threading.Event()
+        self.acked_metrics: list[str] = []
+        self.acked_telemetry: list[str] = []
+        self.retries = 0
+        self.refused: list[str] = []
+
+    def _post(self, path: str, body: dict) -> bool:
+        while True:
+            try:
+                response = self.client.post(self.url + path, json=body)
+                if response.status_code < 300:
+                    return True
+                if response.status_code < 500:
+                    self.refused.append(f"{response.status_code} {response.text[:200]}")
+                    return False
+            except httpx.HTTPError:
+                pass
+            self.retries += 1
+            time.sleep(0.25)
+
+    def run(self) -> None:
+        step = 0
+        while not self.stop.is_set():
+            step += 1
+            ts = dt.datetime.now(dt.UTC).isoformat()
+            sample = {"ts": ts, "step": step, "step_time_s": 1.0, "tokens_per_s": 1000.0 + step}
+            if self._post(f"/api/v1/jobs/{self.world['job']}/metrics/", {"samples": [sample]}):
+                self.acked_metrics.append(ts)
+            sweep = [
+                {"node": host, "gpu": g, "ts": ts, "metrics": {"temp_c": 50.0, "gpu_util": 97.0}}
+                for host in self.world["nodes"][:-1]
+                for g in range(8)
+            ]
+            if self._post("/api/v1/ingest/telemetry/", {"samples": sweep}):
+                self.acked_telemetry.append(ts)
+            time.sleep(0.2)
+
+
+def test_faults_survived_nothing_lost(stack):
+    pg, redis, app = stack
+    world = json.loads(app.run("-m", "tests.faults.world").strip().splitlines()[-1])
+    for name in ("web", "worker", "beat"):
+        app.start(name)
+    _wait(lambda: httpx.get(app.url + "/healthz", timeout=1).status_code == 200, 30, "gunicorn")
+    agent = Agent(app.url, world)
+    agent.start()
+
+    def heartbeat_runs_since(moment: dt.datetime) -> int:
+        with psycopg.connect(pg.url) as c:
+            return c.execute(
+                "SELECT count(*) FROM health_checkrun WHERE kind='heartbeat' AND status='done' "
+                "AND started_at > %s",
+                (moment,),
+            ).fetchone()[0]
+
+    started = dt.datetime.now(dt.UTC)
+    _wait(lambda: heartbeat_runs_since(started) >= 1, 60, "a first scheduled heartbeat check")
+    faults: list[tuple[str, dt.datetime]] = []
+
+    time.sleep(2)
+    app.kill("worker")  # SIGKILL, mid-whatever it was doing
+    faults.append(("worker SIGKILL", dt.datetime.now(dt.UTC)))
+    time.sleep(2)
+    app.start("worker")
+    _wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the worker restart")
+
+    redis.stop()
+    faults.append(("redis restart", dt.datetime.now(dt.UTC)))
+    time.sleep(2)
+    redis.start()
+    _wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the Redis restart")
+
+    retries_before = agent.retries
+    pg.stop("fast")
+    faults.append(("postgres down 3 s", dt.datetime.now(dt.UTC)))
+    time.sleep(3)
+    pg.start()
+    _wait(
+        lambda: heartbeat_runs_since(faults[-1][1]) >= 2, 60, "checks after the PostgreSQL restart"
+    )
+    time.sleep(2)
+    agent.stop.set()
+    agent.join(30)
+
+    assert not agent.refused, agent.refused[:3]  # nothing the agent sent was bad input
+    assert agent.retries > retries_before  # it did meet the database down, and retried
+    assert len(agent.acked_metrics) > 20 and len(agent.acked_telemetry) > 20
+    with psycopg.connect(pg.url) as c:
+        stored = [
+            r[0]
+            for r in c.execute(
+                "SELECT ts FROM jobs_jobmetric WHERE job_id = %s ORDER BY ts", (world["job"],)
+            )
+        ]
+        acked = sorted(dt.datetime.fromisoformat(t) for t in agent.acked_metrics)
+        assert stored == acked  # every 2xx sample, exactly once, nothing else
+        newest = c.execute(
+            "SELECT max(g.updated_at), min(g.updated_at), count(*) FROM fleet_gpu g "
+            "JOIN fleet_node n ON n.id = g.node_id WHERE n.hostname <> %s",
+            (world["silent"],),
+        ).fetchone()
+        last = max(dt.datetime.fromisoformat(t) for t in agent.acked_telemetry)
+        assert newest == (last, last, 11 * 8)  # every GPU holds the last acknowledged sweep
+        rows = c.execute(
+            "SELECT count(*) FROM incidents_incident i JOIN incidents_incident_nodes x "
+            "ON x.incident_id = i.id JOIN fleet_node n ON n.id = x.node_id "
+            "WHERE n.hostname = %s AND i.category = 'node_unreachable'",
+            (world["silent"],),
+        ).fetchone()[0]
+        assert rows == 1  # one incident for the silent node, whatever restarted
+    statuses = [
+        line.split()[-1]
+        for line in (app.base / "web.log").read_text().splitlines()
+        if line.startswith(("POST /api/", "GET /api/"))
+    ]
+    assert "500" not in statuses  # the database down is a 503, never a crash
+    print(
+        f"\nfaults: {', '.join(f for f, _ in faults)}; agent batches acknowledged: "
+        f"{len(agent.acked_metrics)} metric, {len(agent.acked_telemetry)} telemetry; "
+        f"retries while down: {agent.retries}; "
+        f"answers by status: {dict(Counter(statuses))}"
+    )

@@ -12,8 +12,10 @@ from apps.fleet.models import Cluster, Node, NodeRollup, NodeStateChange, Teleme
 
 
 def cluster_list() -> QuerySet[Cluster]:
-    """Clusters with `node_count` and `gpu_count`."""
-    return Cluster.objects.annotate(node_count=Count("nodes"), gpu_count=Sum("nodes__gpu_count"))
+    """Clusters by name with `node_count` and `gpu_count`."""
+    return Cluster.objects.annotate(
+        node_count=Count("nodes"), gpu_count=Sum("nodes__gpu_count")
+    ).order_by("name")
 
 
 def node_list(

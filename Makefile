@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 
-.PHONY: run test lint bench fuzz clean
+.PHONY: run test lint bench fuzz load clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -37,6 +37,10 @@ lint: $(VENV)/.installed
 ## bench: figures against a baseline measured in the same run (PostgreSQL when DATABASE_URL is set)
 bench: $(VENV)/.installed
 	$(PY) -m tests.bench.run
+
+## load: gunicorn, 2 workers and beat on PostgreSQL/Redis under agent and browser load
+load: $(VENV)/.installed
+	$(PY) -m tests.load.run $(LOAD_ARGS)
 
 ## fuzz: the long schemathesis run (make test runs a short one); KUAE_FUZZ_EXAMPLES per operation
 fuzz: $(VENV)/.installed

@@ -20,7 +20,7 @@ class BatchError(ValueError):
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     """DRF's handler, plus batch and model validation errors as a 400 naming the fields."""
     from django.core.exceptions import ValidationError as DjangoValidationError
-    from django.db import InterfaceError, OperationalError
+    from django.db import DataError, InterfaceError, OperationalError
     from rest_framework import status
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_exception_handler
@@ -30,6 +30,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
         return Response(
             {"detail": "database unavailable, retry"}, status=503, headers={"Retry-After": "5"}
         )
+    if isinstance(exc, DataError):
+        # A value the database cannot hold (out of range, a NUL in text) that got past the
+        # field checks: the client's input, so a 400, never a 500.
+        message = str(exc).splitlines()[0] if str(exc) else "invalid value"
+        return Response({"detail": f"a value cannot be stored: {message}"}, status=400)
     if isinstance(exc, BatchError):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

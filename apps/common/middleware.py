@@ -64,3 +64,18 @@ class SecurityHeadersMiddleware:
             response.headers.setdefault("Content-Security-Policy", settings.KUAE_CSP)
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
+
+
+class NulQueryMiddleware:
+    """A NUL character in a query parameter → 400 naming it (PostgreSQL text cannot hold
+    one, so a filter on it would otherwise fail in the database)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        for key, values in request.GET.lists():
+            if "\x00" in key or any("\x00" in v for v in values):
+                name = key.replace("\x00", "\\0")
+                return JsonResponse({name: ["must not contain a NUL character"]}, status=400)
+        return self.get_response(request)

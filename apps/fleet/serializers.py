@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
+from apps.common.fields import ClusterNameField
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
 
@@ -94,7 +95,7 @@ class NodeCreateSerializer(serializers.Serializer):
     """`POST nodes/` body."""
 
     hostname = serializers.RegexField(HOSTNAME_RE, max_length=253)
-    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    cluster = ClusterNameField()
     rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)
     exporter_url = serializers.CharField(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.fleet.models import Cluster
+from apps.common.fields import ClusterNameField
 from apps.health.choices import CheckKind
 from apps.health.models import CheckResult, CheckRun
 
@@ -12,7 +12,7 @@ from apps.health.models import CheckResult, CheckRun
 class RunRequestSerializer(serializers.Serializer):
     """`POST health/run/` body."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    cluster = ClusterNameField()
     checks = serializers.ListField(
         child=serializers.ChoiceField(choices=[k for k in CheckKind if k != CheckKind.PREFLIGHT]),
         required=False,

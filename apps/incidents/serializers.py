@@ -6,7 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.fleet.models import Cluster, Node
+from apps.common.fields import ClusterNameField
+from apps.fleet.models import Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry
 from apps.jobs.models import Job
@@ -70,7 +71,7 @@ class IncidentWriteSerializer(serializers.Serializer):
     """`POST incidents/` and `PATCH incidents/{id}/` body."""
 
     title = serializers.CharField(max_length=300)
-    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    cluster = ClusterNameField()
     category = serializers.ChoiceField(choices=Category.choices)
     severity = serializers.ChoiceField(choices=Severity.choices)
     status = serializers.ChoiceField(choices=IncidentStatus.choices, required=False)

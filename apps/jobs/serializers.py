@@ -6,7 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.fleet.models import Cluster, Node
+from apps.common.fields import ClusterNameField
+from apps.fleet.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Checkpoint, Job
 
@@ -48,19 +49,19 @@ class JobWriteSerializer(serializers.Serializer):
     """`POST jobs/` and `PATCH jobs/{id}/` body."""
 
     name = serializers.CharField(max_length=200)
-    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    cluster = ClusterNameField()
     external_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
     model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     n_params = serializers.FloatField(min_value=0, required=False, allow_null=True)
     flops_per_token = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    gpu_count = serializers.IntegerField(min_value=1)
+    gpu_count = serializers.IntegerField(min_value=1, max_value=10_000_000)
     nodes = serializers.ListField(
         child=serializers.CharField(max_length=253), required=False, max_length=20_000
     )
     status = serializers.ChoiceField(choices=JobStatus.choices, required=False)
     started_at = serializers.DateTimeField(required=False, allow_null=True)
     ended_at = serializers.DateTimeField(required=False, allow_null=True)
-    restart_count = serializers.IntegerField(min_value=0, required=False)
+    restart_count = serializers.IntegerField(min_value=0, max_value=2_147_483_647, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         cluster = attrs.get("cluster") or (self.instance.cluster if self.instance else None)
@@ -91,9 +92,11 @@ class JobWriteSerializer(serializers.Serializer):
 class CheckpointSerializer(serializers.ModelSerializer):
     """`POST jobs/{id}/checkpoints/` body and answer."""
 
-    step = serializers.IntegerField(min_value=0)
+    step = serializers.IntegerField(min_value=0, max_value=2**63 - 1)
     blocking_s = serializers.FloatField(min_value=0)
-    size_bytes = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    size_bytes = serializers.IntegerField(
+        min_value=0, max_value=2**63 - 1, required=False, allow_null=True
+    )
 
     class Meta:
         model = Checkpoint

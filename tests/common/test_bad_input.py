@@ -1,0 +1,31 @@
+"""Input the database cannot hold is a 400 naming the field, never a 500 (found by the
+schemathesis run: a NUL character in a cluster name, a job of three billion GPUs)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_nul_in_a_body_field_is_400_naming_it(api, cluster):
+    response = api("otto").post(
+        "/api/v1/jobs/", {"name": "x", "cluster": "c\x001", "gpu_count": 8}, format="json"
+    )
+    assert response.status_code == 400 and "cluster" in response.json()
+    form = api("otto").post("/api/v1/jobs/", {"name": "x", "cluster": "\x00", "gpu_count": "8"})
+    assert form.status_code == 400 and "cluster" in form.json()
+
+
+def test_out_of_range_integers_are_400(api, cluster):
+    response = api("otto").post(
+        "/api/v1/jobs/", {"name": "x", "cluster": "c1", "gpu_count": 3027369697}, format="json"
+    )
+    assert response.status_code == 400 and "gpu_count" in response.json()
+
+
+def test_nul_in_a_query_parameter_is_400_naming_it(api, cluster):
+    response = api("mia").get("/api/v1/nodes/?cluster=c%001")
+    assert response.status_code == 400 and response.json() == {
+        "cluster": ["must not contain a NUL character"]
+    }

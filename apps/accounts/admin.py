@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
-from apps.accounts.models import ApiToken, User
+from apps.accounts.models import ApiToken, AuditEvent, User
 
 
 @admin.register(User)
@@ -15,3 +15,22 @@ class KuaeUserAdmin(UserAdmin):
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("user", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("key_hash", "prefix", "created_at", "last_used_at")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """The audit log, read-only: nobody edits or deletes history."""
+
+    list_display = ("at", "kind", "username", "ip", "method", "path")
+    list_filter = ("kind",)
+    search_fields = ("username", "path", "ip")
+    date_hierarchy = "at"
+
+    def has_add_permission(self, request) -> bool:  # noqa: ANN001
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False

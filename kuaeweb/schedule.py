@@ -19,6 +19,7 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "schedule": crontab(minute=17),
         },
         "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+        "refresh-snapshots": {"task": "apps.reports.tasks.refresh_snapshots", "schedule": 60.0},
         # Monday morning: last week's report to KUAE_REPORT_EMAILS (once per cluster and week).
         "weekly-report": {
             "task": "apps.reports.tasks.send_weekly_reports",

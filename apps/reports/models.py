@@ -1,4 +1,5 @@
-"""What the reports app stores: which weekly reports were e-mailed."""
+"""What the reports app stores: which weekly reports were e-mailed, and slow figures
+computed ahead by a worker."""
 
 from __future__ import annotations
 
@@ -22,3 +23,15 @@ class ReportDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id} {self.week}"
+
+
+class Snapshot(models.Model):
+    """A figure too slow to compute on every poll (the overview's effective rate this week
+    and 30-day MTBF), refreshed every minute by beat; pages read the row."""
+
+    key = models.CharField(max_length=100, unique=True)
+    computed_at = models.DateTimeField()
+    data = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"{self.key} @ {self.computed_at:%H:%M:%S}"

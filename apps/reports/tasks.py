@@ -1,4 +1,4 @@
-"""Reports in the background: the Monday e-mail."""
+"""Reports in the background: the Monday e-mail, the overview's snapshots."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster
 from apps.reports.services import weekly_report_send
-from apps.reports.weekly import WEEK, parse_week, week_start
+from apps.reports.weekly import WEEK, parse_week, week_so_far_compute, week_start
 
 
 @shared_task(
@@ -25,3 +25,11 @@ def send_weekly_reports(week: str | None = None) -> None:
     start = parse_week(week) if week else week_start(timezone.now()) - WEEK
     for cluster in Cluster.objects.order_by("name"):
         weekly_report_send(cluster=cluster, start=start, now=timezone.now())
+
+
+@shared_task(name="apps.reports.tasks.refresh_snapshots", ignore_result=True, expires=55)
+def refresh_snapshots() -> None:
+    """Recompute the overview's slow KPIs for every cluster (beat, every minute)."""
+    now = timezone.now()
+    for cluster in Cluster.objects.all():
+        week_so_far_compute(cluster=cluster, now=now)

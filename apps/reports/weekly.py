@@ -7,13 +7,12 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from django.core.cache import cache
-
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category
 from apps.reports.availability import availability
 from apps.reports.effective import weekly
 from apps.reports.inputs import incident_facts, job_runs, node_histories
+from apps.reports.models import Snapshot
 from apps.reports.selectors import reliability_report
 
 WEEK = dt.timedelta(weeks=1)
@@ -127,24 +126,32 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
     return out
 
 
-KPI_SECONDS = 60
+SNAPSHOT_MAX_AGE = dt.timedelta(minutes=5)
+
+
+def week_so_far_compute(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
+    """This week's effective rate so far and the 30-day cluster MTBF, stored as a snapshot."""
+    start = week_start(now)
+    runs = job_runs(cluster=cluster, start=start, end=now, with_mfu=False)
+    rel = reliability_report(
+        cluster=cluster, start=now - dt.timedelta(days=30), end=now, now=now, job_nodes=128
+    )
+    data = {
+        "effective_rate": weekly(runs, start=start, end=now, now=now)["effective_rate"],
+        "mtbf_hours": rel["mtbf_hours"],
+        "interruptions": rel["interruptions"],
+    }
+    Snapshot.objects.update_or_create(
+        key=f"week-so-far:{cluster.pk}", defaults={"computed_at": now, "data": data}
+    )
+    return {**data, "at": now}
 
 
 def week_so_far(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
-    """The overview's slow KPIs — this week's effective rate so far and the 30-day cluster
-    MTBF — kept for a minute per process (the overview is polled by every open screen)."""
-
-    def compute() -> dict[str, Any]:
-        start = week_start(now)
-        runs = job_runs(cluster=cluster, start=start, end=now, with_mfu=False)
-        rel = reliability_report(
-            cluster=cluster, start=now - dt.timedelta(days=30), end=now, now=now, job_nodes=128
-        )
-        return {
-            "effective_rate": weekly(runs, start=start, end=now, now=now)["effective_rate"],
-            "mtbf_hours": rel["mtbf_hours"],
-            "interruptions": rel["interruptions"],
-            "at": now,
-        }
-
-    return cache.get_or_set(f"kuae:week-so-far:{cluster.pk}", compute, KPI_SECONDS)
+    """The overview's slow KPIs from their snapshot (beat refreshes it every minute; the
+    overview is polled by every open screen), computed here only when it is missing or
+    older than five minutes."""
+    row = Snapshot.objects.filter(key=f"week-so-far:{cluster.pk}").first()
+    if row is not None and now - row.computed_at < SNAPSHOT_MAX_AGE:
+        return {**row.data, "at": row.computed_at}
+    return week_so_far_compute(cluster=cluster, now=now)

@@ -275,7 +275,7 @@ def main() -> None:
         f"\nLoad: {len(hosts):,} nodes × 8 GPUs × {len(METRICS)} metrics every 15 s, "
         f"{args.nodes_per_request} node(s) per request, for {wall:.0f} s; 20 browsers polling\n"
         f"  intake: {stats['values']:,} values in {stats['requests']:,} requests = "
-        f"{stats['values'] / wall:,.0f} values/s sustained (needed: "
+        f"{stats['values'] / (15 * len(rounds)):,.0f} values/s over the rounds (needed: "
         f"{len(hosts) * 8 * len(METRICS) / 15:,.0f}/s); errors {stats['errors']}\n"
         f"  rounds: {len(rounds)}, each finished in {', '.join(f'{r:.1f}' for r in rounds)} s "
         f"(keeps up when ≤ 15 s)\n"

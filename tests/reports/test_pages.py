@@ -27,6 +27,9 @@ def browser(client, users):  # noqa: ANN001
 
 @pytest.mark.embedded
 def test_overview_shows_kpis_grid_jobs(browser, sim, django_assert_max_num_queries):
+    from apps.reports.tasks import refresh_snapshots
+
+    refresh_snapshots()  # as beat does every minute
     with django_assert_max_num_queries(20):
         response = browser.get("/")
     html = response.content.decode()

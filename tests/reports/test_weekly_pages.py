@@ -119,3 +119,19 @@ def test_job_page_effective_panel(client, users, sim):
     row = next(j for j in week["jobs"] if j["id"] == flagship.pk)
     assert f"{100 * row['effective_rate']:.2f}%" in html  # this week agrees with §4.2
     assert "Whole run" in html and "Checkpoint every" in html
+
+
+def test_overview_reads_the_snapshot_beat_refreshes(client, users, sim):
+    from apps.reports.models import Snapshot
+    from apps.reports.tasks import refresh_snapshots
+    from kuaeweb.schedule import beat_schedule
+
+    assert beat_schedule()["refresh-snapshots"]["schedule"] == 60.0
+    refresh_snapshots()
+    row = Snapshot.objects.get()
+    week = client.force_login(users["mia"]) or client.get("/api/v1/reports/weekly/").json()
+    assert row.data["effective_rate"] == pytest.approx(week["effective_rate"], abs=1e-6)
+    Snapshot.objects.filter(pk=row.pk).update(data={**row.data, "effective_rate": 0.5})
+    assert "50.00%" in client.get("/").content.decode()  # read, not recomputed
+    Snapshot.objects.filter(pk=row.pk).update(computed_at=row.computed_at - dt.timedelta(hours=1))
+    assert "50.00%" not in client.get("/").content.decode()  # too old: recomputed

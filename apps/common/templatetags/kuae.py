@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from urllib.parse import quote
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
 from apps.common.timeutil import ago
@@ -89,3 +91,20 @@ STATE_GLYPHS = {"healthy": "", "suspect": "?", "drained": "−", "down": "×", "
 def glyph(state: str) -> str:
     """A shape for a state, so colour is never the only signal."""
     return STATE_GLYPHS.get(state, "")
+
+
+@register.simple_tag
+def node_tiles(tiles: list) -> str:
+    """One rack's tiles on the overview (state colour and glyph, busy mark, hover text),
+    built in one pass: 1,280 tiles through template tags took most of the page's time."""
+    prefix = reverse("node-list")
+    parts = []
+    for t in tiles:
+        title = f"{t.hostname} · {t.state}" + (f" · {t.reason}" if t.reason else "")
+        title += " · in a job" if t.busy else ""
+        classes = f"tile state-{t.state}" + (" busy" if t.busy else "")
+        parts.append(
+            f'<a class="{escape(classes)}" href="{prefix}{quote(t.hostname)}/" '
+            f'title="{escape(title)}">{escape(STATE_GLYPHS.get(t.state, ""))}</a>'
+        )
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped

@@ -173,8 +173,11 @@ async def _agents(
                 try:
                     r = await c.post("/api/v1/ingest/telemetry/", json=body)
                     ok = r.status_code == 202
-                except httpx.HTTPError:
+                    if not ok:
+                        stats["error_kinds"].append(f"{r.status_code} {r.text[:80]}")
+                except httpx.HTTPError as exc:
                     ok = False
+                    stats["error_kinds"].append(type(exc).__name__)
             stats["requests"] += 1
             stats["values" if ok else "errors"] += len(batch) * 8 * len(METRICS) if ok else 1
 
@@ -276,7 +279,8 @@ def main() -> None:
         f"{args.nodes_per_request} node(s) per request, for {wall:.0f} s; 20 browsers polling\n"
         f"  intake: {stats['values']:,} values in {stats['requests']:,} requests = "
         f"{stats['values'] / (15 * len(rounds)):,.0f} values/s over the rounds (needed: "
-        f"{len(hosts) * 8 * len(METRICS) / 15:,.0f}/s); errors {stats['errors']}\n"
+        f"{len(hosts) * 8 * len(METRICS) / 15:,.0f}/s); errors {stats['errors']} "
+        f"{sorted(set(stats['error_kinds']))[:3]}\n"
         f"  rounds: {len(rounds)}, each finished in {', '.join(f'{r:.1f}' for r in rounds)} s "
         f"(keeps up when ≤ 15 s)\n"
         f"  overview panel: {len(stats['pages'])} loads, p50 {_pct(stats['pages'], 50):.0f} ms, "

@@ -253,6 +253,7 @@ def main() -> None:
             "requests": 0,
             "values": 0,
             "errors": 0,
+            "error_kinds": [],
             "rounds": [],
             "pages": [],
             "health": [],

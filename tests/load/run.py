@@ -104,7 +104,9 @@ def _prepare(env: dict[str, str], gpus: int) -> tuple[str, str, list[str]]:
     return out[-3], out[-2], out[-1].split(",")
 
 
-def _start(env: dict[str, str], port: int, logdir: Path) -> list[subprocess.Popen]:
+def _start(
+    env: dict[str, str], port: int, logdir: Path, workers: int, threads: int
+) -> list[subprocess.Popen]:
     cmds = [
         [
             "gunicorn",
@@ -112,9 +114,9 @@ def _start(env: dict[str, str], port: int, logdir: Path) -> list[subprocess.Pope
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
-            "2",
+            str(workers),
             "--threads",
-            "4",
+            str(threads),
         ],
         [
             "celery",
@@ -233,6 +235,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("LOAD_SECONDS", 60)))
     parser.add_argument("--nodes-per-request", type=int, default=1)
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes")
+    parser.add_argument("--web-threads", type=int, default=4, help="threads per process")
     args = parser.parse_args()
     env = _env(args.broker)
     logdir = Path("/tmp/kuae-load")
@@ -240,7 +244,7 @@ def main() -> None:
     print(f"preparing: {args.gpus:,} GPUs simulated over 2 days …", flush=True)
     token, session, hosts = _prepare(env, args.gpus)
     port = 8765
-    procs = _start(env, port, logdir)
+    procs = _start(env, port, logdir, args.web_workers, args.web_threads)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -277,7 +281,8 @@ def main() -> None:
     rounds = stats["rounds"]
     print(
         f"\nLoad: {len(hosts):,} nodes × 8 GPUs × {len(METRICS)} metrics every 15 s, "
-        f"{args.nodes_per_request} node(s) per request, for {wall:.0f} s; 20 browsers polling\n"
+        f"{args.nodes_per_request} node(s) per request, for {wall:.0f} s; 20 browsers polling; "
+        f"gunicorn {args.web_workers} × {args.web_threads} threads\n"
         f"  intake: {stats['values']:,} values in {stats['requests']:,} requests = "
         f"{stats['values'] / (15 * len(rounds)):,.0f} values/s over the rounds (needed: "
         f"{len(hosts) * 8 * len(METRICS) / 15:,.0f}/s); errors {stats['errors']} "

@@ -125,12 +125,13 @@ if not CELERY_BROKER_URL.startswith(("filesystem://", "redis://", "rediss://", "
         f"CELERY_BROKER_URL={CELERY_BROKER_URL!r}: use redis://… or leave unset"
     )
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_BROKER_DIR / "queue"),
         "data_folder_out": str(_BROKER_DIR / "queue"),
         "processed_folder": str(_BROKER_DIR / "processed"),
+        "control_folder": str(_BROKER_DIR / "control"),  # not ./control in the checkout
         "store_processed": False,
     }
 else:

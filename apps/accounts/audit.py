@@ -4,11 +4,13 @@ and the sign-in throttle, counted from the log itself so every worker process ag
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
+from django.db import DatabaseError
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -16,22 +18,28 @@ from django.utils import timezone
 from apps.accounts.models import AuditEvent
 
 Kind = AuditEvent.Kind
+log = logging.getLogger(__name__)
 
 
 def client_ip(request: HttpRequest | None) -> str | None:
-    """The caller's address (REMOTE_ADDR; set it from X-Forwarded-For at the proxy)."""
+    """The caller's address as the server sees it (behind a proxy, have it pass the
+    client's: gunicorn's --proxy-protocol)."""
     return request.META.get("REMOTE_ADDR") if request is not None else None
 
 
 def audit(kind: str, request: HttpRequest | None, username: str = "") -> None:
-    """Write one audit event for this request."""
-    AuditEvent.objects.create(
-        kind=kind,
-        username=username[:150],
-        ip=client_ip(request),
-        method=(request.method or "")[:8] if request is not None else "",
-        path=request.get_full_path()[:500] if request is not None else "",
-    )
+    """Write one audit event for this request; with the database down it is logged instead,
+    so a refusal stays a refusal rather than becoming a 500."""
+    try:
+        AuditEvent.objects.create(
+            kind=kind,
+            username=username[:150],
+            ip=client_ip(request),
+            method=(request.method or "")[:8] if request is not None else "",
+            path=request.get_full_path()[:500] if request is not None else "",
+        )
+    except DatabaseError:
+        log.warning("audit event not stored (database unavailable): %s %s", kind, username)
 
 
 def login_throttled(request: HttpRequest, username: str) -> bool:

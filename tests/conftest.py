@@ -90,12 +90,3 @@ def exporter() -> Iterator[str]:
     server = ExporterServer()
     yield server.url
     server.close()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    """Each test starts with an empty cache (the overview keeps slow KPIs for a minute)."""
-    from django.core.cache import cache
-
-    cache.clear()
-    yield

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.server
+import io
 import socket
 import threading
 from pathlib import Path
+
+from django.core.management import call_command
 
 # Copies of ../shared/data (the team's real-world samples), so a clone tests on its own.
 SHARED = Path(__file__).resolve().parent / "data"
@@ -56,3 +59,8 @@ class ExporterServer:
         """Stop serving."""
         self.server.shutdown()
         self.server.server_close()
+
+
+def simulate(**options: object) -> None:
+    """Run `manage.py simulate` quietly (gpus, days, seed, failure_rate …)."""
+    call_command("simulate", stdout=io.StringIO(), stderr=io.StringIO(), **options)

@@ -3,7 +3,6 @@ test database."""
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -24,6 +22,7 @@ from apps.fleet.services import NodeSpec, nodes_register
 from apps.health.models import CheckRun, CheckSchedule
 from apps.health.tasks import health_tick
 from apps.simulator.tasks import demo_tick
+from tests.support import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +94,7 @@ def wait_for(predicate: Callable[[], bool], seconds: float = 90) -> bool:
 @pytest.mark.broker
 @pytest.mark.django_db(transaction=True)
 def test_worker_runs_a_task_sent_through_the_broker():
-    call_command("simulate", gpus=64, days=1, seed=1, stdout=io.StringIO(), stderr=io.StringIO())
+    simulate(gpus=64, days=1, seed=1)
     started = timezone.now()
     queue = f"test-{uuid.uuid4().hex[:8]}"
     with worker(queue) as output:

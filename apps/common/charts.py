@@ -37,3 +37,17 @@ def base_layout(**extra: Any) -> dict[str, Any]:
     }
     layout.update(extra)
     return layout
+
+
+def target_line(y: float, axis: str = "y") -> dict[str, Any]:
+    """A dotted grey line across the plot at a target value (a layout shape)."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "yref": axis,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
+    }

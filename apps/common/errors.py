@@ -44,3 +44,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
             detail = {"non_field_errors": exc.messages}
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)
+
+
+def errors_text(errors: Any) -> str:
+    """`{field: [messages]}` (a form's errors, a ValidationError's message_dict) as one line
+    for a flash message: `field: message; other: message`."""
+    return "; ".join(f"{k}: {' '.join(str(m) for m in v)}" for k, v in errors.items())

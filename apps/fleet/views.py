@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.filters import NodeFilter
@@ -110,5 +111,5 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
         )
         messages.success(request, f"{hostname} is now {form.cleaned_data['state']}.")
     else:
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(request, errors_text(form.errors))
     return redirect("node-detail", hostname=hostname)

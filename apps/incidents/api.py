@@ -30,6 +30,7 @@ from apps.incidents.serializers import (
     ReviewSerializer,
 )
 from apps.incidents.services import (
+    TIMES,
     alertmanager_ingest,
     incident_open,
     incident_update,
@@ -37,14 +38,7 @@ from apps.incidents.services import (
 )
 
 # What an operator may change (§1: acknowledge, and set the times).
-OPERATOR_FIELDS = {
-    "status",
-    "occurred_at",
-    "detected_at",
-    "localized_at",
-    "recovered_at",
-    "resolved_at",
-}
+OPERATOR_FIELDS = {"status", *TIMES}
 OPERATOR_STATUSES = {IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 
 

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
@@ -61,11 +62,12 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
 @role_required(ENGINEERS)
 def incident_file_page(request: HttpRequest) -> HttpResponse:
     """Engineers file an incident by hand (times UTC; nodes as a hostlist)."""
+    clusters = list(Cluster.objects.order_by("name").values_list("name", flat=True)[:2])
     form = IncidentFileForm(
         request.POST or None,
         initial={
             "detected_at": timezone.now().replace(microsecond=0),
-            "cluster": request.GET.get("cluster"),
+            "cluster": request.GET.get("cluster") or (clusters[0] if len(clusters) == 1 else None),
         },
     )
     if request.method == "POST" and form.is_valid():
@@ -122,11 +124,9 @@ def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
             )
             messages.success(request, "Saved.")
         except ValidationError as exc:
-            messages.error(
-                request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-            )
+            messages.error(request, errors_text(exc.message_dict))
     else:
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(request, errors_text(form.errors))
     return redirect("incident-detail", pk=pk)
 
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
 from apps.accounts.permissions import role_required
+from apps.common.errors import errors_text
 from apps.common.timeutil import parse_ts
 from apps.incidents.forms import ActionFormSet, PostmortemForm, ReviewForm, TimelineFormSet
 from apps.incidents.models import ActionItem, Incident, Postmortem
@@ -32,10 +33,6 @@ from apps.incidents.selectors import action_items, time_marks
 
 STEPS = {"submit": postmortem_submit, "approve": postmortem_approve, "reject": postmortem_reject}
 ITEM_STATES = ("open", "overdue", "done", "all")
-
-
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
 
 
 def _initial(incident: Incident, postmortem: Postmortem | None) -> dict[str, Any]:
@@ -113,7 +110,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
                     messages.success(request, "Draft saved.")
                 return redirect("postmortem", pk=pk)
             except ValidationError as exc:
-                messages.error(request, _errors(exc))
+                messages.error(request, errors_text(exc.message_dict))
         status = 400
     user: User = request.user  # type: ignore[assignment]
     return render(
@@ -160,7 +157,7 @@ def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
             }[step],
         )
     except ValidationError as exc:
-        messages.error(request, _errors(exc))
+        messages.error(request, errors_text(exc.message_dict))
     return redirect("postmortem", pk=pk)
 
 

@@ -20,6 +20,11 @@ from apps.reports.selectors import reliability_report
 from apps.reports.weekly import parse_week, week_start, weekly_report
 
 DEFAULT_WINDOW = dt.timedelta(days=30)
+WINDOW_PARAMETERS = [
+    OpenApiParameter("cluster", str),
+    OpenApiParameter("start", dt.datetime),
+    OpenApiParameter("end", dt.datetime),
+]
 
 
 def _cluster(request: Request, errors: dict[str, list[str]]) -> Cluster | None:
@@ -65,9 +70,7 @@ class ReliabilityView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("cluster", str),
-            OpenApiParameter("start", dt.datetime),
-            OpenApiParameter("end", dt.datetime),
+            *WINDOW_PARAMETERS,
             OpenApiParameter("job_nodes", int, description="nodes of the projected job (128)"),
         ],
         responses={200: dict},
@@ -125,11 +128,7 @@ class AvailabilityView(APIView):
     roles = {"GET": READERS}
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("cluster", str),
-            OpenApiParameter("start", dt.datetime),
-            OpenApiParameter("end", dt.datetime),
-        ],
+        parameters=WINDOW_PARAMETERS,
         responses={200: dict},
     )
     def get(self, request: Request) -> Response:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout
+from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout, target_line
 from apps.fleet.models import Node
 from apps.fleet.selectors import node_rollups
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import job_metric_series
+from apps.reports.targets import TARGETS
 
 MAX_SHAPES = 300
 
@@ -195,9 +196,6 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
     return {"data": traces, "layout": layout, "config": CONFIG}
 
 
-MTBF_TARGET_HOURS = 15 * 24
-
-
 def reliability_trend_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
     """Cluster MTBF (bars, hours) and MTTR (line, minutes) per ISO week."""
     x = [w["week"] for w in weeks]
@@ -232,18 +230,7 @@ def reliability_trend_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
             "side": "right",
             "rangemode": "tozero",
         },
-        shapes=[
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "yref": "y",
-                "y0": MTBF_TARGET_HOURS,
-                "y1": MTBF_TARGET_HOURS,
-                "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
-            }
-        ],
+        shapes=[target_line(TARGETS["mtbf_hours"])],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 

@@ -21,6 +21,8 @@ from apps.common.intervals import Interval, clip, length, subtract, union
 HOUR = 3600.0
 # Where intervals overlap, the instant goes to the first of these.
 CAUSES = ("downtime", "planned", "rework", "checkpoint")
+# The causes an interruption brings (checkpoint time is counted apart: JobRun.blocked_seconds).
+INCIDENT_CAUSES = CAUSES[:3]
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Inter
     """Downtime, planned downtime and rework intervals before clipping, with the incident
     behind each (checkpoint time is counted from `JobRun.blocked_seconds`)."""
     checkpoints = job.saves
-    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in CAUSES[:3]}
+    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in INCIDENT_CAUSES}
     for i in job.interruptions:
         down_end = i.recovered_at or job.ended_at or end
         out["planned" if i.planned else "downtime"].append(((i.failed_at, down_end), i.incident_id))

@@ -118,7 +118,6 @@ def availability_by_time(
         "hours": hours,
         "availability": [1 - d / t if t else None for d, t in zip(down, total, strict=True)],
         "days": days,
-        "nodes_with_downtime": len(worst),
         "heatmap": [{"hostname": h, "by_day": v} for _, h, v in worst[:HEATMAP_NODES]],
     }
 

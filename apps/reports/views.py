@@ -24,7 +24,8 @@ from apps.reports.selectors import (
     reliability_report,
     weekly_reliability,
 )
-from apps.reports.weekly import TARGETS, week_so_far
+from apps.reports.targets import TARGETS
+from apps.reports.weekly import week_so_far
 
 
 def pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:

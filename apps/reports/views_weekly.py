@@ -18,6 +18,7 @@ from apps.jobs.models import Checkpoint, Job
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.planning import what_if
 from apps.reports.selectors import reliability_report
+from apps.reports.targets import TARGETS
 from apps.reports.trends import (
     availability_by_time,
     checkpoint_report,
@@ -26,7 +27,6 @@ from apps.reports.trends import (
 )
 from apps.reports.views import pick_cluster
 from apps.reports.weekly import (
-    TARGETS,
     WEEK,
     effective_by_week,
     parse_week,
@@ -193,9 +193,7 @@ def _availability(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: d
 def _heatmap(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> dict:
     """Node × day availability of the nodes that lost most time."""
     series = availability_by_time(cluster=cluster, start=start, end=end, now=now)
-    figure = availability_heatmap_figure(series)
-    figure["summary"] = {"nodes_with_downtime": series["nodes_with_downtime"]}
-    return figure
+    return availability_heatmap_figure(series)
 
 
 def _effective(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> dict:

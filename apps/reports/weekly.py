@@ -14,15 +14,9 @@ from apps.reports.effective import weekly
 from apps.reports.inputs import incident_facts, job_runs, node_histories
 from apps.reports.models import Snapshot
 from apps.reports.selectors import reliability_report
+from apps.reports.targets import TARGETS
 
 WEEK = dt.timedelta(weeks=1)
-# What management reads the week against (CONTRACT preamble; availability is our choice).
-TARGETS = {
-    "effective_rate": 0.99,
-    "mtbf_hours": 15 * 24.0,
-    "mean_mfu": 0.60,
-    "availability": 0.99,
-}
 _WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
 
 

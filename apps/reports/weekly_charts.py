@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout
+from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout, target_line
 
 # Where the GPU-hours went: one colour per cause, the same in every chart and table.
 CAUSE_COLOURS = {
@@ -25,19 +25,6 @@ CAUSE_LABELS = {
 
 def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _target_line(y: float, axis: str = "y") -> dict[str, Any]:
-    return {
-        "type": "line",
-        "xref": "paper",
-        "x0": 0,
-        "x1": 1,
-        "yref": axis,
-        "y0": y,
-        "y1": y,
-        "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
-    }
 
 
 def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +118,7 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
         margin={"l": 60, "r": 20, "t": 10, "b": 60},
         yaxis={"title": {"text": "effective rate"}, "tickformat": ".1%", "domain": [0.5, 1]},
         yaxis2={"title": {"text": "lost GPU·h"}, "domain": [0, 0.42], "anchor": "x"},
-        shapes=[_target_line(target)],
+        shapes=[target_line(target)],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
@@ -170,7 +157,7 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
         margin={"l": 60, "r": 20, "t": 30, "b": 40},
         xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
         yaxis={"title": {"text": "MFU"}, "tickformat": ".0%", "rangemode": "tozero"},
-        shapes=[_target_line(target)],
+        shapes=[target_line(target)],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
@@ -194,7 +181,7 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
         showlegend=False,
         xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
         yaxis={"tickformat": ".1%", "range": [min(floor, target) - 0.005, 1.001]},
-        shapes=[_target_line(target)],
+        shapes=[target_line(target)],
     )
     return {"data": [trace], "layout": layout, "config": CONFIG}
 

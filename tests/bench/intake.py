@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from django.db import connection, transaction
+from django.db import connection
 from django.test import Client
 
 from apps.fleet.models import Node
@@ -21,7 +21,7 @@ from apps.fleet.services import scrape_nodes
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job
 from apps.jobs.services import job_create, job_metrics_ingest
-from tests.bench.timing import median_ms
+from tests.bench.timing import median_ms, raw_write_seconds
 from tests.support import DCGM_SAMPLE, closed_port
 
 METRICS = (
@@ -81,26 +81,7 @@ def _sweep_bodies(
 def _copy_baseline(hosts: list[str], ts: dt.datetime, rng: random.Random) -> float:
     """Seconds for a raw bulk write of the same (node, gpu, ts, metric, value) values."""
     rows = [(h, g, ts, m, rng.uniform(1, 100)) for h in hosts for g in range(8) for m in METRICS]
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS bench_values")
-        cursor.execute(
-            "CREATE TABLE bench_values "
-            "(node text, gpu int, ts timestamptz, metric text, value float8)"
-            if connection.vendor == "postgresql"
-            else "CREATE TABLE bench_values (node, gpu, ts, metric, value)"
-        )
-    start = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.copy("COPY bench_values FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            cursor.executemany("INSERT INTO bench_values VALUES (%s, %s, %s, %s, %s)", rows)
-    elapsed = time.perf_counter() - start
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE bench_values")
-    return elapsed
+    return raw_write_seconds("node text, gpu int, ts timestamptz, metric text, value float8", rows)
 
 
 def bench_intake(agent_token: str, reader: Client) -> None:

@@ -45,13 +45,13 @@ def main() -> None:
 
     django.setup()
     from django.core.management import call_command
-    from django.db import connection, transaction
+    from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     from apps.accounts.services import user_create_or_update
     from apps.jobs.models import Job, JobMetric
-    from tests.bench.timing import median_ms
+    from tests.bench.timing import median_ms, raw_write_seconds
 
     call_command("migrate", verbosity=0)
     print(f"KUAE Ops bench — {connection.vendor} ({url.rsplit('@', 1)[-1]})\n")
@@ -70,25 +70,9 @@ def main() -> None:
     rows = list(
         JobMetric.objects.values_list("job_id", "ts", "step", "step_time_s", "tokens_per_s")
     )
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS bench_copy")
-        cursor.execute(
-            "CREATE TABLE bench_copy AS SELECT job_id, ts, step, step_time_s, tokens_per_s "
-            "FROM jobs_jobmetric WITH NO DATA"
-            if connection.vendor == "postgresql"
-            else "CREATE TABLE bench_copy (job_id, ts, step, step_time_s, tokens_per_s)"
-        )
-    start = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.copy("COPY bench_copy FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            cursor.executemany("INSERT INTO bench_copy VALUES (%s, %s, %s, %s, %s)", rows)
-    copy_s = time.perf_counter() - start
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE bench_copy")
+    copy_s = raw_write_seconds(
+        "job_id bigint, ts timestamptz, step bigint, step_time_s float8, tokens_per_s float8", rows
+    )
     print(
         f"simulate --gpus {args.gpus} --days {args.days:g}: {simulate_s:.1f} s "
         f"({len(rows):,} step samples and the rest)"

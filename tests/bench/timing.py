@@ -1,4 +1,4 @@
-"""The one timing helper of the benchmarks."""
+"""The timing helpers of the benchmarks: median of repeated calls, and the raw-write baseline."""
 
 from __future__ import annotations
 
@@ -16,3 +16,29 @@ def median_ms(fn: Callable[[], object], repeat: int = 15) -> float:
         fn()
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
+
+
+def raw_write_seconds(columns: str, rows: list[tuple]) -> float:
+    """Seconds to bulk-write `rows` into a scratch table with these columns — COPY on
+    PostgreSQL, executemany on SQLite — the floor any intake path is measured against.
+    `columns` is "name type, …"; the types are left out on SQLite."""
+    from django.db import connection, transaction
+
+    plain = ", ".join(c.split()[0] for c in columns.split(","))
+    marks = ", ".join(["%s"] * len(plain.split(",")))
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_raw")
+        cursor.execute(f"CREATE TABLE bench_raw ({columns if postgres else plain})")
+    start = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if postgres:
+            with cursor.copy("COPY bench_raw FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(f"INSERT INTO bench_raw VALUES ({marks})", rows)
+    elapsed = time.perf_counter() - start
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE bench_raw")
+    return elapsed

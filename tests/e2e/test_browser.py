@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import io
-from urllib.parse import urlsplit
-
 import pytest
-from django.core.management import call_command
 
 from apps.accounts.services import user_create_or_update
 from apps.jobs.models import Job
+from tests.e2e.support import watch
+from tests.support import simulate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_operator_signs_in_and_sees_the_cluster(chromium, live_server, tmp_path):
-    call_command("simulate", gpus=256, days=3, seed=1, stdout=io.StringIO(), stderr=io.StringIO())
+    simulate(gpus=256, days=3, seed=1)
     user_create_or_update(username="otto", role="operator", password="pw-otto")
     flagship = Job.objects.get(external_id="sim-0")
-    host = urlsplit(live_server.url).netloc
     page = chromium.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: outside.append(r.url) if urlsplit(r.url).netloc != host else None)
+    seen = watch(page, live_server.url)
 
     page.goto(live_server.url + "/")
     assert "/login/" in page.url  # anonymous visitors are sent to sign in
@@ -46,6 +39,5 @@ def test_operator_signs_in_and_sees_the_cluster(chromium, live_server, tmp_path)
     page.wait_for_selector("text=State history")
     assert page.locator("table").first.locator("tbody tr").count() == 8  # its GPUs
 
-    assert not errors, errors
-    assert not outside, f"requests left the app: {outside}"
+    seen.assert_clean()
     page.close()

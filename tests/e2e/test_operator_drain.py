@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -11,6 +10,7 @@ from django.utils import timezone
 from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Node, NodeStateChange
 from apps.fleet.services import NodeSpec, cluster_create, node_set_state, nodes_register
+from tests.e2e.support import sign_in, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,18 +31,10 @@ def test_operator_drains_a_suspect_node_from_the_health_grid(chromium, live_serv
         source="check",
     )
     user_create_or_update(username="otto", role="operator", password="pw")
-    host = urlsplit(live_server.url).netloc
     page = chromium.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: outside.append(r.url) if urlsplit(r.url).netloc != host else None)
+    seen = watch(page, live_server.url)
 
-    page.goto(live_server.url + "/login/")
-    page.fill("#id_username", "otto")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    sign_in(page, live_server.url, "otto", "pw")
     page.click("nav >> text=Health")
     page.click("a.tile.state-suspect")  # the one suspect tile in the grid
     page.wait_for_selector("h1 >> text=gpu005")
@@ -57,6 +49,5 @@ def test_operator_drains_a_suspect_node_from_the_health_grid(chromium, live_serv
     page.click("nav >> text=Health")
     assert page.locator("a.tile.state-drained").count() == 1
     assert page.locator("a.tile.state-suspect").count() == 0
-    assert not errors, errors
-    assert not outside, outside
+    seen.assert_clean()
     page.close()

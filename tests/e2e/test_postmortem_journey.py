@@ -4,7 +4,6 @@ approves it; nothing is fetched from outside the app and nothing logs an error."
 from __future__ import annotations
 
 import datetime as dt
-from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -12,25 +11,9 @@ from django.utils import timezone
 from apps.accounts.services import user_create_or_update
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.incidents.models import Incident, Postmortem
+from tests.e2e.support import sign_in, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _watch(page, host: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
-    errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: outside.append(r.url) if urlsplit(r.url).netloc != host else None)
-    return errors, outside
-
-
-def _sign_in(page, url: str, name: str) -> None:  # noqa: ANN001
-    page.goto(url + "/login/")
-    page.fill("#id_username", name)
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
-    page.wait_for_selector("nav >> text=Incidents")
 
 
 def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_server):
@@ -44,12 +27,11 @@ def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_
     )
     for name in ("erin", "eve"):
         user_create_or_update(username=name, role="engineer", password="pw")
-    host = urlsplit(live_server.url).netloc
 
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    errors, outside = _watch(page, host)
-    _sign_in(page, live_server.url, "erin")
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "erin", "pw")
     page.click("nav >> text=Incidents")
     page.click("text=File an incident")
     page.fill("#id_title", "gpu001 fell off the bus")
@@ -76,8 +58,8 @@ def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_
 
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    more_errors, more_outside = _watch(page, host)
-    _sign_in(page, live_server.url, "eve")
+    seen_too = watch(page, live_server.url)
+    sign_in(page, live_server.url, "eve", "pw")
     page.goto(f"{live_server.url}/incidents/{incident.pk}/postmortem/")
     page.fill("#id_comment", "clear, thanks")
     page.click("button:has-text('Approve')")
@@ -91,5 +73,5 @@ def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_
     page.click("text=Action items")
     assert "reseat risers on rack r0" in page.locator("main").inner_text()
     context.close()
-    assert not errors + more_errors, errors + more_errors
-    assert not outside + more_outside
+    seen.assert_clean()
+    seen_too.assert_clean()

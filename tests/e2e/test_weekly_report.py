@@ -3,41 +3,23 @@ draws, the CSV and PDF download, nothing is fetched from outside the app."""
 
 from __future__ import annotations
 
-import io
-from urllib.parse import urlsplit
-
 import pytest
-from django.core.management import call_command
 
 from apps.accounts.services import user_create_or_update
+from tests.e2e.support import sign_in, watch
+from tests.support import simulate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tmp_path):
-    call_command(
-        "simulate",
-        gpus=256,
-        days=10,
-        seed=5,
-        failure_rate=0.05,
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
+    simulate(gpus=256, days=10, seed=5, failure_rate=0.05)
     user_create_or_update(username="mia", role="manager", password="pw-mia")
-    host = urlsplit(live_server.url).netloc
     context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
     page = context.new_page()
-    errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: outside.append(r.url) if urlsplit(r.url).netloc != host else None)
+    seen = watch(page, live_server.url)
 
-    page.goto(live_server.url + "/login/")
-    page.fill("#id_username", "mia")
-    page.fill("#id_password", "pw-mia")
-    page.click("button[type=submit]")
+    sign_in(page, live_server.url, "mia", "pw-mia")
     page.click("nav >> text=Weekly report")
     page.wait_for_selector("text=Where the GPU-hours went")
     page.click("text=‹")  # last week: a whole week of history
@@ -68,5 +50,4 @@ def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tm
     assert page.locator(".chart").count() == 5
     assert page.locator(".heatmaplayer image, .heatmaplayer .hm").count() >= 1
     context.close()
-    assert not errors, errors
-    assert not outside, outside
+    seen.assert_clean()

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 
 from apps.incidents.models import Incident
+from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def sim(db):  # noqa: ANN001, ANN201
-    call_command(
-        "simulate",
-        gpus=1024,
-        days=14,
-        seed=2,
-        failure_rate=0.03,
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
+    simulate(gpus=1024, days=14, seed=2, failure_rate=0.03)
 
 
 def test_incident_list_sorts_by_cost(client, users, sim, django_assert_max_num_queries):

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 
 from apps.fleet.models import Node
 from apps.jobs.models import Job
+from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def sim(db):  # noqa: ANN001
-    call_command("simulate", gpus=512, days=5, seed=3, stdout=io.StringIO(), stderr=io.StringIO())
+    simulate(gpus=512, days=5, seed=3)
 
 
 @pytest.fixture

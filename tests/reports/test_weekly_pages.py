@@ -8,10 +8,10 @@ import datetime as dt
 import io
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from apps.reports.weekly import week_label, week_start
+from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
 CHARTS = ("mfu", "availability", "availability-heatmap", "effective", "checkpoints")
@@ -19,15 +19,7 @@ CHARTS = ("mfu", "availability", "availability-heatmap", "effective", "checkpoin
 
 @pytest.fixture
 def sim(db):  # noqa: ANN001
-    call_command(
-        "simulate",
-        gpus=512,
-        days=16,
-        seed=4,
-        failure_rate=0.05,
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
+    simulate(gpus=512, days=16, seed=4, failure_rate=0.05)
 
 
 @pytest.fixture

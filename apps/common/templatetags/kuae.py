@@ -94,17 +94,26 @@ def glyph(state: str) -> str:
 
 
 @register.simple_tag
-def node_tiles(tiles: list) -> str:
-    """One rack's tiles on the overview (state colour and glyph, busy mark, hover text),
-    built in one pass: 1,280 tiles through template tags took most of the page's time."""
+def node_tiles(tiles: list, busy: bool | None = None) -> str:
+    """One rack's node tiles (state colour and glyph, worst check result, busy mark, hover
+    text), built in one pass: 1,280 tiles through template tags took most of a page's time.
+    Tiles have `hostname` and `state`, and may have `reason`, `busy`, `worst`, `why`;
+    `busy` given here applies to every tile."""
     prefix = reverse("node-list")
     parts = []
     for t in tiles:
-        title = f"{t.hostname} · {t.state}" + (f" · {t.reason}" if t.reason else "")
-        title += " · in a job" if t.busy else ""
-        classes = f"tile state-{t.state}" + (" busy" if t.busy else "")
+        reason, why = getattr(t, "reason", ""), getattr(t, "why", "")
+        worst = getattr(t, "worst", "pass")
+        in_job = getattr(t, "busy", False) if busy is None else busy
+        title = f"{t.hostname} · {t.state}" + (f" · {reason}" if reason else "")
+        title += (f" · {worst}: {why}" if why else "") + (
+            " · in a job" if busy is None and in_job else ""
+        )
+        classes = f"tile state-{t.state}" + (" busy" if in_job else "")
+        classes += f" worst-{worst}" if worst != "pass" else ""
+        mark = "!" if worst == "fail" else STATE_GLYPHS.get(t.state, "")
         parts.append(
             f'<a class="{escape(classes)}" href="{prefix}{quote(t.hostname)}/" '
-            f'title="{escape(title)}">{escape(STATE_GLYPHS.get(t.state, ""))}</a>'
+            f'title="{escape(title)}">{escape(mark)}</a>'
         )
     return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped

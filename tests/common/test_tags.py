@@ -1,0 +1,28 @@
+"""The node-tile tag: the same markup the grids had, every value escaped."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as T
+
+from apps.common.templatetags.kuae import node_tiles
+
+
+def test_overview_tiles_escape_and_mark_busy():
+    html = node_tiles([T(hostname="r0n1", state="drained", reason='<b>"GEMM"</b>', busy=True)])
+    assert html == (
+        '<a class="tile state-drained busy" href="/nodes/r0n1/" '
+        'title="r0n1 · drained · &lt;b&gt;&quot;GEMM&quot;&lt;/b&gt; · in a job">−</a>'
+    )
+
+
+def test_health_tiles_show_the_worst_result():
+    tiles = [
+        T(hostname="a", state="healthy", worst="fail", why="sdc: checksum differs"),
+        T(hostname="b", state="suspect", worst="warn", why="thermal: 87 °C"),
+        T(hostname="c", state="healthy", worst="pass", why=""),
+    ]
+    html = node_tiles(tiles, busy=True)
+    assert '<a class="tile state-healthy busy worst-fail" href="/nodes/a/" ' in html
+    assert 'title="a · healthy · fail: sdc: checksum differs">!</a>' in html
+    assert 'class="tile state-suspect busy worst-warn"' in html and ">?</a>" in html
+    assert '<a class="tile state-healthy busy" href="/nodes/c/" title="c · healthy"></a>' in html

@@ -22,13 +22,14 @@ run: $(VENV)/.installed
 	@$(DEMO_ENV) exec $(VENV)/bin/honcho start -f Procfile
 
 ## test: lint, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set), then the
-## embedded-default smoke path when the main run used PostgreSQL/Redis
+## whole suite again on the embedded default (SQLite, filesystem broker) when the first run
+## used PostgreSQL/Redis — so `make test` on a fresh machine and CI run the same tests
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 	@if [ -n "$$DATABASE_URL$$CELERY_BROKER_URL" ]; then \
 	  echo "--- embedded default (SQLite, filesystem broker) ---"; \
-	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest -m embedded; \
+	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest; \
 	fi
 
 lint: $(VENV)/.installed

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -16,6 +19,16 @@ from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Job
 from apps.jobs.services import job_create
 from tests.support import ExporterServer
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this run's own var/ folder (its SQLite file and filesystem broker)."""
+    from django.conf import settings
+
+    folder = Path(settings.VAR_DIR)
+    if folder.name == f"test-{os.getpid()}":
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 # Personas: one per role, as healthchecks does with alice, bob and charlie.
 PERSONAS = {

@@ -35,6 +35,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
         # field checks: the client's input, so a 400, never a 500.
         message = str(exc).splitlines()[0] if str(exc) else "invalid value"
         return Response({"detail": f"a value cannot be stored: {message}"}, status=400)
+    if isinstance(exc, OverflowError):
+        # SQLite cannot bind an integer past 64 bits: the client's number, so a 400 too.
+        return Response({"detail": "a number is out of range"}, status=400)
     if isinstance(exc, BatchError):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

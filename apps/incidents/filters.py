@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
+from apps.common.filters import IdFilter
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident
 
@@ -17,7 +18,7 @@ class IncidentFilter(django_filters.FilterSet):
     category = django_filters.MultipleChoiceFilter(choices=Category.choices)
     severity = django_filters.MultipleChoiceFilter(choices=Severity.choices)
     node = django_filters.CharFilter(field_name="nodes__hostname", distinct=True)
-    job = django_filters.NumberFilter(field_name="job_id")
+    job = IdFilter(field_name="job_id")
     start = django_filters.IsoDateTimeFilter(method="filter_start")
     end = django_filters.IsoDateTimeFilter(method="filter_end")
 

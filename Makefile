@@ -26,6 +26,7 @@ run: $(VENV)/.installed
 ## used PostgreSQL/Redis — so `make test` on a fresh machine and CI run the same tests
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest
 	@if [ -n "$$DATABASE_URL$$CELERY_BROKER_URL" ]; then \
 	  echo "--- embedded default (SQLite, filesystem broker) ---"; \
@@ -34,6 +35,7 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 ## bench: figures against a baseline measured in the same run (PostgreSQL when DATABASE_URL is set)
 bench: $(VENV)/.installed

@@ -33,6 +33,11 @@ class Job(models.Model):
     last_step_time_s = models.FloatField(null=True, blank=True)
     last_tokens_per_s = models.FloatField(null=True, blank=True)
     last_checkpoint_at = models.DateTimeField(null=True, blank=True)
+    # Progress (CONTRACT §5 `job_hang`): the highest step any sample reported, job-wide or
+    # per node, and when it was first reached. A job that re-reports the same step makes
+    # no progress; one whose ranks report only per-node samples does.
+    progress_step = models.BigIntegerField(null=True, blank=True)
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

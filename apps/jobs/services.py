@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
@@ -154,7 +154,22 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
             ),
         )
         nodes_seen(node_ids=sorted(set(node_ids.values())))
+    if samples:
+        _progress_record(job, samples)
     return len(samples)
+
+
+def _progress_record(job: Job, samples: Sequence[MetricSample]) -> None:
+    """Move the job's progress to this batch's highest step, stamped with the first sample
+    that reached it — unless the job already reached a higher step, or this one earlier.
+    One conditional update, so batches arriving concurrently or out of order agree."""
+    top = max(s.step for s in samples)
+    first = min(s.ts for s in samples if s.step == top)
+    Job.objects.filter(pk=job.pk).filter(
+        Q(progress_step__isnull=True)
+        | Q(progress_step__lt=top)
+        | Q(progress_step=top, progress_at__gt=first)
+    ).update(progress_step=top, progress_at=first)
 
 
 def job_hours_refresh(*, job_id: int, times: Sequence[dt.datetime]) -> None:

@@ -12,7 +12,7 @@ class CheckScheduleAdmin(admin.ModelAdmin):
 
 @admin.register(Thresholds)
 class ThresholdsAdmin(admin.ModelAdmin):
-    list_display = ("cluster", "heartbeat_s", "slow_factor", "temp_c", "updated_at", "updated_by")
+    list_display = ("cluster", "values", "updated_at", "updated_by")
 
 
 @admin.register(CheckRun)

@@ -19,7 +19,7 @@ from apps.health.serializers import (
     RunRequestSerializer,
     RunSerializer,
 )
-from apps.health.services import preflight, runs_request
+from apps.health.services import job_preflight, runs_request
 from apps.jobs.models import Job
 
 
@@ -87,4 +87,4 @@ class PreflightView(APIView):
 
     @extend_schema(request=None, responses=PreflightSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        return Response(preflight(job=get_object_or_404(Job, pk=pk)))
+        return Response(job_preflight(job=get_object_or_404(Job, pk=pk)))

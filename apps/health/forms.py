@@ -1,41 +1,47 @@
-"""The thresholds form operators edit on the health page."""
+"""The thresholds form operators edit on the health page, built from their one definition."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 
 from apps.health.models import Thresholds
+from apps.health.thresholds import DEFAULTS, FIELDS, check_value
 
 
-class ThresholdsForm(forms.ModelForm):
-    """Every threshold of CONTRACT §5, with its unit in the help text."""
+class ThresholdsForm(forms.Form):
+    """Every threshold of `apps.health.thresholds`, with its label, unit and bounds."""
 
-    class Meta:
-        model = Thresholds
-        fields = [
-            "heartbeat_s",
-            "heartbeat_cluster_share",
-            "hang_min_s",
-            "hang_step_factor",
-            "hang_window",
-            "hang_no_metrics_s",
-            "slow_factor",
-            "slow_samples",
-            "slow_min_samples",
-            "slow_min_nodes",
-            "gemm_factor",
-            "sdc_round_s",
-            "temp_c",
-            "mem_temp_c",
-            "drain_cap_share",
-        ]
+    def __init__(self, *args: Any, instance: Thresholds, **kwargs: Any) -> None:
+        self.instance = instance
+        current = instance.limits
+        super().__init__(
+            *args, initial={f.name: getattr(current, f.name) for f in FIELDS}, **kwargs
+        )
+        for f in FIELDS:
+            whole = isinstance(f.default, int)
+            field_class = forms.IntegerField if whole else forms.FloatField
+            unit = f.metadata["unit"]
+            self.fields[f.name] = field_class(
+                label=f.metadata["label"] + (f" ({unit})" if unit else ""),
+                help_text=f"default {DEFAULTS[f.name]:g}",
+            )
 
-    def clean(self) -> dict:
-        data = super().clean()
-        for name in ("slow_factor",):
-            if data.get(name) is not None and data[name] <= 1:
-                self.add_error(name, "must be above 1")
-        for name in ("gemm_factor", "heartbeat_cluster_share", "drain_cap_share"):
-            if data.get(name) is not None and not 0 < data[name] <= 1:
-                self.add_error(name, "must be in (0, 1]")
+    def clean(self) -> dict[str, Any]:
+        """Each value within its bounds."""
+        data = super().clean() or {}
+        for name, value in list(data.items()):
+            problem = check_value(name, value) if value is not None else None
+            if problem:
+                self.add_error(name, problem)
         return data
+
+    def save(self, *, by: str) -> Thresholds:
+        """Store the values that differ from the defaults."""
+        self.instance.values = {
+            name: value for name, value in self.cleaned_data.items() if value != DEFAULTS[name]
+        }
+        self.instance.updated_by = by
+        self.instance.save()
+        return self.instance

@@ -5,15 +5,30 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
+from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
-from apps.health.detectors import GpuEvent, GpuLatest, JobProgress, NodeSeen, NonFinite
+from apps.health.choices import RunStatus
+from apps.health.detectors import (
+    GpuEvent,
+    GpuLatest,
+    JobProgress,
+    NodeGpus,
+    NodeSeen,
+    NonFinite,
+)
+from apps.health.models import CheckResult, CheckRun
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.jobs.selectors import running_jobs as jobs_running
 
 # Per-node timings older than this are not "recent" for the slow-node check.
 TIMING_WINDOW = dt.timedelta(minutes=30)
+# A job's step times for the hang limit come from samples this close to its progress.
+STEP_TIME_WINDOW = dt.timedelta(minutes=30)
+# The first run of an event-driven check looks this far back.
+FIRST_WINDOW = dt.timedelta(minutes=10)
+IN_SERVICE = (NodeState.HEALTHY, NodeState.SUSPECT)
 
 
 def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
@@ -33,16 +48,27 @@ def running_jobs(cluster: Cluster) -> list[Job]:
 
 
 def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
-    """Each running job's newest sample and last `window` step times (one query per job,
-    through the (job, ts) index — independent of the number of nodes)."""
+    """Each running job's progress (kept on the job at intake) and the step times of its
+    newest `window` samples: job-wide ones through the (job, ts) index, else — for a job
+    whose ranks report only per node — its per-node samples near its progress."""
     out = []
     for job in jobs:
-        steps = list(
+        times = list(
             JobMetric.objects.filter(job=job)
             .order_by("-ts")
             .values_list("step_time_s", flat=True)[:window]
         )
-        out.append(JobProgress(job.pk, job.name, job.started_at, job.last_metric_at, steps[::-1]))
+        if not times and job.progress_at is not None:
+            times = list(
+                NodeStepMetric.objects.filter(job=job, ts__gte=job.progress_at - STEP_TIME_WINDOW)
+                .order_by("-ts")
+                .values_list("step_time_s", flat=True)[:window]
+            )
+        out.append(
+            JobProgress(
+                job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times[::-1]
+            )
+        )
     return out
 
 
@@ -91,13 +117,52 @@ def non_finite(jobs: list[Job], since: dt.datetime) -> list[NonFinite]:
 
 
 def gpu_events(cluster: Cluster, since: dt.datetime) -> list[GpuEvent]:
-    """XID/ECC events that arrived after `since` (server time)."""
+    """XID/ECC/link events of nodes in service that arrived after `since` (server time)."""
     return [
-        GpuEvent(hostname, gpu, at, kind, value)
-        for hostname, gpu, at, kind, value in TelemetryEvent.objects.filter(
-            node__cluster=cluster, recorded_at__gt=since
-        ).values_list("node__hostname", "gpu", "at", "kind", "value")
+        GpuEvent(hostname, gpu, at, kind, value, previous)
+        for hostname, gpu, at, kind, value, previous in TelemetryEvent.objects.filter(
+            node__cluster=cluster, node__state__in=IN_SERVICE, recorded_at__gt=since
+        ).values_list("node__hostname", "gpu", "at", "kind", "value", "previous")
     ]
+
+
+def node_gpus(cluster: Cluster, fresh_after: dt.datetime) -> list[NodeGpus]:
+    """Each node in service: its GPU count and how many of its GPUs reported since
+    `fresh_after` (one grouped query)."""
+    return [
+        NodeGpus(hostname, gpu_count, reporting)
+        for hostname, gpu_count, reporting in Node.objects.filter(
+            cluster=cluster, state__in=IN_SERVICE
+        )
+        .annotate(reporting=Count("gpus", filter=Q(gpus__updated_at__gte=fresh_after)))
+        .values_list("hostname", "gpu_count", "reporting")
+    ]
+
+
+def previous_run_start(cluster: Cluster, kind: str, now: dt.datetime) -> dt.datetime:
+    """When the previous finished run of `kind` began (events after it are new), else a
+    short window back."""
+    last = (
+        CheckRun.objects.filter(
+            cluster=cluster, kind=kind, status=RunStatus.DONE, started_at__lt=now
+        )
+        .order_by("-started_at")
+        .values_list("started_at", flat=True)
+        .first()
+    )
+    return last or now - FIRST_WINDOW
+
+
+def result_counts(cluster: Cluster, kind: str, key: str) -> dict[str, int]:
+    """target → the positive count stored under `key` in the details of `kind`'s results."""
+    rows = CheckResult.objects.filter(cluster=cluster, kind=kind).filter(
+        **{f"details__{key}__gt": 0}
+    )
+    return {
+        target: int(details[key])
+        for target, details in rows.values_list("target", "details")
+        if isinstance(details.get(key), int | float)
+    }
 
 
 def job_of_node(jobs: list[Job]) -> dict[str, int]:

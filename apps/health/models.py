@@ -6,32 +6,16 @@ from django.db import models
 
 from apps.fleet.models import Cluster, Node
 from apps.health.choices import CheckKind, ResultStatus, RunStatus
+from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
 
 
 class Thresholds(models.Model):
-    """A cluster's check thresholds; the defaults are CONTRACT §5's."""
+    """A cluster's own check thresholds: overrides of the defaults that
+    `apps.health.thresholds` defines (name → value); a name not here has its default."""
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="thresholds")
-    heartbeat_s = models.PositiveIntegerField(default=180, help_text="silent longer → fail")
-    heartbeat_cluster_share = models.FloatField(
-        default=0.10, help_text="more nodes silent than this share → monitoring-path incident"
-    )
-    hang_min_s = models.PositiveIntegerField(default=600)
-    hang_step_factor = models.FloatField(default=10.0, help_text="× median step time")
-    hang_window = models.PositiveIntegerField(default=50, help_text="samples for the median")
-    hang_no_metrics_s = models.PositiveIntegerField(default=1800)
-    slow_factor = models.FloatField(default=1.10, help_text="node median compute / job median")
-    slow_samples = models.PositiveIntegerField(default=20)
-    slow_min_samples = models.PositiveIntegerField(default=5)
-    slow_min_nodes = models.PositiveIntegerField(default=4)
-    gemm_factor = models.FloatField(default=0.90, help_text="GEMM TFLOP/s / model median")
-    sdc_round_s = models.PositiveIntegerField(default=600, help_text="one probe round")
-    temp_c = models.FloatField(default=90)
-    mem_temp_c = models.FloatField(default=95)
-    drain_cap_share = models.FloatField(
-        default=0.02, help_text="automatic drains per hour, as a share of nodes (at least 1)"
-    )
+    values = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.CharField(max_length=150, blank=True, default="")
 
@@ -40,6 +24,11 @@ class Thresholds(models.Model):
 
     def __str__(self) -> str:
         return f"thresholds of {self.cluster_id}"
+
+    @property
+    def limits(self) -> Limits:
+        """The thresholds in force: defaults with these overrides."""
+        return limits_from(self.values)
 
 
 class CheckSchedule(models.Model):

@@ -16,5 +16,5 @@ def health_tick() -> int:
 @shared_task(name="apps.health.tasks.run_check", ignore_result=True, acks_late=True)
 def run_check_task(run_id: int) -> str | None:
     """Run one queued check (a no-op if another worker already claimed it)."""
-    run = services.run_check(run_id=run_id)
+    run = services.run_execute(run_id=run_id)
     return run.status if run else None

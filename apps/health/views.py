@@ -92,9 +92,7 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
     thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
     form = ThresholdsForm(request.POST, instance=thresholds)
     if form.is_valid():
-        saved = form.save(commit=False)
-        saved.updated_by = request.user.get_username()
-        saved.save()
+        form.save(by=request.user.get_username())
         messages.success(request, "Thresholds saved; the next runs use them.")
     else:
         errors = "; ".join(f"{k}: {', '.join(v)}" for k, v in form.errors.items())

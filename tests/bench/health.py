@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
 from apps.health import detectors as d
 from apps.health.choices import SCHEDULED_KINDS
-from apps.health.services import detect, limits_for, run_now
+from apps.health.services import detect, limits_for, runs_execute_now
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job, NodeStepMetric
 
@@ -63,12 +63,12 @@ def bench_health() -> None:
     print(
         f"\nHealth sweep: {gpus:,} GPUs, {running} running jobs, kinds {', '.join(SCHEDULED_KINDS)}"
     )
-    run_now(
+    runs_execute_now(
         cluster=cluster, kinds=list(SCHEDULED_KINDS), requested_by="bench"
     )  # first: creates results
     with CaptureQueriesContext(connection) as queries:
         start = time.perf_counter()
-        runs = run_now(cluster=cluster, kinds=list(SCHEDULED_KINDS), requested_by="bench")
+        runs = runs_execute_now(cluster=cluster, kinds=list(SCHEDULED_KINDS), requested_by="bench")
         sweep = time.perf_counter() - start
     per_kind = ", ".join(f"{r.kind} {r.duration_s * 1000:.0f} ms" for r in runs)
     print(

@@ -44,7 +44,7 @@ def main() -> None:
         started_at=start,
     )
     node_heartbeat(node=nodes[-1])  # heard from once, then silent: the heartbeat check's case
-    Thresholds.objects.update_or_create(cluster=cluster, defaults={"heartbeat_s": 4})
+    Thresholds.objects.update_or_create(cluster=cluster, defaults={"values": {"heartbeat_s": 4}})
     schedules_ensure()
     CheckSchedule.objects.filter(cluster=cluster).update(enabled=False)
     CheckSchedule.objects.filter(cluster=cluster, kind="heartbeat").update(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.health.models import CheckRun
-from apps.health.services import run_check
+from apps.health.services import run_execute
 from tests.health.conftest import backdate
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ def test_run_on_demand_and_read_it_back(api, cluster, fleet, django_capture_on_c
     assert response.status_code == 202 and len(queued) == 1  # the task is sent on commit
     run_id = response.json()["run_id"]
     assert api("mia").get(f"/api/v1/health/runs/{run_id}/").json()["status"] == "queued"
-    run_check(run_id=run_id)  # what the worker does with it (a real worker: test_celery_worker)
+    run_execute(run_id=run_id)  # what the worker does with it (a real worker: test_celery_worker)
     run = api("mia").get(f"/api/v1/health/runs/{run_id}/").json()
     assert (run["kind"], run["cluster"], run["status"]) == ("heartbeat", "c1", "done")
     assert run["counts"]["fail"] == 1 and run["duration_s"] is not None

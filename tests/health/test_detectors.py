@@ -58,13 +58,16 @@ def test_many_silent_nodes_is_the_monitoring_path():
 
 def test_job_hang():
     jobs = [
-        d.JobProgress(1, "steady", ago(86400), ago(30), [10.0] * 50),
-        d.JobProgress(2, "stuck", ago(86400), ago(700), [10.0] * 50),  # > max(600, 100)
-        d.JobProgress(3, "slow-steps", ago(86400), ago(700), [100.0] * 50),  # limit 1,000 s
+        d.JobProgress(1, "steady", ago(86400), ago(30), 900, [10.0] * 50),
+        d.JobProgress(2, "stuck", ago(86400), ago(700), 900, [10.0] * 50),  # > max(600, 100)
+        d.JobProgress(3, "slow-steps", ago(86400), ago(700), 9, [100.0] * 50),  # limit 1,000 s
         d.JobProgress(4, "just-started", ago(300), None),
         d.JobProgress(5, "never-reported", ago(2000), None),
-        d.JobProgress(6, "nan-steps", ago(86400), ago(650), [math.nan, math.inf, 10.0]),
-        d.JobProgress(7, "few-samples", ago(3600), ago(500), [60.0]),  # limit 600
+        d.JobProgress(6, "nan-steps", ago(86400), ago(650), 7, [math.nan, math.inf, 10.0]),
+        d.JobProgress(7, "few-samples", ago(3600), ago(500), 3, [60.0]),  # limit 600
+        # Requeued 5 minutes ago: its progress is the earlier attempt's, this one has time.
+        d.JobProgress(8, "requeued", ago(300), ago(4000), 500, [10.0] * 50),
+        d.JobProgress(9, "requeued-stuck", ago(1900), ago(4000), 500, [10.0] * 50),
     ]
     out = by_target(d.job_hang(jobs, now=NOW, limits=L))
     assert {t: f.status for t, f in out.items()} == {
@@ -75,10 +78,23 @@ def test_job_hang():
         "job:5": "fail",
         "job:6": "fail",
         "job:7": "pass",
+        "job:8": "pass",
+        "job:9": "fail",
     }
     assert out["job:2"].occurred_at == ago(700) and out["job:2"].category == "hang"
     assert out["job:2"].severity == "sev1" and out["job:2"].interrupts_job
-    assert out["job:5"].occurred_at == ago(2000)
+    assert "step 900" in out["job:2"].message
+    assert out["job:5"].occurred_at == ago(2000) and out["job:9"].occurred_at == ago(1900)
+
+
+def test_job_hang_limit_edges():
+    at_limit = d.JobProgress(1, "edge", ago(86400), ago(600), 5, [1.0] * 50)
+    assert d.job_hang([at_limit], now=NOW, limits=L)[0].status == "pass"
+    past = d.JobProgress(1, "edge", ago(86400), ago(601), 5, [1.0] * 50)
+    assert d.job_hang([past], now=NOW, limits=L)[0].status == "fail"
+    # The median of the newest 50 only: old slow steps do not stretch the limit.
+    mixed = d.JobProgress(1, "m", ago(86400), ago(900), 5, [500.0] * 100 + [10.0] * 50)
+    assert d.job_hang([mixed], now=NOW, limits=L)[0].status == "fail"
 
 
 def test_slow_node_by_compute_time():
@@ -140,7 +156,7 @@ def test_gpu_errors():
         d.GpuEvent("n1", 3, ago(30), "counter_reset", 0),
         d.GpuEvent("n1", 3, ago(20), "ecc_sbe", 4),
     ]
-    out = by_target(d.gpu_errors(events, gpus))
+    out = by_target(d.gpu_errors(events, gpus, limits=L))
     assert (out["gpu:n1/0"].status, out["gpu:n1/0"].category) == ("fail", "gpu")
     assert (out["gpu:n1/1"].status, out["gpu:n1/1"].category) == ("fail", "gpu_hbm")
     assert out["gpu:n1/1"].node_state == "drained" and out["gpu:n1/1"].interrupts_job
@@ -148,17 +164,67 @@ def test_gpu_errors():
     assert out["gpu:n1/3"].status == "pass"  # a reset and single-bit growth are not errors
 
 
-def test_thermal_only_on_fresh_values():
+def test_xid_storm_is_one_finding_with_its_count():
+    events = [d.GpuEvent("n1", 0, ago(60 - i), "xid", 79) for i in range(40)]
+    events.append(d.GpuEvent("n1", 0, ago(5), "xid", 13))
+    out = by_target(d.gpu_errors(events, [], limits=L))
+    assert list(out) == ["gpu:n1/0"] and out["gpu:n1/0"].status == "fail"
+    assert out["gpu:n1/0"].details["xid_counts"] == {"13": 1, "79": 40}
+
+
+def test_unknown_xid_warns_and_says_so():
+    (found,) = d.gpu_errors([d.GpuEvent("n1", 0, ago(5), "xid", 9999)], [], limits=L)
+    assert found.status == "warn" and found.category is None and "unknown" in found.message
+
+
+def test_row_remap_failure_and_link_counters():
+    gpus = [
+        d.GpuLatest("n1", 0, "H100", {"row_remap_failure": 1}, NOW),
+        d.GpuLatest("n1", 1, "H100", {"row_remap_failure": 0}, NOW),
+    ]
+    events = [
+        d.GpuEvent("n1", 1, ago(50), "nvlink_crc", 150, 100),
+        d.GpuEvent("n1", 1, ago(20), "nvlink_crc", 201, 150),  # 101 since the last run
+        d.GpuEvent("n1", 2, ago(20), "pcie_replay", 100, 0),  # exactly 100: not more
+    ]
+    out = by_target(d.gpu_errors(events, gpus, limits=L))
+    assert (out["gpu:n1/0"].status, out["gpu:n1/0"].category) == ("fail", "gpu_hbm")
+    assert (out["gpu:n1/1"].status, out["gpu:n1/1"].category) == ("warn", "gpu")
+    assert out["gpu:n1/1"].node_state == "suspect" and out["gpu:n1/1"].severity == "sev3"
+    assert "gpu:n1/2" not in out
+
+
+def test_a_gpu_that_stops_reporting_fails_on_the_second_run():
+    nodes = [d.NodeGpus("a", 8, 7), d.NodeGpus("b", 8, 8), d.NodeGpus("silent", 8, 0)]
+    first = by_target(d.gpu_errors([], [], limits=L, nodes=nodes))
+    assert {t: f.status for t, f in first.items()} == {
+        "node:a": "pass",
+        "node:b": "pass",
+        "node:silent": "pass",  # a silent node is the heartbeat check's
+    }
+    assert first["node:a"].details["missing_runs"] == 1
+    second = by_target(d.gpu_errors([], [], limits=L, nodes=nodes, missing_runs={"node:a": 1}))
+    assert second["node:a"].status == "fail" and second["node:a"].node_state == "drained"
+    assert second["node:a"].category == "gpu" and "1 of 8 GPUs stopped" in second["node:a"].message
+    back = d.gpu_errors([], [], limits=L, nodes=[d.NodeGpus("a", 8, 8)], missing_runs={"node:a": 3})
+    assert back[0].status == "pass" and back[0].details["missing_runs"] == 0
+
+
+def test_thermal_needs_two_consecutive_hot_runs_on_fresh_values():
     gpus = [
         d.GpuLatest("n1", 0, "H100", {"temp_c": 90, "mem_temp_c": 70}, ago(10)),
         d.GpuLatest("n1", 1, "H100", {"temp_c": 60, "mem_temp_c": 95}, ago(10)),
         d.GpuLatest("n1", 2, "H100", {"temp_c": 89.9, "mem_temp_c": 94}, ago(10)),
         d.GpuLatest("n1", 3, "H100", {"temp_c": 99}, ago(3600)),  # stale
     ]
-    out = by_target(d.thermal(gpus, now=NOW, limits=L))
+    first = by_target(d.thermal(gpus, now=NOW, limits=L))
+    assert {f.status for f in first.values()} == {"pass"} and "gpu:n1/3" not in first
+    assert first["gpu:n1/0"].details["hot_runs"] == 1 and first["gpu:n1/2"].details["hot_runs"] == 0
+    streak = {t: f.details["hot_runs"] for t, f in first.items()}
+    out = by_target(d.thermal(gpus, now=NOW, limits=L, hot_runs=streak))
     assert out["gpu:n1/0"].status == "warn" and out["gpu:n1/0"].category == "gpu_thermal"
     assert out["gpu:n1/1"].status == "warn" and out["gpu:n1/2"].status == "pass"
-    assert "gpu:n1/3" not in out
+    assert out["gpu:n1/0"].node_state is None and out["gpu:n1/0"].severity == "sev4"
 
 
 def test_preflight():

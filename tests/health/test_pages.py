@@ -6,7 +6,7 @@ import pytest
 
 from apps.health.forms import ThresholdsForm
 from apps.health.models import CheckRun, Thresholds
-from apps.health.services import run_now
+from apps.health.services import runs_execute_now
 from tests.health.conftest import backdate
 
 pytestmark = pytest.mark.django_db
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def checked(cluster, fleet):  # noqa: ANN001, ANN201
     backdate("h03", 600)
-    run_now(cluster=cluster, kinds=["heartbeat", "thermal"], requested_by="test")
+    runs_execute_now(cluster=cluster, kinds=["heartbeat", "thermal"], requested_by="test")
     return fleet
 
 
@@ -40,12 +40,13 @@ def test_run_now_and_thresholds_are_for_operators(
         response = client.post("/health/run/", {"cluster": "c1", "kind": "sdc"})
     assert response.status_code == 302 and len(queued) == 1
     assert CheckRun.objects.filter(kind="sdc", requested_by="otto", status="queued").exists()
-    form = {f: getattr(Thresholds.objects.get(), f) for f in ThresholdsForm.Meta.fields}
+    form = ThresholdsForm(instance=Thresholds(cluster=checked["job"].cluster)).initial
     client.post("/health/thresholds/", {**form, "cluster": "c1", "heartbeat_s": 240})
     saved = Thresholds.objects.get()
-    assert saved.heartbeat_s == 240 and saved.updated_by == "otto"
+    assert saved.values == {"heartbeat_s": 240} and saved.updated_by == "otto"
+    assert saved.limits.heartbeat_s == 240 and saved.limits.temp_c == 90
     client.post("/health/thresholds/", {**form, "cluster": "c1", "slow_factor": 0.5})
-    assert Thresholds.objects.get().slow_factor == 1.10  # refused: must be above 1
+    assert Thresholds.objects.get().limits.slow_factor == 1.10  # refused: must be above 1
 
 
 def test_node_evidence_and_job_suspects_fragments(

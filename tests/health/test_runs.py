@@ -11,9 +11,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from apps.fleet.models import Node, NodeStateChange
+from apps.fleet.models import GPU, Node, NodeStateChange
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
-from apps.health.services import run_check, run_now, schedules_claim_due
+from apps.health.services import run_execute, runs_execute_now, schedules_claim_due
 from apps.incidents.models import Incident, TimelineEntry
 from tests.health.conftest import backdate
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def check(cluster, kind):  # noqa: ANN001, ANN201
-    (run,) = run_now(cluster=cluster, kinds=[kind], requested_by="test")
+    (run,) = runs_execute_now(cluster=cluster, kinds=[kind], requested_by="test")
     assert run.status == "done", run.error
     return run
 
@@ -43,7 +43,14 @@ def iso(t: dt.datetime) -> str:
 
 
 def telemetry(agent, host: str, gpu: int, **metrics):  # noqa: ANN001, ANN201
-    body = {"samples": [{"node": host, "gpu": gpu, "ts": iso(timezone.now()), "metrics": metrics}]}
+    """A node's exporter sweep: `metrics` for GPU `gpu`, a utilisation for its 7 others."""
+    ts = iso(timezone.now())
+    body = {
+        "samples": [
+            {"node": host, "gpu": i, "ts": ts, "metrics": metrics if i == gpu else {"gpu_util": 0}}
+            for i in range(8)
+        ]
+    }
     assert agent.post("/api/v1/ingest/telemetry/", body, format="json").status_code == 202
 
 
@@ -108,6 +115,57 @@ def test_a_hang_names_the_job_and_when_it_stopped(cluster, fleet):
         microsecond=last.microsecond
     )
     assert not Node.objects.exclude(state="healthy").exists()
+
+
+def _post_steps(agent, job, rows) -> None:  # noqa: ANN001
+    """rows: (seconds ago, step, node or None)."""
+    now = timezone.now()
+    samples = [
+        {
+            "ts": iso(now - dt.timedelta(seconds=ago)),
+            "step": step,
+            "step_time_s": 10.0,
+            **({"node": node, "compute_s": 8.0} if node else {"tokens_per_s": 3e5}),
+        }
+        for ago, step, node in rows
+    ]
+    response = agent.post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": samples}, format="json")
+    assert response.status_code == 202, response.content
+
+
+def test_a_job_reporting_only_per_node_samples_is_progressing(cluster, fleet):
+    job = fleet["job"]
+    # No job-wide sample for an hour (it sent some once), but every node moves on each step.
+    _post_steps(fleet["agent"], job, [(3600 + 10 * i, 40 - i, None) for i in range(5)])
+    rows = [(10 * i, 400 - i, host) for i in range(30) for host in ("h00", "h01", "h02", "h03")]
+    _post_steps(fleet["agent"], job, rows)
+    check(cluster, "job_hang")
+    assert failing("job_hang") == set() and not Incident.objects.exists()
+    assert result("job_hang", f"job:{job.pk}").details["step"] == 400
+
+
+def test_a_job_that_keeps_reporting_the_same_step_is_hung(cluster, fleet):
+    job = fleet["job"]
+    # Step 700 was reached 20 minutes ago; every rank has re-reported it since, fresh.
+    rows = [(1200 + 10 * i, 700 - i, None) for i in range(20)]
+    rows += [(10 * i, 700, host) for i in range(60) for host in ("h00", "h01")]
+    rows += [(10 * i + 5, 700, None) for i in range(60)]
+    _post_steps(fleet["agent"], job, rows)
+    check(cluster, "job_hang")
+    assert failing("job_hang") == {f"job:{job.pk}"}
+    incident = Incident.objects.get()
+    assert incident.category == "hang" and incident.severity == "sev1"
+    assert abs((timezone.now() - incident.occurred_at).total_seconds() - 1200) < 5
+
+
+def test_samples_arriving_out_of_order_keep_the_first_time_a_step_was_reached(cluster, fleet):
+    job = fleet["job"]
+    _post_steps(fleet["agent"], job, [(30, 50, "h00")])
+    _post_steps(fleet["agent"], job, [(90, 50, "h01"), (100, 49, None)])  # late, earlier
+    _post_steps(fleet["agent"], job, [(20, 48, None)])  # a lower step: no progress
+    job.refresh_from_db()
+    assert job.progress_step == 50
+    assert abs((timezone.now() - job.progress_at).total_seconds() - 90) < 5
 
 
 def test_a_straggler_is_suspect(cluster, fleet):
@@ -185,14 +243,57 @@ def test_gpu_errors_drain_and_a_persisting_xid_does_not_refire(cluster, fleet):
     assert failing("gpu_errors") == set() and Incident.objects.count() == 2
 
 
-def test_thermal_warns_without_touching_the_node(cluster, fleet):
-    telemetry(fleet["agent"], "h07", 3, temp_c=92, mem_temp_c=70)
-    telemetry(fleet["agent"], "h08", 3, temp_c=70, mem_temp_c=80)
+def test_one_hot_sample_is_not_enough_two_runs_warn_and_it_resolves_after_30_min_clear(
+    cluster, fleet
+):
+    agent = fleet["agent"]
+    telemetry(agent, "h07", 3, temp_c=92, mem_temp_c=70)
+    telemetry(agent, "h08", 3, temp_c=70, mem_temp_c=80)
+    check(cluster, "thermal")
+    assert failing("thermal") == set() and not Incident.objects.exists()  # one hot sample
+    assert result("thermal", "gpu:h07/3").details["hot_runs"] == 1
+    telemetry(agent, "h07", 3, temp_c=70)  # a spike that passed
+    check(cluster, "thermal")
+    telemetry(agent, "h07", 3, temp_c=91)
+    check(cluster, "thermal")
+    assert failing("thermal") == set()  # not two runs in a row
+    telemetry(agent, "h07", 3, mem_temp_c=96)
     check(cluster, "thermal")
     assert failing("thermal") == {"gpu:h07/3"}
     incident = Incident.objects.get()
     assert (incident.category, incident.severity) == ("gpu_thermal", "sev4")
     assert not Node.objects.exclude(state="healthy").exists()
+    telemetry(agent, "h07", 3, temp_c=70, mem_temp_c=70)
+    cooled = check(cluster, "thermal")
+    assert failing("thermal") == set() and Incident.objects.get().status == "open"
+    # Still clear 29 minutes later: open; 31 minutes: resolved by itself, noted, not twice.
+    for minutes, status in ((29, "open"), (31, "resolved"), (40, "resolved")):
+        telemetry(agent, "h07", 3, temp_c=70)
+        (run,) = CheckRun.objects.bulk_create(
+            [CheckRun(cluster=cluster, kind="thermal", requested_by="test")]
+        )
+        later = cooled.started_at + dt.timedelta(minutes=minutes)
+        GPU.objects.update(updated_at=later)  # the exporter kept reporting it cool
+        assert run_execute(run_id=run.pk, now=later).status == "done"
+        assert Incident.objects.get().status == status
+    incident = Incident.objects.get()
+    assert incident.resolved_at == cooled.started_at + dt.timedelta(minutes=31)
+    assert incident.recovered_at == cooled.started_at
+    assert incident.timeline.filter(text__contains="resolved").count() >= 1
+
+
+def test_a_sev2_that_clears_stays_open_for_an_engineer(cluster, fleet):
+    agent = fleet["agent"]
+    telemetry(agent, "h09", 0, ecc_dbe_total=0)
+    check(cluster, "gpu_errors")
+    telemetry(agent, "h09", 0, ecc_dbe_total=2)
+    first = check(cluster, "gpu_errors")
+    assert Incident.objects.get().severity == "sev2"
+    (run,) = CheckRun.objects.bulk_create(
+        [CheckRun(cluster=cluster, kind="gpu_errors", requested_by="test")]
+    )
+    assert run_execute(run_id=run.pk, now=first.started_at + dt.timedelta(hours=2))
+    assert Incident.objects.get().status == "open"
 
 
 def test_no_false_positives_on_a_healthy_cluster(cluster, fleet):
@@ -234,7 +335,7 @@ def test_no_false_positives_on_a_healthy_cluster(cluster, fleet):
         for n in range(4)
     ]
     agent.post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": samples}, format="json")
-    runs = run_now(
+    runs = runs_execute_now(
         cluster=cluster,
         kinds=["heartbeat", "job_hang", "slow_node", "sdc", "gpu_errors", "thermal"],
         requested_by="test",
@@ -250,8 +351,8 @@ def test_no_false_positives_on_a_healthy_cluster(cluster, fleet):
 
 def test_a_run_is_claimed_once(cluster, fleet):
     run = CheckRun.objects.create(cluster=cluster, kind="heartbeat")
-    assert run_check(run_id=run.pk) is not None
-    assert run_check(run_id=run.pk) is None  # already claimed
+    assert run_execute(run_id=run.pk) is not None
+    assert run_execute(run_id=run.pk) is None  # already claimed
 
 
 def test_schedules_are_claimed_once_per_interval(

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.fleet.models import Cluster
 from apps.health.choices import SCHEDULED_KINDS
 from apps.health.models import CheckResult
-from apps.health.services import run_now
+from apps.health.services import runs_execute_now
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         cluster = Cluster.objects.filter(name=opts["cluster"]).first()
         if cluster is None:
             raise CommandError(f"no cluster {opts['cluster']!r}")
-        runs = run_now(
+        runs = runs_execute_now(
             cluster=cluster,
             kinds=opts["checks"] or list(SCHEDULED_KINDS),
             requested_by="run_checks",

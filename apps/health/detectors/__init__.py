@@ -1,0 +1,37 @@
+"""The health checks of CONTRACT §5 as pure functions: plain values in, findings out.
+
+One module per kind. No database here: `apps.health.registry` loads each check's inputs in
+a few set-based queries and `apps.health.outcomes` applies the findings. Every detector
+returns a finding for every target it looked at — pass included — so a condition that
+clears shows as pass on the next run.
+"""
+
+from apps.health.detectors.findings import Finding, Outcome
+from apps.health.detectors.gpu_errors import GpuEvent, NodeGpus, gpu_errors
+from apps.health.detectors.gpus import GpuLatest
+from apps.health.detectors.heartbeat import NodeSeen, heartbeat
+from apps.health.detectors.job_hang import JobProgress, job_hang
+from apps.health.detectors.preflight import preflight
+from apps.health.detectors.sdc import NonFinite, sdc
+from apps.health.detectors.slow_node import slow_node
+from apps.health.detectors.thermal import thermal
+from apps.health.thresholds import Limits
+
+__all__ = [
+    "Finding",
+    "GpuEvent",
+    "GpuLatest",
+    "JobProgress",
+    "Limits",
+    "NodeGpus",
+    "NodeSeen",
+    "NonFinite",
+    "Outcome",
+    "gpu_errors",
+    "heartbeat",
+    "job_hang",
+    "preflight",
+    "sdc",
+    "slow_node",
+    "thermal",
+]

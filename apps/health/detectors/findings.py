@@ -1,0 +1,149 @@
+"""A detector's verdict on one target, what it causes, and small constructors for both."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.fleet.choices import NodeState
+from apps.health.choices import CheckKind, ResultStatus
+from apps.incidents.choices import Category, Severity
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a warn or fail causes: an incident of `category` (none without one) at
+    `severity`, interrupting the job on the node or not, and the state to put the node in."""
+
+    category: Category | None = None
+    severity: Severity = Severity.SEV3
+    interrupts_job: bool = False
+    node_state: NodeState | None = None
+
+
+NOTHING = Outcome()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A verdict on one target (`node:HOST`, `gpu:HOST/I`, `job:ID`, `cluster:NAME`)."""
+
+    kind: CheckKind
+    target: str
+    status: ResultStatus
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    node: str | None = None
+    job: int | None = None
+    outcome: Outcome = NOTHING
+    occurred_at: dt.datetime | None = None
+
+    @property
+    def category(self) -> Category | None:
+        """The incident category a warn or fail opens (None: no incident)."""
+        return self.outcome.category
+
+    @property
+    def severity(self) -> Severity:
+        """The severity of that incident."""
+        return self.outcome.severity
+
+    @property
+    def interrupts_job(self) -> bool:
+        """Whether that incident interrupts the job running on the node."""
+        return self.outcome.interrupts_job
+
+    @property
+    def node_state(self) -> NodeState | None:
+        """The state the node should be put in (never a better one)."""
+        return self.outcome.node_state
+
+
+def node_target(host: str) -> str:
+    """The result target of a node."""
+    return f"node:{host}"
+
+
+def gpu_target(host: str, index: int) -> str:
+    """The result target of one GPU of a node."""
+    return f"gpu:{host}/{index}"
+
+
+def job_target(job: int) -> str:
+    """The result target of a job."""
+    return f"job:{job}"
+
+
+def cluster_target(name: str) -> str:
+    """The result target of a whole cluster."""
+    return f"cluster:{name}"
+
+
+def passed(
+    kind: CheckKind,
+    target: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    node: str | None = None,
+    job: int | None = None,
+) -> Finding:
+    """A pass: nothing to do (a condition that cleared shows as one)."""
+    return Finding(kind, target, ResultStatus.PASS, message, details or {}, node, job)
+
+
+def warned(
+    kind: CheckKind,
+    target: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    outcome: Outcome = NOTHING,
+    node: str | None = None,
+    job: int | None = None,
+    occurred_at: dt.datetime | None = None,
+) -> Finding:
+    """A warning, with what it causes (by default nothing but the result)."""
+    return Finding(
+        kind, target, ResultStatus.WARN, message, details or {}, node, job, outcome, occurred_at
+    )
+
+
+def failed(
+    kind: CheckKind,
+    target: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    outcome: Outcome,
+    node: str | None = None,
+    job: int | None = None,
+    occurred_at: dt.datetime | None = None,
+) -> Finding:
+    """A failure and what it causes."""
+    return Finding(
+        kind, target, ResultStatus.FAIL, message, details or {}, node, job, outcome, occurred_at
+    )
+
+
+RANK = {ResultStatus.PASS: 0, ResultStatus.WARN: 1, ResultStatus.FAIL: 2}
+
+
+def worse(a: Finding | None, b: Finding) -> Finding:
+    """The worse of two findings on one target (the first on a tie)."""
+    return b if a is None or RANK[b.status] > RANK[a.status] else a
+
+
+def finite(values: Iterable[float | None]) -> list[float]:
+    """The finite numbers among `values`, in order."""
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def number(value: object) -> float | None:
+    """`value` as a finite number, else None (a metric may be missing or a string)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None

@@ -1,0 +1,192 @@
+"""`gpu_errors`: ECC, row remapping, XIDs, link errors and GPUs that vanish (CONTRACT §5, §5.1).
+
+Every rule looks only at what arrived since the previous run (events) or at the latest
+values, so a persisting XID gauge or an unchanged counter is never a new error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from apps.fleet.choices import NodeState
+from apps.health.choices import CheckKind
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    failed,
+    gpu_target,
+    node_target,
+    number,
+    passed,
+    warned,
+    worse,
+)
+from apps.health.detectors.gpus import GpuLatest
+from apps.health.detectors.xid import classify_xid
+from apps.health.thresholds import Limits
+from apps.incidents.choices import Category, Severity
+
+KIND = CheckKind.GPU_ERRORS
+LINK_COUNTERS = {"nvlink_crc": "NVLink CRC errors", "pcie_replay": "PCIe replays"}
+
+
+def _out_of_service(category: Category) -> Outcome:
+    return Outcome(category, Severity.SEV2, interrupts_job=True, node_state=NodeState.DRAINED)
+
+
+MEMORY = _out_of_service(Category.GPU_HBM)
+GPU_LOST = _out_of_service(Category.GPU)
+LINK = Outcome(Category.GPU, Severity.SEV3, node_state=NodeState.SUSPECT)
+
+
+@dataclass(frozen=True)
+class GpuEvent:
+    """Something a GPU reported since the previous run: an XID (value = code), ECC growth,
+    a link counter's growth (value and previous), or a counter reset. `gpu` is None for a
+    kernel-log XID whose bus id matches no known GPU."""
+
+    node: str
+    gpu: int | None
+    at: dt.datetime
+    kind: str
+    value: float
+    previous: float | None = None
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """A node in service: how many GPUs it has, and how many reported fresh values."""
+
+    hostname: str
+    gpu_count: int
+    reporting: int
+
+
+def gpu_errors(
+    events: Sequence[GpuEvent],
+    gpus: Sequence[GpuLatest],
+    *,
+    limits: Limits,
+    nodes: Sequence[NodeGpus] = (),
+    missing_runs: Mapping[str, int] | None = None,
+) -> list[Finding]:
+    """The worst verdict per GPU from its events and latest values, plus one per node whose
+    GPUs stopped reporting while its others still do. `missing_runs` is each node target's
+    count of such runs in a row up to the previous run (its result's `missing_runs`)."""
+    worst: dict[str, Finding] = {}
+    xids: dict[str, Counter[int]] = defaultdict(Counter)
+    for e in sorted(events, key=lambda e: e.at):
+        target = gpu_target(e.node, e.gpu) if e.gpu is not None else node_target(e.node)
+        finding = _event(e, target)
+        if e.kind == "xid":
+            xids[target][int(e.value)] += 1
+        if finding is not None:
+            worst[target] = worse(worst.get(target), finding)
+    for target, counts in xids.items():
+        if target in worst:
+            found = worst[target]
+            worst[target] = Finding(
+                found.kind,
+                found.target,
+                found.status,
+                found.message,
+                {**found.details, "xid_counts": {str(c): n for c, n in sorted(counts.items())}},
+                found.node,
+                found.job,
+                found.outcome,
+                found.occurred_at,
+            )
+    for finding in _link_growth(events, limits) + _row_remap(gpus):
+        worst[finding.target] = worse(worst.get(finding.target), finding)
+    out = list(worst.values())
+    for gpu in gpus:
+        target = gpu_target(gpu.node, gpu.index)
+        if target not in worst:
+            out.append(passed(KIND, target, "no new XID, ECC or link error", node=gpu.node))
+    out.extend(_missing(nodes, limits, missing_runs or {}))
+    return out
+
+
+def _event(e: GpuEvent, target: str) -> Finding | None:
+    where = f"GPU {e.gpu}" if e.gpu is not None else "a GPU"
+    details: dict[str, object] = {"event": e.kind, "value": e.value, "at": e.at.isoformat()}
+    if e.kind == "ecc_dbe":
+        message = f"ECC double-bit errors on {where} grew to {e.value:g}"
+        return failed(KIND, target, message, details, outcome=MEMORY, node=e.node, occurred_at=e.at)
+    if e.kind != "xid":
+        return None
+    xid = classify_xid(int(e.value))
+    details |= {"xid": xid.code, "mnemonic": xid.mnemonic, "action": xid.action}
+    said = f"XID {xid.code} on {where}" + (f" ({xid.mnemonic})" if xid.mnemonic else "")
+    if xid.out_of_service:
+        message = f"{said}: {xid.action}"
+        return failed(
+            KIND,
+            target,
+            message,
+            details,
+            outcome=_out_of_service(xid.category),
+            node=e.node,
+            occurred_at=e.at,
+        )
+    if not xid.known:
+        return warned(KIND, target, f"{said}: unknown to the XID catalogue", details, node=e.node)
+    return warned(KIND, target, f"{said}: {xid.action}", details, node=e.node)
+
+
+def _link_growth(events: Sequence[GpuEvent], limits: Limits) -> list[Finding]:
+    """Link error counters that grew by more than the limit since the previous run."""
+    span: dict[tuple[str, int, str], tuple[float, float]] = {}
+    for e in events:
+        if e.kind not in LINK_COUNTERS or e.gpu is None:
+            continue
+        low = e.previous if e.previous is not None else e.value
+        key = (e.node, e.gpu, e.kind)
+        old = span.get(key)
+        span[key] = (min(old[0], low), max(old[1], e.value)) if old else (low, e.value)
+    out = []
+    for (node, gpu, kind), (low, high) in sorted(span.items()):
+        grew = high - low
+        if grew > limits.link_errors_growth:
+            message = f"{LINK_COUNTERS[kind]} on GPU {gpu} grew by {grew:g} since the last run"
+            details = {"counter": kind, "grew": grew, "limit": limits.link_errors_growth}
+            out.append(
+                warned(KIND, gpu_target(node, gpu), message, details, outcome=LINK, node=node)
+            )
+    return out
+
+
+def _row_remap(gpus: Sequence[GpuLatest]) -> list[Finding]:
+    """A GPU whose memory could not remap a failing row."""
+    out = []
+    for gpu in gpus:
+        value = number(gpu.metrics.get("row_remap_failure"))
+        if value:
+            message = f"GPU {gpu.index}: HBM row remapping failed"
+            details = {"row_remap_failure": value}
+            target = gpu_target(gpu.node, gpu.index)
+            out.append(failed(KIND, target, message, details, outcome=MEMORY, node=gpu.node))
+    return out
+
+
+def _missing(nodes: Sequence[NodeGpus], limits: Limits, before: Mapping[str, int]) -> list[Finding]:
+    """A node reporting fewer GPUs than it has while some still report — for the runs the
+    limit asks in a row — lost a GPU (the way one that fell off the bus often shows)."""
+    out = []
+    for n in nodes:
+        target = node_target(n.hostname)
+        short = 0 < n.reporting < n.gpu_count
+        runs = before.get(target, 0) + 1 if short else 0
+        details = {"gpu_count": n.gpu_count, "reporting": n.reporting, "missing_runs": runs}
+        if short and runs >= limits.gpu_missing_runs:
+            message = f"{n.gpu_count - n.reporting} of {n.gpu_count} GPUs stopped reporting"
+            out.append(failed(KIND, target, message, details, outcome=GPU_LOST, node=n.hostname))
+        elif short:
+            message = f"{n.reporting} of {n.gpu_count} GPUs reporting; fails if it lasts"
+            out.append(passed(KIND, target, message, details, node=n.hostname))
+        else:
+            out.append(passed(KIND, target, "every GPU reporting", details, node=n.hostname))
+    return out

@@ -1,0 +1,123 @@
+"""`sdc`: silent data corruption — non-finite losses, or a GEMM checksum that disagrees with
+the majority of its model's GPUs in one probe round (CONTRACT §5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from apps.fleet.choices import NodeState
+from apps.health.choices import CheckKind
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    failed,
+    gpu_target,
+    job_target,
+    passed,
+)
+from apps.health.detectors.gpus import GpuLatest
+from apps.health.thresholds import Limits
+from apps.incidents.choices import Category, Severity
+
+KIND = CheckKind.SDC
+CORRUPT_JOB = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2)
+CORRUPT_GPU = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2, node_state=NodeState.SUSPECT)
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """A job-wide sample with a non-finite loss or grad norm."""
+
+    job: int
+    ts: dt.datetime
+    step: int
+    what: str
+
+
+def sdc(
+    bad_samples: Sequence[NonFinite],
+    running_jobs: Mapping[int, str],
+    gpus: Sequence[GpuLatest],
+    *,
+    limits: Limits,
+) -> list[Finding]:
+    """A non-finite loss/grad norm fails its job; a GPU whose latest checksum (within one
+    probe round of the newest of its model) differs from what more than half reported
+    fails its node. Without a strict majority there is no verdict."""
+    return _losses(bad_samples, running_jobs) + _checksums(gpus, limits)
+
+
+def _losses(bad_samples: Sequence[NonFinite], running_jobs: Mapping[int, str]) -> list[Finding]:
+    by_job: dict[int, list[NonFinite]] = defaultdict(list)
+    for sample in bad_samples:
+        by_job[sample.job].append(sample)
+    out = []
+    for job, name in running_jobs.items():
+        bad = sorted(by_job.get(job, []), key=lambda s: s.ts)
+        if not bad:
+            out.append(passed(KIND, job_target(job), f"{name}: losses finite", job=job))
+            continue
+        message = (
+            f"{name}: {len(bad)} step(s) with non-finite values, "
+            f"first at step {bad[0].step} ({bad[0].what})"
+        )
+        details = {"steps": [s.step for s in bad[:50]], "first": bad[0].what}
+        out.append(
+            failed(
+                KIND,
+                job_target(job),
+                message,
+                details,
+                outcome=CORRUPT_JOB,
+                job=job,
+                occurred_at=bad[0].ts,
+            )
+        )
+    return out
+
+
+def _checksums(gpus: Sequence[GpuLatest], limits: Limits) -> list[Finding]:
+    by_model: dict[str, list[GpuLatest]] = defaultdict(list)
+    for gpu in gpus:
+        value = gpu.metrics.get("gemm_checksum")
+        if isinstance(value, int | float) and gpu.probe_at is not None:
+            by_model[gpu.model].append(gpu)
+    out = []
+    for model, members in by_model.items():
+        newest = max(g.probe_at for g in members if g.probe_at)
+        round_ = [
+            g
+            for g in members
+            if g.probe_at and (newest - g.probe_at).total_seconds() <= limits.sdc_round_s
+        ]
+        votes = Counter(g.metrics["gemm_checksum"] for g in round_)
+        value, count = votes.most_common(1)[0]
+        if count * 2 <= len(round_):
+            continue  # no strict majority: nothing to compare against
+        for gpu in round_:
+            mine = gpu.metrics["gemm_checksum"]
+            target = gpu_target(gpu.node, gpu.index)
+            details = {"checksum": mine, "majority": value, "agree": count, "round": len(round_)}
+            if mine == value:
+                message = "checksum agrees with the majority"
+                out.append(passed(KIND, target, message, details, node=gpu.node))
+                continue
+            message = (
+                f"GEMM checksum {mine!r} differs from the {count} of {len(round_)} {model} "
+                f"GPUs that computed {value!r}"
+            )
+            out.append(
+                failed(
+                    KIND,
+                    target,
+                    message,
+                    details,
+                    outcome=CORRUPT_GPU,
+                    node=gpu.node,
+                    occurred_at=gpu.probe_at,
+                )
+            )
+    return out

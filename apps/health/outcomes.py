@@ -1,0 +1,400 @@
+"""What a check run's findings change: results, incidents, clearings and node states.
+
+Called by `services.run_execute` inside one transaction per run, with the cluster row
+locked so two runs never apply at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import orjson
+from django.db.models import Max, Q
+
+from apps.common.bulk import update_many
+from apps.fleet.choices import NodeState, StateSource
+from apps.fleet.models import Node, NodeStateChange
+from apps.fleet.services import node_set_state
+from apps.health import detectors as d
+from apps.health.choices import CheckKind, ResultStatus
+from apps.health.models import CheckResult, CheckRun
+from apps.health.registry import CHECKS
+from apps.health.thresholds import Limits
+from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
+from apps.incidents.models import Incident, TimelineEntry
+from apps.incidents.services import incident_note, incident_open, incident_update
+from apps.jobs.models import Job
+
+log = logging.getLogger(__name__)
+
+STATE_RANK = {NodeState.HEALTHY: 0, NodeState.SUSPECT: 1, NodeState.DRAINED: 2, NodeState.DOWN: 3}
+DRAINS = (NodeState.DRAINED, NodeState.DOWN)
+QUIET_RESOLVES = (Severity.SEV3, Severity.SEV4)  # warnings that come and go resolve alone
+Key = tuple[str, str, object]  # (category, "job" | "node" | "cluster", id)
+
+
+def findings_apply(
+    *,
+    run: CheckRun,
+    findings: Sequence[d.Finding],
+    job_of_node: dict[str, int],
+    now: dt.datetime,
+    limits: Limits,
+) -> dict[str, int]:
+    """Store results, open or update incidents, note clearings, resolve warnings that stayed
+    clear, change node states. Returns the run's counts."""
+    cluster = run.cluster
+    nodes = {
+        h: (pk, state)
+        for h, pk, state in Node.objects.filter(cluster=cluster).values_list(
+            "hostname", "pk", "state"
+        )
+    }
+    cleared = _store_results(run, findings, nodes, now)
+    opened = _incidents(run, findings, job_of_node, now)
+    if cleared:
+        _note_cleared(run, cleared, now)
+    resolved = _resolve_quiet(run, findings, now, limits)
+    changed = _node_states(run, findings, nodes, now, limits)
+    counts = Counter(f.status for f in findings)
+    return {
+        "pass": counts[ResultStatus.PASS],
+        "warn": counts[ResultStatus.WARN],
+        "fail": counts[ResultStatus.FAIL],
+        "incidents_opened": opened,
+        "incidents_resolved": resolved,
+        "nodes_changed": changed,
+    }
+
+
+def _clean(value: object) -> object:
+    """JSON-safe details: non-finite floats become None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _store_results(
+    run: CheckRun,
+    findings: Sequence[d.Finding],
+    nodes: dict[str, tuple[int, str]],
+    now: dt.datetime,
+) -> list[d.Finding]:
+    """Upsert each target's result; return the findings that turned to pass."""
+    existing = {
+        target: (pk, status, message, since, last_fail)
+        for target, pk, status, message, since, last_fail in CheckResult.objects.filter(
+            cluster=run.cluster, kind=run.kind
+        ).values_list("target", "pk", "status", "message", "since", "last_fail_at")
+    }
+    # Only results whose verdict or message changed are written: most of 10,000 GPUs pass
+    # unchanged minute after minute, and their `at` stays when that pass was set (the
+    # kind's last run time is on the run). Non-pass messages carry live figures, so they
+    # are refreshed every run.
+    new, updates, cleared = [], [], []
+    for f in findings:
+        last_fail = now if f.status == ResultStatus.FAIL else None
+        message = f.message[:2000]
+        if f.target in existing:
+            pk, status, old_message, since, prev_fail = existing[f.target]
+            if status != ResultStatus.PASS and f.status == ResultStatus.PASS:
+                cleared.append(f)
+            if status == f.status == ResultStatus.PASS and old_message == message:
+                continue
+            details = orjson.dumps(_clean(f.details)).decode()
+            same_since = since if status == f.status else now
+            updates.append(
+                (pk, f.status, message, details, now, run.pk, same_since, last_fail or prev_fail)
+            )
+        else:
+            new.append(
+                CheckResult(
+                    cluster=run.cluster,
+                    kind=run.kind,
+                    target=f.target,
+                    node_id=nodes[f.node][0] if f.node in nodes else None,
+                    job_id=f.job,
+                    status=f.status,
+                    message=message,
+                    details=_clean(f.details),
+                    at=now,
+                    run=run,
+                    since=now,
+                    last_fail_at=last_fail,
+                )
+            )
+    CheckResult.objects.bulk_create(new, batch_size=2000)
+    update_many(
+        CheckResult._meta.db_table,
+        ("id",),
+        ("status", "message", "details", "at", "run_id", "since", "last_fail_at"),
+        updates,
+    )
+    return cleared
+
+
+def _key(f: d.Finding, job_of_node: dict[str, int]) -> Key:
+    """(category, job) when the finding interrupts a job, else (category, node)."""
+    category = f.category or ""
+    if f.target.startswith("cluster:"):
+        return (category, "cluster", f.target)
+    job = f.job if f.job is not None and f.node is None else None
+    if f.interrupts_job:
+        job = f.job if f.job is not None else job_of_node.get(f.node or "")
+    if job is not None:
+        return (category, "job", job)
+    return (category, "node", f.node)
+
+
+def _incidents(
+    run: CheckRun, findings: Sequence[d.Finding], job_of_node: dict[str, int], now: dt.datetime
+) -> int:
+    """One open incident per (category, job) or (category, node): update it, or open it."""
+    groups: dict[Key, list[d.Finding]] = defaultdict(list)
+    for f in findings:
+        if f.status != ResultStatus.PASS and f.category:
+            groups[_key(f, job_of_node)].append(f)
+    if not groups:
+        return 0
+    active = list(
+        Incident.objects.filter(
+            cluster=run.cluster, status__in=ACTIVE_STATUSES, category__in={k[0] for k in groups}
+        ).prefetch_related("nodes")
+    )
+    by_job = {(i.category, i.job_id): i for i in active if i.job_id is not None}
+    by_node = {(i.category, n.hostname): i for i in active for n in i.nodes.all()}
+    by_print = {(i.category, i.fingerprint): i for i in active if i.fingerprint}
+    node_objs = {
+        n.hostname: n
+        for n in Node.objects.filter(
+            cluster=run.cluster,
+            hostname__in={f.node for fs in groups.values() for f in fs if f.node},
+        )
+    }
+    jobs = {j.pk: j for j in Job.objects.filter(pk__in={k[2] for k in groups if k[1] == "job"})}
+    opened = 0
+    for (category, scope, ident), items in groups.items():
+        if scope == "job":
+            incident = by_job.get((category, ident))
+        elif scope == "cluster":
+            incident = by_print.get((category, f"health:{ident}"))
+        else:
+            incident = by_node.get((category, ident))
+        if incident is None:
+            _open(run, category, scope, ident, items, jobs, node_objs, now)
+            opened += 1
+        else:
+            _update(run, incident, items, node_objs, now)
+    return opened
+
+
+def _open(
+    run: CheckRun,
+    category: str,
+    scope: str,
+    ident: object,
+    items: list[d.Finding],
+    jobs: dict[int, Job],
+    node_objs: dict[str, Node],
+    now: dt.datetime,
+) -> None:
+    hosts = sorted({f.node for f in items if f.node})
+    first = min(f.occurred_at or now for f in items)
+    worst = min(f.severity for f in items)
+    job = jobs.get(ident) if scope == "job" and isinstance(ident, int) else None
+    where = job.name if job else str(ident)
+    if hosts and scope == "job":
+        where += f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
+    incident_open(
+        cluster=run.cluster,
+        title=f"{CheckKind(run.kind).label}: {where}",
+        category=category,
+        severity=worst,
+        detected_at=now,
+        occurred_at=min(first, now),
+        job=job,
+        nodes=[node_objs[h] for h in hosts if h in node_objs],
+        interrupts_job=job is not None and any(f.interrupts_job for f in items),
+        description="\n".join(f.message for f in items[:20]),
+        source=Source.HEALTH,
+        fingerprint=f"health:{ident}" if scope == "cluster" else "",
+        actor=f"check:{run.kind}",
+    )
+
+
+def _update(
+    run: CheckRun,
+    incident: Incident,
+    items: list[d.Finding],
+    node_objs: dict[str, Node],
+    now: dt.datetime,
+) -> None:
+    """Add the nodes it newly names; note repeats of an XID (a storm folds in here)."""
+    known = {n.hostname for n in incident.nodes.all()}
+    added = sorted(
+        {f.node for f in items if f.node and f.node not in known and f.node in node_objs}
+    )
+    lines = []
+    if added:
+        incident.nodes.add(*[node_objs[h] for h in added])
+        lines.append(
+            f"also on {', '.join(added)}: "
+            + "; ".join(f.message for f in items if f.node in added)[:1000]
+        )
+    repeats: Counter[str] = Counter()
+    for f in items:
+        for code, n in (f.details.get("xid_counts") or {}).items():
+            repeats[code] += n
+    if repeats:
+        said = ", ".join(f"XID {code} ×{n}" for code, n in sorted(repeats.items()))
+        lines.append(f"{said} more since the last run")
+    if lines:
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=f"check:{run.kind}",
+            at=now,
+            text="; ".join(lines),
+        )
+
+
+def _active_of_check(run: CheckRun) -> Q:
+    return Q(
+        cluster=run.cluster,
+        status__in=ACTIVE_STATUSES,
+        source=Source.HEALTH,
+        category__in=CHECKS[CheckKind(run.kind)].categories,
+    )
+
+
+def _note_cleared(run: CheckRun, cleared: Sequence[d.Finding], now: dt.datetime) -> None:
+    """Note in each still-open incident of this check that its condition cleared."""
+    hosts = {f.node for f in cleared if f.node}
+    jobs = {f.job for f in cleared if f.job is not None and f.node is None}
+    incidents = Incident.objects.filter(
+        Q(nodes__hostname__in=hosts) | Q(job_id__in=jobs), _active_of_check(run)
+    ).distinct()
+    for incident in incidents:
+        stays = (
+            "it resolves itself if it stays clear"
+            if incident.severity in QUIET_RESOLVES
+            else "the incident stays open for an engineer to resolve"
+        )
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.CLEARED,
+            actor=f"check:{run.kind}",
+            at=now,
+            text=f"{CheckKind(run.kind).label} passes again; {stays}",
+        )
+
+
+def _resolve_quiet(
+    run: CheckRun, findings: Sequence[d.Finding], now: dt.datetime, limits: Limits
+) -> int:
+    """Resolve this check's sev3/sev4 incidents whose nodes have passed it for the quiet
+    period (CONTRACT §5: warnings that come and go must not pile up)."""
+    failing = {f.node for f in findings if f.status != ResultStatus.PASS and f.node}
+    candidates = list(
+        Incident.objects.filter(_active_of_check(run), severity__in=QUIET_RESOLVES)
+        .exclude(nodes__hostname__in=failing)
+        .prefetch_related("nodes")
+    )
+    if not candidates:
+        return 0
+    hosts = {n.hostname for i in candidates for n in i.nodes.all()}
+    results = CheckResult.objects.filter(
+        cluster=run.cluster, kind=run.kind, node__hostname__in=hosts
+    ).values("node__hostname")
+    bad = {
+        r["node__hostname"]
+        for r in results.exclude(status=ResultStatus.PASS).values("node__hostname")
+    }
+    clear_since = {r["node__hostname"]: r["clear"] for r in results.annotate(clear=Max("since"))}
+    quiet = dt.timedelta(seconds=limits.quiet_resolve_s)
+    resolved = 0
+    for incident in candidates:
+        names = [n.hostname for n in incident.nodes.all()]
+        if not names or any(h in bad or h not in clear_since for h in names):
+            continue
+        cleared_at = max(max(clear_since[h] for h in names), incident.detected_at)
+        if now - cleared_at < quiet:
+            continue
+        incident_update(
+            incident=incident,
+            changes={
+                "status": IncidentStatus.RESOLVED,
+                "resolved_at": now,
+                "recovered_at": incident.recovered_at or cleared_at,
+            },
+            actor=f"check:{run.kind}",
+        )
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.CLEARED,
+            actor=f"check:{run.kind}",
+            at=now,
+            text=f"clear for {(now - cleared_at).total_seconds() / 60:.0f} min: resolved",
+        )
+        resolved += 1
+    return resolved
+
+
+def _node_states(
+    run: CheckRun,
+    findings: Iterable[d.Finding],
+    nodes: dict[str, tuple[int, str]],
+    now: dt.datetime,
+    limits: Limits,
+) -> int:
+    """Move nodes to the state the findings call for (never to a better one), within the
+    hourly cap on automatic drains."""
+    wanted: dict[str, d.Finding] = {}
+    for f in findings:
+        if f.status == ResultStatus.PASS or not f.node_state or f.node not in nodes:
+            continue
+        assert f.node is not None
+        if f.node not in wanted or STATE_RANK[f.node_state] > STATE_RANK[wanted[f.node].node_state]:  # type: ignore[index]
+            wanted[f.node] = f
+    if not wanted:
+        return 0
+    cap = max(1, int(limits.drain_cap_share * len(nodes)))
+    used = NodeStateChange.objects.filter(
+        node__cluster=run.cluster,
+        source=StateSource.CHECK,
+        state__in=DRAINS,
+        recorded_at__gte=now - dt.timedelta(hours=1),
+    ).count()
+    changed = 0
+    node_rows = {
+        n.hostname: n for n in Node.objects.filter(cluster=run.cluster, hostname__in=wanted)
+    }
+    for host, f in sorted(wanted.items()):
+        state = f.node_state
+        assert state is not None
+        current = nodes[host][1]
+        if current not in STATE_RANK or STATE_RANK[state] <= STATE_RANK[current]:
+            continue  # maintenance is the operator's; never improve a state automatically
+        if state in DRAINS:
+            if used >= cap:
+                log.warning("drain cap (%s/h) reached: %s stays %s", cap, host, current)
+                continue
+            used += 1
+        node_set_state(
+            node=node_rows[host],
+            state=state,
+            reason=f"{run.kind}: {f.message}",
+            at=now,
+            source=StateSource.CHECK,
+            by=f"check:{run.kind}",
+        )
+        changed += 1
+    return changed

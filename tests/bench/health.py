@@ -45,7 +45,8 @@ def _node_by_node(cluster: Cluster, now: dt.datetime, limits: d.Limits) -> int:
                 node=node, recorded_at__gt=now - dt.timedelta(minutes=1)
             )
         ]
-        findings += len(d.gpu_errors(events, gpus)) + len(d.thermal(gpus, now=now, limits=limits))
+        findings += len(d.gpu_errors(events, gpus, limits=limits))
+        findings += len(d.thermal(gpus, now=now, limits=limits))
         for job_id, compute in NodeStepMetric.objects.filter(
             node=node, job__in=jobs, ts__gte=now - dt.timedelta(minutes=30)
         ).values_list("job_id", "compute_s"):

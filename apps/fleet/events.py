@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.fleet.telemetry import COUNTERS
+from apps.fleet.telemetry import COUNTER_EVENTS
 
 
 @dataclass(frozen=True)
@@ -16,26 +16,25 @@ class Change:
     previous: float | None
 
 
-_COUNTER_KIND = {"ecc_sbe_total": "ecc_sbe", "ecc_dbe_total": "ecc_dbe"}
-
-
 def changes(previous: dict[str, float], current: dict[str, float]) -> list[Change]:
     """Events between two samples of one GPU.
 
     - `xid`: a non-zero value that differs from the previous one (dcgm-exporter keeps the
       last XID until it restarts, so an unchanged value is not a new error);
-    - ECC counters: growth is an event; a decrease is a reset (driver reload), noted once.
+    - counters (ECC, NVLink CRC, PCIe replay): growth is an event (`ecc_sbe`, `ecc_dbe`,
+      `nvlink_crc`, `pcie_replay`) with the new and the previous count; a decrease is a reset
+      (driver reload), noted once.
     """
     out: list[Change] = []
     xid = current.get("xid")
     if xid is not None and xid != 0 and xid != previous.get("xid"):
         out.append(Change("xid", xid, previous.get("xid")))
-    for name in COUNTERS:
+    for name, kind in COUNTER_EVENTS.items():
         new, old = current.get(name), previous.get(name)
         if new is None or old is None:
             continue
         if new > old:
-            out.append(Change(_COUNTER_KIND[name], new, old))
+            out.append(Change(kind, new, old))
         elif new < old:
             out.append(Change("counter_reset", new, old))
     return out

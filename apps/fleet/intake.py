@@ -1,4 +1,5 @@
-"""Parsing of telemetry batches (`ingest/telemetry/`): validate everything before writing."""
+"""Parsing of intake batches — telemetry (`ingest/telemetry/`) and events (`ingest/events/`):
+validate everything before writing."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from typing import Any
 from apps.common.errors import BatchError
 from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import parse_ts
+from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
 MAX_METRICS = 200
+MAX_EVENTS = 10_000  # CONTRACT §1 bounds: events per batch
+MAX_MESSAGE = 500
+# A stamp this far ahead is a clock error; it must not be able to freeze a GPU's state.
+FUTURE_SLACK = dt.timedelta(minutes=5)
+EVENT_KINDS = ("xid",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +32,7 @@ class TelemetrySample:
     metrics: dict[str, float]
     uuid: str = ""
     model: str = ""
+    pci_bus: str = ""  # normal form (apps.fleet.pcibus), '' when not reported
 
 
 def parse_telemetry_batch(payload: Any) -> list[TelemetrySample]:
@@ -43,8 +51,9 @@ def parse_telemetry_batch(payload: Any) -> list[TelemetrySample]:
         gpu = _field(raw, "gpu", lambda v: integer(v, minimum=0), where, errors)
         ts = _field(raw, "ts", parse_ts, where, errors)
         metrics = _metrics(raw.get("metrics"), where, errors)
+        pci_bus = _optional(raw, "pci_bus", pci_bus_normal, where, errors) or ""
         if len(errors) == before:
-            out.append(TelemetrySample(node, gpu, ts, metrics))
+            out.append(TelemetrySample(node, gpu, ts, metrics, pci_bus=pci_bus))
         if len(errors) >= 100:
             errors["samples"] = ["too many errors; first 100 shown"]
             break
@@ -64,6 +73,12 @@ def _field(
     except ValueError as exc:
         errors[f"{where}.{name}"] = [str(exc)]
         return None
+
+
+def _optional(
+    raw: dict[str, Any], name: str, parse: Any, where: str, errors: dict[str, list[str]]
+) -> Any:
+    return None if raw.get(name) is None else _field(raw, name, parse, where, errors)
 
 
 def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, float]:
@@ -86,3 +101,73 @@ def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, 
         else:
             out[name] = number
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class EventIn:
+    """One reported event (CONTRACT §5.1): an XID from a node's kernel log, naming its GPU by
+    index, by PCI address (normal form), or both."""
+
+    node: str
+    ts: dt.datetime
+    kind: str
+    code: int
+    gpu: int | None
+    pci_bus: str
+    message: str
+
+
+def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
+    """Parse `{events: [{node, ts, kind: "xid", code, gpu?, pci_bus?, message?}]}`;
+    BatchError names `events[i].field` for every problem (at most 10,000 events)."""
+    items = batch_items(payload, key="events", limit=MAX_EVENTS)
+    errors: dict[str, list[str]] = {}
+    out: list[EventIn] = []
+    for i, raw in enumerate(items):
+        where = f"events[{i}]"
+        if not isinstance(raw, dict):
+            errors[where] = ["must be an object"]
+            continue
+        before = len(errors)
+        node = _field(raw, "node", text, where, errors)
+        ts = _field(raw, "ts", parse_ts, where, errors)
+        if ts is not None and ts > now + FUTURE_SLACK:
+            errors[f"{where}.ts"] = ["is more than 5 minutes in the future"]
+        kind = _field(raw, "kind", _kind, where, errors)
+        code = _field(raw, "code", lambda v: _bounded(v, 2**31 - 1), where, errors)
+        gpu = _optional(raw, "gpu", lambda v: _bounded(v, 32767), where, errors)
+        pci_bus = _optional(raw, "pci_bus", pci_bus_normal, where, errors)
+        message = _optional(raw, "message", _message, where, errors)
+        if raw.get("gpu") is None and raw.get("pci_bus") is None:
+            errors[f"{where}.gpu"] = ["give gpu, pci_bus or both"]
+        if len(errors) == before:
+            out.append(EventIn(node, ts, kind, code, gpu, pci_bus or "", message or ""))
+        if len(errors) >= 100:
+            errors["events"] = ["too many errors; first 100 shown"]
+            break
+    if errors:
+        raise BatchError(errors)
+    return out
+
+
+def _bounded(value: object, maximum: int) -> int:
+    number = integer(value, minimum=0)
+    if number > maximum:
+        raise ValueError(f"must be ≤ {maximum}")
+    return number
+
+
+def _kind(value: object) -> str:
+    if value not in EVENT_KINDS:
+        raise ValueError(f"must be one of {', '.join(EVENT_KINDS)}")
+    return str(value)
+
+
+def _message(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    if len(value) > 4 * MAX_MESSAGE:
+        raise ValueError(f"must be at most {4 * MAX_MESSAGE} characters")
+    return value.strip()[:MAX_MESSAGE]  # a kernel line's tail: kept, cut to the column

@@ -14,6 +14,7 @@ from collections import defaultdict
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.fleet.intake import TelemetrySample
+from apps.fleet.pcibus import pci_bus_or_blank
 from apps.fleet.telemetry import DCGM_FIELDS, DCGM_NOT_SUPPORTED
 
 HOST_LABELS = ("Hostname", "hostname")
@@ -71,10 +72,11 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
     """One sample per (host, GPU): contract names for known DCGM fields, the raw name for
     others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
 
-    `node` overrides the host label (pull mode knows whose exporter it scraped).
+    `node` overrides the host label (pull mode knows whose exporter it scraped). The GPU's
+    `UUID`, `modelName` and `pci_bus_id` labels are kept (the PCI address in one spelling).
     """
     values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
-    identity: dict[tuple[str, int], tuple[str, str]] = {}
+    identity: dict[tuple[str, int], tuple[str, str, str]] = {}
     for name, labels, value in parse_lines(text):
         host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
         gpu = labels.get("gpu")
@@ -84,7 +86,12 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
             continue
         key = (host, int(gpu))
         values[key][DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
-        identity.setdefault(key, (labels.get("UUID", ""), labels.get("modelName", "")))
+        if key not in identity:
+            identity[key] = (
+                labels.get("UUID", ""),
+                labels.get("modelName", ""),
+                pci_bus_or_blank(labels.get("pci_bus_id")),
+            )
     return [
         TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
         for (host, gpu), metrics in sorted(values.items())

@@ -17,16 +17,32 @@ DCGM_FIELDS = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe_total",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bw_total",
+    # CONTRACT §5.1: the error counters the `gpu_errors` check reads.
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "nvlink_crc_errors",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "pcie_replay_total",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row_remap_failure",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING": "row_remap_pending",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "sm_clock_throttle",
+    # DCGM 3.3 renamed the throttle bitmask (same field, 112); a counters file may use either.
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "sm_clock_throttle",
 }
 
 # What the GEMM probe reports (kuae-agent probe).
 PROBE_METRICS = frozenset({"gemm_tflops", "gemm_checksum"})
 
-# The values new samples are compared with for events (XID appears, ECC grows).
-EVENT_METRICS = ("xid", "ecc_sbe_total", "ecc_dbe_total")
+# Counters: a growth is an event of this kind (value = new count, previous = the count
+# before), so a check sees how much each grew since its last run; a decrease is a reset
+# (driver reload), noted once, not an error.
+COUNTER_EVENTS = {
+    "ecc_sbe_total": "ecc_sbe",
+    "ecc_dbe_total": "ecc_dbe",
+    "nvlink_crc_errors": "nvlink_crc",
+    "pcie_replay_total": "pcie_replay",
+}
+COUNTERS = tuple(COUNTER_EVENTS)
 
-# Counters: a growth is an event (ECC); a decrease is a reset (driver reload), not an error.
-COUNTERS = ("ecc_sbe_total", "ecc_dbe_total")
+# The values new samples are compared with for events (XID appears, a counter grows).
+EVENT_METRICS = ("xid", *COUNTERS)
 
 # Metrics rolled up per node per 5 minutes (min/mean/max) for charts.
 ROLLUP_METRICS = (
@@ -65,7 +81,38 @@ GPU_COLUMNS = (
     MetricColumn("xid", "XID", ""),
     MetricColumn("ecc_sbe_total", "ECC SBE", ""),
     MetricColumn("ecc_dbe_total", "ECC DBE", ""),
+    MetricColumn("nvlink_crc_errors", "NVLink CRC", ""),
+    MetricColumn("pcie_replay_total", "PCIe replay", ""),
+    MetricColumn("row_remap_failure", "Remap failed", ""),
     MetricColumn("gemm_tflops", "GEMM", "TFLOP/s", 1),
 )
 
-METRIC_NAMES = frozenset({c.key for c in GPU_COLUMNS} | {"nvlink_bw_total", "gemm_checksum"})
+METRIC_NAMES = frozenset(
+    {c.key for c in GPU_COLUMNS}
+    | {"nvlink_bw_total", "gemm_checksum", "row_remap_pending", "sm_clock_throttle"}
+)
+
+
+@dataclass(frozen=True)
+class Needed:
+    """Fields a check needs from every GPU, and why a GPU may never have reported them."""
+
+    label: str
+    metrics: tuple[str, ...]
+    check: str
+    why: str
+
+
+_COUNTERS_FILE = "dcgm-exporter's default counters file leaves it off"
+_NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+
+# What the checks read per GPU (CONTRACT §5): a GPU that never reported one of these is not
+# passing that check, it is not being checked — the node page says so.
+NEEDED = (
+    Needed("ECC", ("ecc_dbe_total",), "gpu_errors", _COUNTERS_FILE),
+    Needed("NVLink CRC", ("nvlink_crc_errors",), "gpu_errors", _COUNTERS_FILE),
+    Needed("PCIe replay", ("pcie_replay_total",), "gpu_errors", _NOT_IN_FILE),
+    Needed("Row remap", ("row_remap_failure",), "gpu_errors", _NOT_IN_FILE),
+    Needed("Temperature", ("temp_c",), "thermal", _NOT_IN_FILE),
+    Needed("Memory temperature", ("mem_temp_c",), "thermal", _NOT_IN_FILE),
+)

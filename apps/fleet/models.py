@@ -34,6 +34,9 @@ class Node(models.Model):
     rack = models.CharField(max_length=64, blank=True, default="")
     gpu_count = models.PositiveSmallIntegerField()
     exporter_url = models.CharField(max_length=500, blank=True, default="")
+    # Other names it is known by (IPs, FQDNs) in canonical form (apps.fleet.addresses), so
+    # an alert naming `10.0.3.17:9100` or `gpu-a017.dc1.example.com` finds it.
+    addresses = models.JSONField(default=list, blank=True)
     in_service_at = models.DateTimeField()
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.HEALTHY)
     state_reason = models.TextField(blank=True, default="")

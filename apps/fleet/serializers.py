@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
+from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
 
@@ -62,6 +63,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "rack",
             "gpu_count",
             "exporter_url",
+            "addresses",
             "in_service_at",
             "state",
             "state_reason",
@@ -106,6 +108,19 @@ class NodeCreateSerializer(serializers.Serializer):
         validators=[validate_exporter_url],
     )
     in_service_at = serializers.DateTimeField(required=False)
+    addresses = serializers.ListField(
+        child=serializers.CharField(max_length=253),
+        required=False,
+        max_length=MAX_ADDRESSES,
+        help_text="other names the node is known by: IP addresses or DNS names (FQDNs)",
+    )
+
+    def validate_addresses(self, value: list[str]) -> tuple[str, ...]:
+        """Each an IP address or a DNS name, stored in canonical form."""
+        try:
+            return tuple(addresses_clean(value))
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 class NodeStateSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.common.bulk import update_many
+from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 
@@ -45,6 +46,32 @@ class NodeSpec:
     gpu_count: int | None = None
     exporter_url: str = ""
     in_service_at: dt.datetime | None = None
+    addresses: tuple[str, ...] = ()
+
+
+def _addresses(specs: Sequence[NodeSpec]) -> dict[str, list[str]]:
+    """Each spec's addresses in canonical form; a ValidationError naming `addresses` for a
+    bad one or one that another node is already known by (placement must be unambiguous)."""
+    wanted: dict[str, list[str]] = {}
+    owner: dict[str, str] = {}
+    for spec in specs:
+        if not spec.addresses:
+            continue
+        try:
+            wanted[spec.hostname] = addresses_clean(list(spec.addresses))
+        except ValueError as exc:
+            raise ValidationError({"addresses": [str(exc)]}) from exc
+        for address in wanted[spec.hostname]:
+            if owner.setdefault(address, spec.hostname) != spec.hostname:
+                raise ValidationError(
+                    {"addresses": [f"{address} is given for {owner[address]} and {spec.hostname}"]}
+                )
+    if owner:
+        others = Node.objects.exclude(addresses=[]).exclude(hostname__in=list(wanted))
+        for hostname, known in others.values_list("hostname", "addresses"):
+            for address in set(known) & set(owner):
+                raise ValidationError({"addresses": [f"{address} is already {hostname}'s"]})
+    return wanted
 
 
 def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
@@ -64,6 +91,10 @@ def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
             if value and value != getattr(existing, field):
                 setattr(existing, field, value)
                 changed.append(field)
+        addresses = _addresses([spec]).get(spec.hostname)
+        if addresses and addresses != existing.addresses:
+            existing.addresses = addresses
+            changed.append("addresses")
         if changed:
             existing.save(update_fields=changed)
         return existing, False
@@ -74,6 +105,7 @@ def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
 def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]:
     """Register new nodes in bulk: nodes, their GPUs and the first state-history entry."""
     now = timezone.now()
+    addresses = _addresses(specs)
     nodes = [
         Node(
             cluster=cluster,
@@ -81,6 +113,7 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
             rack=spec.rack,
             gpu_count=spec.gpu_count if spec.gpu_count is not None else cluster.gpus_per_node,
             exporter_url=spec.exporter_url,
+            addresses=addresses.get(spec.hostname, []),
             in_service_at=spec.in_service_at or now,
             state=NodeState.HEALTHY,
             state_changed_at=spec.in_service_at or now,

@@ -1,4 +1,5 @@
-"""`Authorization: Token <token>` against hashed, revocable tokens."""
+"""`Authorization: Token <token>` (or `Bearer <token>`, what Alertmanager and Prometheus
+send by default) against hashed, revocable tokens."""
 
 from __future__ import annotations
 
@@ -11,34 +12,46 @@ from rest_framework.request import Request
 from apps.accounts.models import ApiToken, User, hash_token
 
 _TOUCH_EVERY = dt.timedelta(minutes=5)
+KEYWORDS = (b"token", b"bearer")
 
 
 class HashedTokenAuthentication(authentication.BaseAuthentication):
-    """Token auth whose `WWW-Authenticate` header makes DRF answer 401, not 403."""
+    """Token auth whose `WWW-Authenticate` header makes DRF answer 401, not 403.
+
+    `Token` and `Bearer` are the same credential: a Bearer agent token is that agent (a 403
+    where agents may not go), never an anonymous 401.
+    """
 
     keyword = "Token"
 
     def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
+        if not header or header[0].lower() not in KEYWORDS:
             return None
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Token <token>'")
+            raise exceptions.AuthenticationFailed(
+                "Authorization header must be 'Token <token>' or 'Bearer <token>'"
+            )
         try:
             raw = header[1].decode()
         except UnicodeError as exc:
             raise exceptions.AuthenticationFailed("token is not valid text") from exc
-        token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=hash_token(raw), revoked_at__isnull=True)
-            .first()
-        )
-        if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("invalid or revoked token")
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        return token.user, token
+        return user_for_token(raw)
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
+
+
+def user_for_token(raw: str) -> tuple[User, ApiToken]:
+    """The active user an unrevoked API token belongs to; AuthenticationFailed otherwise."""
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=hash_token(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        raise exceptions.AuthenticationFailed("invalid or revoked token")
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user, token

@@ -10,7 +10,7 @@ from apps.accounts.permissions import RolePermission
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
-    """`Authorization: Token <token>`."""
+    """`Authorization: Token <token>` (or `Bearer <token>`)."""
 
     target_class = "apps.accounts.authentication.HashedTokenAuthentication"
     name = "tokenAuth"
@@ -20,7 +20,8 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "`Token <token>` — `manage.py create_user NAME --role ROLE` prints one.",
+            "description": "`Token <token>` or `Bearer <token>` — "
+            "`manage.py create_user NAME --role ROLE` prints one.",
         }
 
 

@@ -1,8 +1,9 @@
 """`/metrics`: the dashboard's own state for Prometheus (fleet by state, open incidents,
 running jobs, age of each check's last run), read from the database at scrape time.
 
-Not public: a scraper sends `Authorization: Bearer KUAE_METRICS_TOKEN`, or an admin is
-signed in; KUAE_PUBLIC_METRICS is not offered on purpose — the token is the switch.
+Not public: a scraper sends `Authorization: Bearer KUAE_METRICS_TOKEN` (or an admin's API
+token), or an admin is signed in; KUAE_PUBLIC_METRICS is not offered on purpose — the token
+is the switch.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
+from rest_framework.exceptions import AuthenticationFailed
 
+from apps.accounts.authentication import user_for_token
 from apps.accounts.choices import ADMINS
 from apps.fleet.models import Node
 from apps.health.models import CheckRun
@@ -82,20 +85,33 @@ class FleetCollector:
         yield age
 
 
-def _allowed(request: HttpRequest) -> bool:
+def _caller(request: HttpRequest) -> tuple[bool, bool]:
+    """(allowed, identified): the metrics token, or an admin by session or API token."""
     token = settings.KUAE_METRICS_TOKEN
-    header = request.headers.get("Authorization", "")
-    if token and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), token):
-        return True
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() in ("bearer", "token") and credential:
+        if token and hmac.compare_digest(credential.encode(), token.encode()):
+            return True, True
+        try:
+            user, _ = user_for_token(credential)
+        except AuthenticationFailed:
+            user = None
+        if user is not None:  # a valid API token: who it is decides, as on the API
+            return user.has_role(ADMINS), True
     user = request.user
-    return bool(user.is_authenticated and user.has_role(ADMINS))  # type: ignore[union-attr]
+    if user.is_authenticated:
+        return user.has_role(ADMINS), True  # type: ignore[union-attr]
+    return False, False
 
 
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus text; 401 without credentials, 403 for a signed-in non-admin."""
-    if not _allowed(request):
-        status = 403 if request.user.is_authenticated else 401
+    """Prometheus text; 401 without valid credentials, 403 for a known non-admin (signed in,
+    or sending another role's API token — an agent's Bearer token is no anonymous caller)."""
+    allowed, identified = _caller(request)
+    if not allowed:
+        status = 403 if identified else 401
         return HttpResponse(
             "metrics need KUAE_METRICS_TOKEN or an admin\n",
             status=status,

@@ -5,12 +5,15 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 
-.PHONY: run test lint bench fuzz load clean
+.PHONY: run test lint bench fuzz load lock clean
 
-$(VENV)/.installed: pyproject.toml
+# Every dependency, transitive ones included, from the hash-checked lock; then the project.
+# (`make lock` rewrites the lock after a change to pyproject.toml's pins.)
+$(VENV)/.installed: pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install --quiet --no-deps -e .
 	touch $@
 
 ## run: the dashboard on the embedded default (SQLite, filesystem broker) with a live demo cluster
@@ -27,6 +30,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) -m tests.typecheck
 	$(PY) -m pytest
 	@if [ -n "$$DATABASE_URL$$CELERY_BROKER_URL" ]; then \
 	  echo "--- embedded default (SQLite, filesystem broker) ---"; \
@@ -48,6 +52,12 @@ load: $(VENV)/.installed
 ## fuzz: the long schemathesis run (make test runs a short one); KUAE_FUZZ_EXAMPLES per operation
 fuzz: $(VENV)/.installed
 	KUAE_FUZZ_EXAMPLES=$${KUAE_FUZZ_EXAMPLES:-200} $(PY) -m pytest -m fuzz -q
+
+## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv)
+lock:
+	python3 -m venv var/lock-venv && var/lock-venv/bin/pip install --quiet pip-tools==7.6.2
+	var/lock-venv/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras \
+	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 clean:
 	rm -rf var/ $(VENV)

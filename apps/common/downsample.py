@@ -18,4 +18,6 @@ def downsample_indices(x: np.ndarray, y: np.ndarray, n_out: int) -> np.ndarray:
     if n_out < 3:
         return np.linspace(0, n - 1, n_out).astype(np.int64)
     y = np.nan_to_num(np.asarray(y, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    return MinMaxLTTBDownsampler().downsample(np.asarray(x, dtype=np.float64), y, n_out=n_out)
+    sampler = MinMaxLTTBDownsampler()  # type: ignore[no-untyped-call]
+    picked: np.ndarray = sampler.downsample(np.asarray(x, dtype=np.float64), y, n_out=n_out)
+    return picked

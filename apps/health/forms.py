@@ -16,9 +16,8 @@ class ThresholdsForm(forms.Form):
     def __init__(self, *args: Any, instance: Thresholds, **kwargs: Any) -> None:
         self.instance = instance
         current = instance.limits
-        super().__init__(
-            *args, initial={f.name: getattr(current, f.name) for f in FIELDS}, **kwargs
-        )
+        kwargs["initial"] = {f.name: getattr(current, f.name) for f in FIELDS}
+        super().__init__(*args, **kwargs)
         for f in FIELDS:
             whole = isinstance(f.default, int)
             field_class = forms.IntegerField if whole else forms.FloatField

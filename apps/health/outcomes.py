@@ -183,11 +183,11 @@ def _incidents(
     opened = 0
     for (category, scope, ident), items in groups.items():
         if scope == "job":
-            incident = by_job.get((category, ident))
+            incident = by_job.get((category, int(str(ident))))
         elif scope == "cluster":
             incident = by_print.get((category, f"health:{ident}"))
         else:
-            incident = by_node.get((category, ident))
+            incident = by_node.get((category, str(ident)))
         if incident is None:
             _open(run, category, scope, ident, items, jobs, node_objs, now)
             opened += 1
@@ -357,13 +357,14 @@ def _node_states(
 ) -> int:
     """Move nodes to the state the findings call for (never to a better one), within the
     hourly cap on automatic drains."""
-    wanted: dict[str, d.Finding] = {}
+    wanted: dict[str, tuple[NodeState, d.Finding]] = {}
     for f in findings:
-        if f.status == ResultStatus.PASS or not f.node_state or f.node not in nodes:
+        state = f.node_state
+        if f.status == ResultStatus.PASS or state is None or f.node is None or f.node not in nodes:
             continue
-        assert f.node is not None
-        if f.node not in wanted or STATE_RANK[f.node_state] > STATE_RANK[wanted[f.node].node_state]:  # type: ignore[index]
-            wanted[f.node] = f
+        held = wanted.get(f.node)
+        if held is None or STATE_RANK[state] > STATE_RANK[held[0]]:
+            wanted[f.node] = (state, f)
     if not wanted:
         return 0
     cap = max(1, int(limits.drain_cap_share * len(nodes)))
@@ -377,11 +378,10 @@ def _node_states(
     node_rows = {
         n.hostname: n for n in Node.objects.filter(cluster=run.cluster, hostname__in=wanted)
     }
-    for host, f in sorted(wanted.items()):
-        state = f.node_state
-        assert state is not None
+    for host, (state, f) in sorted(wanted.items()):
         current = nodes[host][1]
-        if current not in STATE_RANK or STATE_RANK[state] <= STATE_RANK[current]:
+        rank = STATE_RANK.get(NodeState(current)) if current in NodeState.values else None
+        if rank is None or STATE_RANK[state] <= rank:
             continue  # maintenance is the operator's; never improve a state automatically
         if state in DRAINS:
             if used >= cap:

@@ -61,7 +61,7 @@ class Limits:
     )
 
 
-FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(Limits)
+FIELDS: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(Limits)
 DEFAULTS: dict[str, float] = {f.name: f.default for f in FIELDS}  # type: ignore[misc]
 
 

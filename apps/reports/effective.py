@@ -169,14 +169,14 @@ def weekly(
     for w in weeks:
         for incident_id, seconds in w.by_incident.items():
             by_incident[incident_id] += w.job.gpu_count * seconds / HOUR
-    with_mfu = [w.job for w in weeks if w.job.mean_mfu is not None]
-    gpus = sum(j.gpu_count for j in with_mfu)
+    with_mfu = [(w.job.gpu_count, w.job.mean_mfu) for w in weeks if w.job.mean_mfu is not None]
+    gpus = sum(g for g, _ in with_mfu)
     return {
         "effective_rate": (scheduled - lost) / scheduled if scheduled else None,
         "scheduled_gpu_hours": scheduled,
         "productive_gpu_hours": scheduled - lost,
         "lost_gpu_hours": by_cause,
-        "mean_mfu": sum(j.gpu_count * j.mean_mfu for j in with_mfu) / gpus if gpus else None,  # type: ignore[operator]
+        "mean_mfu": sum(g * mfu for g, mfu in with_mfu) / gpus if gpus else None,
         "jobs": [
             {
                 "id": w.job.id,

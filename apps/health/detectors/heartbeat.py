@@ -50,7 +50,7 @@ def heartbeat(
         age = (now - node.last_seen).total_seconds()
         if age <= limits.heartbeat_s:
             target = node_target(node.hostname)
-            details = {"silent_s": round(age, 1)}
+            details: dict[str, object] = {"silent_s": round(age, 1)}
             out.append(
                 passed(KIND, target, "heard from within the limit", details, node=node.hostname)
             )
@@ -80,7 +80,7 @@ def heartbeat(
         message = (
             f"no heartbeat, telemetry or metric for {age:.0f} s (limit {limits.heartbeat_s:.0f} s)"
         )
-        details = {
+        evidence: dict[str, object] = {
             "silent_s": round(age, 1),
             "last_seen": node.last_seen.isoformat() if node.last_seen else None,
         }
@@ -89,7 +89,7 @@ def heartbeat(
                 KIND,
                 node_target(node.hostname),
                 message,
-                details,
+                evidence,
                 outcome=NODE_SILENT,
                 node=node.hostname,
                 occurred_at=node.last_seen,

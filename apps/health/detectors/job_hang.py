@@ -48,7 +48,10 @@ def job_hang(jobs: Sequence[JobProgress], *, now: dt.datetime, limits: Limits) -
             if j.started_at is None:
                 continue
             waited = (now - j.started_at).total_seconds()
-            details = {"waited_s": round(waited, 1), "limit_s": limits.hang_no_metrics_s}
+            details: dict[str, object] = {
+                "waited_s": round(waited, 1),
+                "limit_s": limits.hang_no_metrics_s,
+            }
             if waited > limits.hang_no_metrics_s:
                 message = f"{j.name}: no step reported in {waited:.0f} s since it started"
                 out.append(

@@ -172,6 +172,24 @@ def test_xid_storm_is_one_finding_with_its_count():
     assert out["gpu:n1/0"].details["xid_counts"] == {"13": 1, "79": 40}
 
 
+def test_xids_by_nvidias_catalogue():
+    codes = {0: 79, 1: 48, 2: 119, 3: 74, 4: 94, 5: 13, 6: 43}
+    events = [d.GpuEvent("n1", gpu, ago(5), "xid", code) for gpu, code in codes.items()]
+    out = by_target(d.gpu_errors(events, [], limits=L))
+    verdict = {gpu: (out[f"gpu:n1/{gpu}"].status, out[f"gpu:n1/{gpu}"].category) for gpu in codes}
+    assert verdict == {
+        0: ("fail", "gpu"),  # fallen off the bus: reboot the node
+        1: ("fail", "gpu_hbm"),  # double-bit ECC
+        2: ("fail", "gpu_system_processor"),  # GSP RPC timeout: reset the GPU
+        3: ("fail", "gpu"),  # NVLink error
+        4: ("warn", None),  # contained memory error: restart the application
+        5: ("warn", None),  # graphics engine exception
+        6: ("warn", None),  # GPU stopped processing: nothing to do
+    }
+    assert out["gpu:n1/0"].node_state == "drained" and out["gpu:n1/0"].interrupts_job
+    assert "fallen off the bus" in out["gpu:n1/0"].message
+
+
 def test_unknown_xid_warns_and_says_so():
     (found,) = d.gpu_errors([d.GpuEvent("n1", 0, ago(5), "xid", 9999)], [], limits=L)
     assert found.status == "warn" and found.category is None and "unknown" in found.message

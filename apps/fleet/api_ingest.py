@@ -1,4 +1,5 @@
-"""Telemetry intake endpoints: JSON samples and dcgm-exporter's Prometheus text."""
+"""Intake endpoints: JSON telemetry samples, dcgm-exporter's Prometheus text, and events
+from nodes' kernel logs."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from rest_framework.views import APIView
 from apps.accounts.choices import AGENTS
 from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import parse_ts
-from apps.fleet.intake import parse_telemetry_batch
+from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
-from apps.fleet.services import telemetry_ingest
+from apps.fleet.services import events_ingest, telemetry_ingest
 
 
 class TelemetryBatchSerializer(serializers.Serializer):
@@ -29,6 +30,20 @@ class IngestResultSerializer(serializers.Serializer):
     accepted = serializers.IntegerField()
     applied = serializers.IntegerField()
     stale = serializers.IntegerField()
+    events = serializers.IntegerField()
+
+
+class EventBatchSerializer(serializers.Serializer):
+    """`{events: [{node, ts, kind: "xid", code, gpu?, pci_bus?, message?}]}` (documentation
+    only; at most 10,000 events, `gpu` or `pci_bus` or both)."""
+
+    events = serializers.ListField(child=serializers.DictField(), max_length=10_000)
+
+
+class EventResultSerializer(serializers.Serializer):
+    """`{accepted, events}`: `events` is how many were new (a re-sent batch stores none)."""
+
+    accepted = serializers.IntegerField()
     events = serializers.IntegerField()
 
 
@@ -79,3 +94,16 @@ class PrometheusIngestView(APIView):
             )
         result = telemetry_ingest(samples=samples)
         return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
+class EventIngestView(APIView):
+    """`POST ingest/events/`: XIDs from nodes' kernel logs (CONTRACT §5.1), all or nothing."""
+
+    roles = {"POST": AGENTS}
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(request=EventBatchSerializer, responses={202: EventResultSerializer})
+    def post(self, request: Request) -> Response:
+        events = parse_event_batch(request.data, now=timezone.now())
+        result = events_ingest(events=events)
+        return Response(EventResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)

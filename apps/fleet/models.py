@@ -91,6 +91,9 @@ class GPU(models.Model):
     index = models.PositiveSmallIntegerField()
     uuid = models.CharField(max_length=64, blank=True, default="")
     model = models.CharField(max_length=64, blank=True, default="")
+    # PCI address in one spelling (apps.fleet.pcibus), from telemetry's `pci_bus_id`: how a
+    # kernel-log XID, which names the bus and not the index, finds its GPU.
+    pci_bus = models.CharField(max_length=16, blank=True, default="", db_default="")
     metrics = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(null=True, blank=True, help_text="newest sample's ts")
     # The values before the newest sample, so checks can see ECC growth and new XIDs.
@@ -108,20 +111,39 @@ class GPU(models.Model):
 
 
 class TelemetryEvent(models.Model):
-    """Something a GPU reported that matters later: an XID, ECC growth, a counter reset."""
+    """Something a GPU reported that matters later: an XID, a counter that grew, a reset.
+
+    From telemetry (`source` exporter: the XID gauge changed, a counter grew) or from the
+    node's kernel log (`source` kernel: every `NVRM: Xid` line, CONTRACT §5.1). An XID's
+    `value` is its code (also in `code`). A kernel XID names the GPU by PCI address; `gpu` is
+    None until the node's telemetry has said which index has that address.
+    """
 
     class Kind(models.TextChoices):
         XID = "xid", "XID error"
         ECC_SBE = "ecc_sbe", "ECC single-bit errors grew"
         ECC_DBE = "ecc_dbe", "ECC double-bit errors grew"
+        NVLINK_CRC = "nvlink_crc", "NVLink CRC errors grew"
+        PCIE_REPLAY = "pcie_replay", "PCIe replays grew"
         COUNTER_RESET = "counter_reset", "Counter reset"
 
+    class Source(models.TextChoices):
+        EXPORTER = "exporter", "Exporter"
+        KERNEL = "kernel", "Kernel log"
+
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
-    gpu = models.PositiveSmallIntegerField()
+    gpu = models.PositiveSmallIntegerField(null=True, blank=True)
     at = models.DateTimeField()
     kind = models.CharField(max_length=16, choices=Kind.choices)
     value = models.FloatField()
     previous = models.FloatField(null=True, blank=True)
+    code = models.PositiveIntegerField(null=True, blank=True, help_text="XID code")
+    # Database defaults too: bulk inserts that do not name these columns stay valid.
+    pci_bus = models.CharField(max_length=16, blank=True, default="", db_default="")
+    message = models.CharField(max_length=500, blank=True, default="", db_default="")
+    source = models.CharField(
+        max_length=8, choices=Source.choices, default=Source.EXPORTER, db_default="exporter"
+    )
     recorded_at = models.DateTimeField(db_default=Now(), help_text="server time it arrived")
 
     class Meta:
@@ -130,13 +152,34 @@ class TelemetryEvent(models.Model):
             models.Index(fields=["node", "at"], name="event_node_at"),
             models.Index(fields=["at"], name="event_at"),
             models.Index(fields=["recorded_at"], name="event_recorded_at"),
+            # Kernel XIDs whose PCI address no GPU had yet (placed once telemetry tells).
+            models.Index(
+                fields=["node"], condition=models.Q(gpu__isnull=True), name="event_unplaced"
+            ),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["node", "gpu", "at", "kind"], name="event_once")
+            # Each is what makes re-posting a batch store nothing twice (insert-or-ignore).
+            models.UniqueConstraint(
+                fields=["node", "gpu", "at", "kind"],
+                condition=models.Q(source="exporter"),
+                name="event_once",
+            ),
+            # A kernel event is (node, PCI address or GPU, code, ts) — CONTRACT §5.1.
+            models.UniqueConstraint(
+                fields=["node", "kind", "pci_bus", "code", "at"],
+                condition=models.Q(source="kernel") & ~models.Q(pci_bus=""),
+                name="kernel_event_bus_once",
+            ),
+            models.UniqueConstraint(
+                fields=["node", "kind", "gpu", "code", "at"],
+                condition=models.Q(source="kernel", pci_bus=""),
+                name="kernel_event_gpu_once",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.node_id}/{self.gpu} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
+        where = self.gpu if self.gpu is not None else self.pci_bus
+        return f"{self.node_id}/{where} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
 
 
 def _rollup_fields() -> dict[str, models.Field]:

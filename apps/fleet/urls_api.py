@@ -21,4 +21,5 @@ urlpatterns += [
         api_ingest.PrometheusIngestView.as_view(),
         name="api-ingest-prometheus",
     ),
+    path("ingest/events/", api_ingest.EventIngestView.as_view(), name="api-ingest-events"),
 ]

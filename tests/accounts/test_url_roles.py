@@ -36,6 +36,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-node-heartbeat": {"POST": AGENT},
     "api-ingest-telemetry": {"POST": AGENT},
     "api-ingest-prometheus": {"POST": AGENT},
+    "api-ingest-events": {"POST": AGENT},
     "api-ingest-slurm": {"POST": AGENT},
     "api-ingest-alertmanager": {"POST": AGENT},
     "api-job-list": {"GET": READ, "POST": LAUNCH},

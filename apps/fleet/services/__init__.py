@@ -1,6 +1,8 @@
 """Every write to the fleet: nodes and their states (`nodes`), telemetry intake
-(`telemetry`), pull-mode scraping (`scrape`), retention (`retention`)."""
+(`telemetry`), kernel-log events (`events`), pull-mode scraping (`scrape`), retention
+(`retention`)."""
 
+from apps.fleet.services.events import EventIngestResult, events_ingest
 from apps.fleet.services.nodes import (
     NodeSpec,
     cluster_create,
@@ -16,6 +18,8 @@ from apps.fleet.services.scrape import scrape_nodes
 from apps.fleet.services.telemetry import telemetry_ingest
 
 __all__ = [
+    "EventIngestResult",
+    "events_ingest",
     "NodeSpec",
     "cluster_create",
     "node_heartbeat",

@@ -21,6 +21,22 @@ from apps.fleet.rollup import aggregate
 from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 
 
+# Every column is given: INSERT OR IGNORE would also skip a row for a missing NOT NULL.
+_EVENT_COLUMNS = (
+    "node_id",
+    "gpu",
+    "at",
+    "kind",
+    "value",
+    "previous",
+    "code",
+    "pci_bus",
+    "message",
+    "source",
+    "recorded_at",
+)
+
+
 @dataclass(frozen=True)
 class IngestResult:
     """What a batch did: samples accepted, applied, already seen (stale), events written."""
@@ -53,7 +69,7 @@ def telemetry_ingest(
     gpus = {
         (row[1], row[2]): row
         for row in gpus_qs.values_list(
-            "pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", *watched
+            "pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", "pci_bus", *watched
         )
     }
     _check_known(samples, node_ids, gpus)
@@ -62,9 +78,11 @@ def telemetry_ingest(
     for sample in samples:
         by_gpu[(node_ids[sample.node], sample.gpu)].append(sample)
     gpu_rows, event_rows, applied = [], [], []
+    learned: list[tuple[int, int, str]] = []  # (node, index, PCI address) newly known
     stale = 0
     for key, items in by_gpu.items():
-        pk, node_id, index, hwm, uuid, model, probe_at, *values = gpus[key]
+        pk, node_id, index, hwm, uuid, model, probe_at, pci_bus, *values = gpus[key]
+        known_bus = pci_bus
         seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
         prev_at = hwm
         fresh = []
@@ -73,12 +91,15 @@ def telemetry_ingest(
                 stale += 1
                 continue
             for change in changes(seen, sample.metrics):
+                code = _xid_code(change.value) if change.kind == "xid" else None
                 event_rows.append(
-                    (node_id, index, sample.ts, change.kind, change.value, change.previous, now)
+                    (node_id, index, sample.ts, change.kind, change.value, change.previous)
+                    + (code, "", "", "exporter", now)
                 )
             seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
             prev_at, hwm = hwm, sample.ts
             uuid, model = sample.uuid or uuid, sample.model or model
+            pci_bus = sample.pci_bus or pci_bus
             if PROBE_METRICS & sample.metrics.keys():
                 probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
@@ -89,15 +110,18 @@ def telemetry_ingest(
             for metrics in fresh[:-1]:
                 before.update(metrics)
             gpu_rows.append(
-                (pk, _json(before), _json(fresh[-1]), hwm, prev_at, uuid, model, probe_at)
+                (pk, _json(before), _json(fresh[-1]), hwm, prev_at, uuid, model, probe_at, pci_bus)
             )
+            if pci_bus != known_bus:
+                learned.append((node_id, index, pci_bus))
     _update_gpus(gpu_rows)
     if event_rows:
         insert_ignore(
             TelemetryEvent._meta.db_table,
-            ("node_id", "gpu", "at", "kind", "value", "previous", "recorded_at"),
+            _EVENT_COLUMNS,
             event_rows,
         )
+    _place_kernel_events(learned)
     _rollup(applied)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return IngestResult(len(samples), len(applied), stale, len(event_rows))
@@ -113,7 +137,7 @@ def _update_gpus(rows: list[tuple]) -> None:
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS _tel_gpu (id bigint, before jsonb, newest jsonb, "
                 "updated_at timestamptz, prev_at timestamptz, uuid text, model text, "
-                "probe_at timestamptz)"
+                "probe_at timestamptz, pci_bus text)"
             )
             cursor.execute("TRUNCATE _tel_gpu")
             with cursor.copy("COPY _tel_gpu FROM STDIN") as copy:
@@ -122,15 +146,15 @@ def _update_gpus(rows: list[tuple]) -> None:
             cursor.execute(
                 "UPDATE fleet_gpu AS t SET prev_metrics = t.metrics || v.before, "
                 "metrics = t.metrics || v.before || v.newest, updated_at = v.updated_at, "
-                "prev_at = v.prev_at, uuid = v.uuid, model = v.model, probe_at = v.probe_at "
-                "FROM _tel_gpu AS v WHERE t.id = v.id"
+                "prev_at = v.prev_at, uuid = v.uuid, model = v.model, probe_at = v.probe_at, "
+                "pci_bus = v.pci_bus FROM _tel_gpu AS v WHERE t.id = v.id"
             )
         else:
             adapt = connection.ops.adapt_datetimefield_value
             cursor.executemany(
                 "UPDATE fleet_gpu SET prev_metrics = json_patch(metrics, %s), "
                 "metrics = json_patch(json_patch(metrics, %s), %s), updated_at = %s, "
-                "prev_at = %s, uuid = %s, model = %s, probe_at = %s WHERE id = %s",
+                "prev_at = %s, uuid = %s, model = %s, probe_at = %s, pci_bus = %s WHERE id = %s",
                 [
                     (
                         before,
@@ -141,11 +165,33 @@ def _update_gpus(rows: list[tuple]) -> None:
                         uuid,
                         model,
                         adapt(probe_at),
+                        pci_bus,
                         pk,
                     )
-                    for pk, before, newest, hwm, prev_at, uuid, model, probe_at in rows
+                    for pk, before, newest, hwm, prev_at, uuid, model, probe_at, pci_bus in rows
                 ],
             )
+
+
+def _xid_code(value: float) -> int | None:
+    return int(value) if float(value).is_integer() and 0 <= value < 2**31 else None
+
+
+def _place_kernel_events(learned: list[tuple[int, int, str]]) -> None:
+    """Kernel-log XIDs that named a PCI address no GPU had yet: now that telemetry says which
+    GPU has it, fill in their `gpu`. Runs only for GPUs whose address was just learned, and
+    reads through the partial index of unplaced events (usually none)."""
+    index_of = {(node_id, bus): index for node_id, index, bus in learned if bus}
+    if not index_of:
+        return
+    placed: dict[int, list[int]] = defaultdict(list)
+    for pk, node_id, bus in TelemetryEvent.objects.filter(
+        gpu__isnull=True, node_id__in={node_id for node_id, _ in index_of}
+    ).values_list("pk", "node_id", "pci_bus"):
+        if (node_id, bus) in index_of:
+            placed[index_of[(node_id, bus)]].append(pk)
+    for index, pks in placed.items():
+        TelemetryEvent.objects.filter(pk__in=pks).update(gpu=index)
 
 
 def _json(value: dict[str, float]) -> str:

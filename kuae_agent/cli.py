@@ -1,9 +1,14 @@
 """`kuae-agent`: collect on this node, spool to disk, deliver to KUAE Ops.
 
     kuae-agent run   --server URL --node HOST [--exporter URL | --nvidia-smi] [--interval 15]
+                     [--kmsg | --kmsg-file PATH]
     kuae-agent once  … (collect and deliver one round, for cron or a test)
     kuae-agent probe --server URL --node HOST [--gpus 0-7]
     kuae-agent flush --server URL (deliver what is spooled)
+
+--kmsg follows the kernel log for XIDs (`journalctl -k`, or /dev/kmsg where there is no
+journal) and sends every `NVRM: Xid` line once, keeping its position in --kmsg-cursor;
+--kmsg-file reads a file instead (a kern.log, a kmsg dump, a test's file).
 
 The token comes from --token-file, or the KUAE_TOKEN environment variable (kept out of `ps`).
 """
@@ -15,6 +20,7 @@ import datetime as dt
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -24,6 +30,7 @@ from urllib.parse import quote
 import httpx
 
 from kuae_agent.client import Client
+from kuae_agent.kernellog import FileLog, Journal, KmsgDevice, XidFollower
 from kuae_agent.probe import run_probe
 from kuae_agent.sources import read_exporter, read_nvidia_smi
 from kuae_agent.spool import Spool
@@ -62,14 +69,18 @@ def collect(args: argparse.Namespace, spool: Spool) -> bool:
     return True
 
 
-def probe(args: argparse.Namespace, spool: Spool) -> None:
-    """Run the GEMM probe and spool its figures as telemetry."""
+def probe(args: argparse.Namespace, spool: Spool) -> bool:
+    """Run the GEMM probe on each GPU and spool its figures as telemetry; False (and nothing
+    reported) without a GPU backend — a CPU's figures are never reported as a GPU's."""
     results = run_probe(n=args.size)
+    if not results:
+        message = "no GPU backend (torch with CUDA): nothing reported per GPU"
+        log.warning("probe: %s", message)
+        print(f"kuae-agent probe: {message}")
+        return False
     now = _iso(dt.datetime.now(dt.UTC))
-    if results[0].device == "cpu":  # NumPy fallback: one figure, reported for each GPU named
-        per_gpu = {gpu: results[0] for gpu in _gpus(args.gpus)}
-    else:
-        per_gpu = dict(enumerate(results))
+    wanted = set(_gpus(args.gpus)) if args.gpus else None
+    per_gpu = {i: r for i, r in enumerate(results) if wanted is None or i in wanted}
     samples = [
         {
             "node": args.node,
@@ -79,9 +90,27 @@ def probe(args: argparse.Namespace, spool: Spool) -> None:
         }
         for gpu, r in per_gpu.items()
     ]
-    spool.put("/api/v1/ingest/telemetry/", json.dumps({"samples": samples}), "application/json")
+    if samples:
+        body = json.dumps({"samples": samples})
+        spool.put("/api/v1/ingest/telemetry/", body, "application/json")
     for gpu, r in per_gpu.items():
         print(f"gpu {gpu} ({r.device}): {r.gemm_tflops:.3f} TFLOP/s, checksum {r.gemm_checksum!r}")
+    return True
+
+
+def kernel_log(args: argparse.Namespace, spool: Spool) -> XidFollower | None:
+    """The kernel-log follower the options ask for, if any."""
+    if args.kmsg_file:
+        reader: FileLog | KmsgDevice | Journal = FileLog(args.kmsg_file)
+    elif args.kmsg:
+        journal = args.kmsg == "journal" or (args.kmsg == "auto" and shutil.which(args.journalctl))
+        reader = Journal(args.journalctl, args.kmsg_backfill) if journal else KmsgDevice()
+    else:
+        return None
+    cursor = args.kmsg_cursor or args.spool / "kmsg.cursor"
+    return XidFollower(
+        reader, node=args.node, spool=spool, cursor_file=cursor, backfill_s=args.kmsg_backfill
+    )
 
 
 def heartbeat(client: Client, node: str) -> None:
@@ -97,9 +126,12 @@ def run(args: argparse.Namespace, spool: Spool, client: Client) -> None:
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     next_probe = time.monotonic() + args.probe_every if args.probe_every else None
+    follower = kernel_log(args, spool)
     while not stop["now"]:
         started = time.monotonic()
         collect(args, spool)
+        if follower is not None:
+            follower.poll()
         if next_probe is not None and started >= next_probe:
             probe(args, spool)
             next_probe = started + args.probe_every
@@ -121,10 +153,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--nvidia-smi", action="store_true", help="read nvidia-smi instead")
     p.add_argument("--interval", type=float, default=15.0)
     p.add_argument("--spool", type=Path, default=Path("/var/lib/kuae-agent/spool"))
-    p.add_argument("--gpus", default="0-7", help="GPU indexes the CPU probe reports for")
-    p.add_argument("--size", type=int, default=2048, help="GEMM size for the CPU probe")
+    p.add_argument("--gpus", default="", help="GPU indexes the probe reports (default: all)")
+    p.add_argument("--size", type=int, default=8192, help="GEMM size for the probe")
     p.add_argument("--probe-every", type=float, default=0, help="seconds between probes in `run`")
     p.add_argument("--timeout", type=float, default=10.0)
+    p.add_argument(
+        "--kmsg",
+        nargs="?",
+        const="auto",
+        choices=("auto", "journal", "kmsg"),
+        help="follow the kernel log for XIDs: journalctl -k (auto when present) or /dev/kmsg",
+    )
+    p.add_argument("--kmsg-file", type=Path, help="read XIDs from this file instead")
+    p.add_argument("--kmsg-cursor", type=Path, help="position file (default SPOOL/kmsg.cursor)")
+    p.add_argument(
+        "--kmsg-backfill",
+        type=float,
+        default=3600,
+        help="on a first start, XIDs at most this many seconds old are sent ('inf': all)",
+    )
+    p.add_argument("--journalctl", default="journalctl", help=argparse.SUPPRESS)
     return p
 
 
@@ -140,14 +188,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spool = Spool(args.spool)
     client = Client(args.server, token, timeout_s=args.timeout)
+    status = 0
     try:
         if args.command == "run":
             run(args, spool, client)
         elif args.command == "once":
             collect(args, spool)
+            follower = kernel_log(args, spool)
+            if follower is not None:
+                follower.poll()
             heartbeat(client, args.node)
         elif args.command == "probe":
-            probe(args, spool)
+            status = 0 if probe(args, spool) else 1
         if args.command != "run":
             client.drain(spool)
     finally:
@@ -158,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             f"kuae-agent: {left} request(s) spooled in {args.spool}, to deliver later",
             file=sys.stderr,
         )
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ SMI_FIELDS = {
     "power.draw": "power_w",
     "clocks.sm": "sm_clock_mhz",
 }
-SMI_QUERY = ["index", "uuid", "name", *SMI_FIELDS]
+SMI_QUERY = ["index", "uuid", "name", *SMI_FIELDS, "pci.bus_id"]
 
 
 def read_exporter(url: str, timeout_s: float = 5.0) -> str:
@@ -29,8 +29,9 @@ def read_exporter(url: str, timeout_s: float = 5.0) -> str:
 
 
 def parse_smi_csv(text: str, *, node: str, ts: dt.datetime) -> list[dict]:
-    """`nvidia-smi --query-gpu=… --format=csv,noheader,nounits` → telemetry samples.
-    Fields nvidia-smi reports as `[N/A]` or `[Not Supported]` are left out."""
+    """`nvidia-smi --query-gpu=… --format=csv,noheader,nounits` → telemetry samples, with each
+    GPU's PCI address (how the server places kernel-log XIDs). Fields nvidia-smi reports as
+    `[N/A]` or `[Not Supported]` are left out."""
     samples = []
     for row in csv.reader(io.StringIO(text)):
         if not row or len(row) < len(SMI_QUERY):
@@ -43,14 +44,15 @@ def parse_smi_csv(text: str, *, node: str, ts: dt.datetime) -> list[dict]:
             except ValueError:
                 continue
         if metrics:
-            samples.append(
-                {
-                    "node": node,
-                    "gpu": int(values["index"]),
-                    "ts": ts.isoformat().replace("+00:00", "Z"),
-                    "metrics": metrics,
-                }
-            )
+            sample = {
+                "node": node,
+                "gpu": int(values["index"]),
+                "ts": ts.isoformat().replace("+00:00", "Z"),
+                "metrics": metrics,
+            }
+            if values["pci.bus_id"].count(":") == 2:
+                sample["pci_bus"] = values["pci.bus_id"]
+            samples.append(sample)
     return samples
 
 

@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("kuae_agent")
@@ -14,12 +14,14 @@ log = logging.getLogger("kuae_agent")
 
 @dataclass(frozen=True)
 class Item:
-    """One request to deliver: where, what, and the file that holds it."""
+    """One request to deliver: where, what, the file that holds it, and what its writer noted
+    alongside (e.g. the kernel-log position it reaches; never sent)."""
 
     path: str
     content_type: str
     body: str
     file: Path
+    meta: dict = field(default_factory=dict)
 
 
 class Spool:
@@ -32,13 +34,14 @@ class Spool:
         self.rejected.mkdir(parents=True, exist_ok=True)
         self._seq = 0
 
-    def put(self, path: str, body: str, content_type: str) -> Path:
+    def put(self, path: str, body: str, content_type: str, meta: dict | None = None) -> Path:
         """Write a request to disk atomically (fsync'd) and return its file."""
         self._seq += 1
         name = f"{time.time_ns():020d}-{os.getpid()}-{self._seq:06d}.json"
         tmp = self.root / f".{name}.tmp"
         with tmp.open("w") as handle:
-            json.dump({"path": path, "content_type": content_type, "body": body}, handle)
+            record = {"path": path, "content_type": content_type, "body": body}
+            json.dump({**record, "meta": meta} if meta else record, handle)
             handle.flush()
             os.fsync(handle.fileno())
         final = self.root / name
@@ -52,7 +55,8 @@ class Spool:
         for file in sorted(self.root.glob("*.json")):
             try:
                 raw = json.loads(file.read_text())
-                items.append(Item(raw["path"], raw["content_type"], raw["body"], file))
+                meta = raw.get("meta") or {}
+                items.append(Item(raw["path"], raw["content_type"], raw["body"], file, meta))
             except (OSError, ValueError, KeyError):
                 self.reject(file, "unreadable spool file")
         return items

@@ -5,14 +5,17 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import threading
+from pathlib import Path
 
 import pytest
 
 from apps.accounts.services import token_issue, user_create_or_update
-from apps.fleet.models import GPU, Node
+from apps.fleet.models import GPU, Node, TelemetryEvent
 from apps.fleet.services import NodeSpec, nodes_register
+from kuae_agent import probe as kuae_probe
 from kuae_agent.cli import main
 from kuae_agent.client import Client, Outcome
+from kuae_agent.probe import ProbeResult
 from kuae_agent.sources import parse_smi_csv
 from kuae_agent.spool import Spool
 from tests.support import closed_port
@@ -127,34 +130,71 @@ def test_5xx_is_retried_with_backoff(tmp_path):
         server.server_close()
 
 
-def test_probe_reports_gemm_figures(live_server, token, tmp_path):
+def probe(server: str, spool: Path, *extra: str) -> int:
+    return agent("probe", "--server", server, "--node", "gpu-a017", "--spool", str(spool), *extra)
+
+
+def test_probe_without_a_gpu_backend_reports_nothing(live_server, token, tmp_path, capsys):
+    """No torch with CUDA here: a CPU figure must never be reported as a GPU's (it would make
+    every GPU look slow and, against real GPUs' checksums, corrupt)."""
+    assert probe(live_server.url, tmp_path) == 1
+    assert "no GPU backend" in capsys.readouterr().out
+    assert Spool(tmp_path).pending() == []
+    gpus = GPU.objects.filter(node__hostname="gpu-a017")
+    assert not any("gemm_tflops" in g.metrics or "gemm_checksum" in g.metrics for g in gpus)
+    assert all(g.probe_at is None for g in gpus)
+
+
+def test_probe_reports_each_gpus_own_figures(live_server, token, tmp_path, monkeypatch):
+    figures = [
+        ProbeResult("cuda:0", 610.5, 1234.25),
+        ProbeResult("cuda:1", 598.0, 1234.25),
+        ProbeResult("cuda:2", 20.0, 99.0),
+    ]
+    monkeypatch.setattr(kuae_probe, "_torch_probes", lambda n, repeats: figures)
     for _ in range(2):
-        assert (
-            agent(
-                "probe",
-                "--server",
-                live_server.url,
-                "--node",
-                "gpu-a017",
-                "--gpus",
-                "0-1",
-                "--size",
-                "256",
-                "--spool",
-                str(tmp_path),
-            )
-            == 0
-        )
-    gpus = list(GPU.objects.filter(node__hostname="gpu-a017", index__in=[0, 1]).order_by("index"))
-    assert all(g.metrics["gemm_tflops"] > 0 for g in gpus)
-    # The checksum is a fixed-seed product: the same on every run.
-    assert gpus[0].metrics["gemm_checksum"] == gpus[0].prev_metrics["gemm_checksum"]
+        assert probe(live_server.url, tmp_path, "--gpus", "0-1") == 0
+    gpus = list(
+        GPU.objects.filter(node__hostname="gpu-a017", index__in=[0, 1, 2]).order_by("index")
+    )
+    assert [g.metrics.get("gemm_tflops") for g in gpus] == [610.5, 598.0, None]  # --gpus 0-1
+    assert gpus[0].metrics["gemm_checksum"] == gpus[0].prev_metrics["gemm_checksum"] == 1234.25
+    assert gpus[0].probe_at is not None and gpus[2].probe_at is None
+
+
+def test_once_follows_the_kernel_log_and_sends_each_xid_once(
+    live_server, exporter, token, tmp_path
+):
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    log = tmp_path / "kern.log"
+    log.write_text(
+        f"{now} gpu-a017 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=2417, name=python3, "
+        "GPU has fallen off the bus.\n"
+        f"{now} gpu-a017 kernel: nvidia-nvswitch0: link up\n"
+        f"{now} gpu-a017 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', "
+        "name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 1, SM 0)\n"
+    )
+    args = ["--server", live_server.url, "--node", "gpu-a017", "--exporter", f"{exporter}/metrics"]
+    args += ["--spool", str(tmp_path / "spool"), "--kmsg-file", str(log)]
+    assert agent("once", *args) == 0
+    with log.open("a") as handle:
+        handle.write(f"{now} gpu-a017 kernel: NVRM: Xid (PCI:0000:88:00): 48, Ch 0000000a\n")
+    assert agent("once", *args) == 0  # a new process: resumes from its cursor
+    assert agent("once", *args) == 0
+    events = TelemetryEvent.objects.filter(source="kernel").order_by("code")
+    assert [(e.code, e.gpu, e.pci_bus) for e in events] == [
+        (13, 0, "0000:18:00.0"),  # placed by the exporter's pci_bus_id labels
+        (48, 7, "0000:88:00.0"),
+        (79, 3, "0000:48:00.0"),
+    ]
+    assert events[2].message == "pid=2417, name=python3, GPU has fallen off the bus."
+    assert Spool(tmp_path / "spool").pending() == []
 
 
 def test_nvidia_smi_csv():
     text = (
-        "0, GPU-aa, NVIDIA H100 80GB HBM3, 97, 77890, 55, 48, 621.54, 1980\n"
-        "1, GPU-bb, NVIDIA H100 80GB HBM3, 0, 1, 33, [N/A], 70.1, 345\n"
+        "0, GPU-aa, NVIDIA H100 80GB HBM3, 97, 77890, 55, 48, 621.54, 1980, 00000000:18:00.0\n"
+        "1, GPU-bb, NVIDIA H100 80GB HBM3, 0, 1, 33, [N/A], 70.1, 345, [N/A]\n"
     )
     ts = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
     samples = parse_smi_csv(text, node="n1", ts=ts)
@@ -167,6 +207,7 @@ def test_nvidia_smi_csv():
         "sm_clock_mhz": 1980,
     }
     assert "mem_temp_c" not in samples[1]["metrics"] and samples[1]["gpu"] == 1
+    assert samples[0]["pci_bus"] == "00000000:18:00.0" and "pci_bus" not in samples[1]
 
 
 def test_no_token_is_an_error(monkeypatch, tmp_path):

@@ -1,8 +1,13 @@
 """The GEMM probe: dense-GEMM throughput (slow-node evidence) and a fixed-seed checksum
-(silent-data-corruption evidence). torch on a GPU when present, else NumPy on the CPU."""
+(silent-data-corruption evidence), measured on each GPU with torch and CUDA.
+
+Without a GPU backend there is nothing to report: a CPU's figures reported as every GPU's
+would make a node without torch look both slow and corrupt to the checks.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -19,29 +24,10 @@ class ProbeResult:
     gemm_checksum: float
 
 
-def _numpy_probe(n: int, repeats: int) -> ProbeResult:
-    import numpy as np
-
-    rng = np.random.default_rng(SEED)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    ca = rng_fixed(np, 0)
-    cb = rng_fixed(np, 1)
-    checksum = float((ca @ cb).astype(np.float64).sum())
-    return ProbeResult("cpu", 2 * n**3 / best / 1e12, checksum)
-
-
-def rng_fixed(np, k: int):  # noqa: ANN001, ANN201
-    """The fixed-seed checksum operand `k` (the same on every node)."""
-    return np.random.default_rng(SEED + k).standard_normal((CHECK_N, CHECK_N), dtype=np.float32)
-
-
 def _torch_probes(n: int, repeats: int) -> list[ProbeResult] | None:
+    # torch numbers GPUs fastest-first unless told otherwise; nvidia-smi, dcgm-exporter and
+    # the server number them by PCI address, so GPU i here is GPU i there.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         import torch
     except ImportError:
@@ -68,6 +54,6 @@ def _torch_probes(n: int, repeats: int) -> list[ProbeResult] | None:
     return out
 
 
-def run_probe(*, n: int = 2048, repeats: int = 3) -> list[ProbeResult]:
-    """Figures per GPU with torch and CUDA, else one CPU figure from NumPy."""
-    return _torch_probes(max(n, 8192), repeats) or [_numpy_probe(n, repeats)]
+def run_probe(*, n: int = 8192, repeats: int = 3) -> list[ProbeResult]:
+    """Figures per GPU, in index order, with torch and CUDA; an empty list without them."""
+    return _torch_probes(max(n, 8192), repeats) or []

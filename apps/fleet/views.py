@@ -18,13 +18,13 @@ from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.selectors import (
     node_detail,
-    node_events,
+    node_event_rows,
     node_list,
     node_state_history,
     rack_list,
 )
 from apps.fleet.services import node_set_state
-from apps.fleet.telemetry import GPU_COLUMNS
+from apps.fleet.telemetry import GPU_COLUMNS, reporting_gaps
 
 SORTS = {
     "hostname": "hostname",
@@ -70,15 +70,19 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
+    gpus = list(node.gpus.all())
+    gaps, silent = reporting_gaps((g.index, g.metrics) for g in gpus)
     return render(
         request,
         "fleet/node_detail.html",
         {
             "node": node,
-            "gpus": list(node.gpus.all()),
+            "gpus": gpus,
             "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),
-            "events": node_events(node=node),
+            "events": node_event_rows(node=node),
+            "gaps": gaps,
+            "silent_gpus": silent,
             "now": timezone.now(),
             "can_set_state": request.user.has_role(OPERATORS),
             "state_form": NodeStateForm(

@@ -13,8 +13,8 @@ from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
 from apps.incidents.choices import IncidentStatus, Source
-from apps.incidents.filters import IncidentFilter
-from apps.incidents.models import Incident, Postmortem
+from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
+from apps.incidents.models import Incident, Postmortem, UnroutedAlert
 from apps.incidents.postmortems import (
     ActionSpec,
     postmortem_approve,
@@ -23,19 +23,16 @@ from apps.incidents.postmortems import (
     postmortem_submit,
 )
 from apps.incidents.serializers import (
+    AlertmanagerResultSerializer,
     IncidentDetailSerializer,
     IncidentSerializer,
     IncidentWriteSerializer,
     PostmortemSerializer,
     ReviewSerializer,
+    UnroutedAlertSerializer,
 )
-from apps.incidents.services import (
-    TIMES,
-    alertmanager_ingest,
-    incident_open,
-    incident_update,
-    slurm_ingest,
-)
+from apps.incidents.services import TIMES, incident_open, incident_update, slurm_ingest
+from apps.incidents.services_alerts import alertmanager_ingest
 
 # What an operator may change (§1: acknowledge, and set the times).
 OPERATOR_FIELDS = {"status", *TIMES}
@@ -102,13 +99,26 @@ class IncidentDetailView(APIView):
 
 
 class AlertmanagerView(APIView):
-    """`POST ingest/alertmanager/`: Alertmanager's webhook (version 4)."""
+    """`POST ingest/alertmanager/`: Alertmanager's webhook (version 4). A well-formed
+    webhook is always 200 — an alert placed nowhere is kept as an unrouted alert."""
 
     roles = {"POST": AGENTS}
 
-    @extend_schema(request={"application/json": dict}, responses={200: dict})
+    @extend_schema(
+        request={"application/json": dict}, responses={200: AlertmanagerResultSerializer}
+    )
     def post(self, request: Request) -> Response:
-        return Response(alertmanager_ingest(payload=request.data))
+        counts = alertmanager_ingest(payload=request.data)
+        return Response(AlertmanagerResultSerializer(counts).data)
+
+
+class UnroutedAlertListView(generics.ListAPIView):
+    """`GET alerts/unrouted/?since=`: alerts kept without an incident, latest delivery first."""
+
+    roles = {"GET": READERS}
+    serializer_class = UnroutedAlertSerializer
+    filterset_class = UnroutedAlertFilter
+    queryset = UnroutedAlert.objects.order_by("-received_at", "-id")
 
 
 class SlurmResultSerializer(serializers.Serializer):

@@ -83,6 +83,18 @@ class PostmortemStatus(ColouredChoices):
         return {"draft": "#8c8c8c", "in_review": "#d9a400", "approved": "#2e9e4f"}
 
 
+@css_prefix("alert")
+class AlertStatus(ColouredChoices):
+    """An Alertmanager alert's status: firing, or resolved."""
+
+    FIRING = "firing", "Firing"
+    RESOLVED = "resolved", "Resolved"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"firing": "#d62728", "resolved": "#2e9e4f"}
+
+
 ACTIVE_STATUSES = frozenset(
     {IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 )

@@ -7,7 +7,7 @@ from django.db.models import Q, QuerySet
 
 from apps.common.filters import IdFilter
 from apps.incidents.choices import Category, IncidentStatus, Severity
-from apps.incidents.models import Incident
+from apps.incidents.models import Incident, UnroutedAlert
 
 
 class IncidentFilter(django_filters.FilterSet):
@@ -51,3 +51,14 @@ class IncidentFilter(django_filters.FilterSet):
         return queryset.filter(
             Q(occurred_at__lt=value) | Q(occurred_at__isnull=True, detected_at__lt=value)
         )
+
+
+class UnroutedAlertFilter(django_filters.FilterSet):
+    """`since`: alerts delivered at or after it; `status`: firing or resolved."""
+
+    since = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
+    status = django_filters.ChoiceFilter(choices=UnroutedAlert.Status.choices)
+
+    class Meta:
+        model = UnroutedAlert
+        fields = ["since", "status"]

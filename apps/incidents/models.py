@@ -6,7 +6,14 @@ from django.conf import settings
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
-from apps.incidents.choices import Category, IncidentStatus, PostmortemStatus, Severity, Source
+from apps.incidents.choices import (
+    AlertStatus,
+    Category,
+    IncidentStatus,
+    PostmortemStatus,
+    Severity,
+    Source,
+)
 from apps.jobs.models import Job
 
 
@@ -34,6 +41,9 @@ class Incident(models.Model):
     description = models.TextField(blank=True, default="")
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
     fingerprint = models.CharField(max_length=128, blank=True, default="")
+    # Machine-set facts that have no column: for an alert, the GPU it names (`gpu`,
+    # `gpu_uuid`) and the alert's name and labels.
+    details = models.JSONField(default=dict, blank=True)
     # What it cost (apps.incidents.impact), refreshed whenever the incident changes.
     downtime_s = models.FloatField(default=0)
     rework_s = models.FloatField(default=0)
@@ -133,3 +143,66 @@ class ActionItem(models.Model):
 
     def __str__(self) -> str:
         return self.text[:60]
+
+
+class AlertFingerprint(models.Model):
+    """One Alertmanager alert, by fingerprint, and the incident it feeds (its own, or a
+    check's it folded into). The unique fingerprint is what keeps one incident per alert
+    however many deliveries race (an HA pair sends each twice at once)."""
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    incident = models.ForeignKey(
+        Incident, on_delete=models.CASCADE, related_name="alert_fingerprints"
+    )
+    starts_at = models.DateTimeField(help_text="startsAt of the alert's current firing")
+    ends_at = models.DateTimeField(null=True, blank=True, help_text="when that firing resolved")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.fingerprint} → #{self.incident_id}"
+
+
+class UnroutedAlert(models.Model):
+    """An Alertmanager alert kept without an incident: it named no known node or cluster (or
+    its webhook had already opened the most incidents one webhook may). Upserted by
+    fingerprint; listed for operators, counted in /metrics."""
+
+    Status = AlertStatus
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    labels = models.JSONField(default=dict)
+    annotations = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(help_text="the latest delivery")
+    first_received_at = models.DateTimeField()
+    deliveries = models.PositiveIntegerField(default=1)
+    reason = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [models.Index(fields=["received_at"], name="unrouted_received")]
+
+    def __str__(self) -> str:
+        return f"{self.alertname or 'alert'} {self.fingerprint} ({self.status})"
+
+    @property
+    def alertname(self) -> str:
+        """The alert's name (its `alertname` label)."""
+        return str(self.labels.get("alertname", ""))
+
+    @property
+    def summary(self) -> str:
+        """Its `summary` annotation, else its `description`."""
+        return str(self.annotations.get("summary") or self.annotations.get("description") or "")
+
+    @property
+    def label_pairs(self) -> list[tuple[str, str]]:
+        """Labels to show, the ones placement reads first (node, host, instance, cluster),
+        then the rest by name; `alertname` is shown on its own."""
+        first = ("node", "hostname", "Hostname", "instance", "cluster")
+        return sorted(
+            ((k, str(v)) for k, v in self.labels.items() if k != "alertname"),
+            key=lambda kv: (first.index(kv[0]) if kv[0] in first else len(first), kv[0]),
+        )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from apps.incidents.models import ActionItem, Incident
+from apps.incidents.models import ActionItem, Incident, UnroutedAlert
 
 MARKS = (
     ("occurred_at", "occurred"),
@@ -73,3 +73,16 @@ def action_items(*, state: str = "open", owner: str = "") -> QuerySet[ActionItem
 def overdue_count() -> int:
     """How many action items are past due and not done."""
     return ActionItem.objects.filter(done=False, due__lt=timezone.now().date()).count()
+
+
+def unrouted_alerts(*, status: str = "") -> QuerySet[UnroutedAlert]:
+    """Alertmanager alerts kept without an incident, optionally only `firing` or `resolved`."""
+    alerts = UnroutedAlert.objects.all()
+    if status in UnroutedAlert.Status.values:
+        alerts = alerts.filter(status=status)
+    return alerts
+
+
+def unrouted_firing_count() -> int:
+    """How many unrouted alerts are still firing."""
+    return UnroutedAlert.objects.filter(status=UnroutedAlert.Status.FIRING).count()

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from apps.common.fields import ClusterNameField
 from apps.fleet.models import Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
-from apps.incidents.models import Incident, TimelineEntry
+from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
 from apps.jobs.models import Job
 
 
@@ -48,6 +48,7 @@ class IncidentSerializer(serializers.ModelSerializer):
             "planned",
             "description",
             "source",
+            "details",
             "created_at",
             "updated_at",
             "downtime_s",
@@ -154,3 +155,38 @@ class ReviewSerializer(serializers.Serializer):
     """`{comment?}` for submit, approve, reject."""
 
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
+class UnroutedAlertSerializer(serializers.ModelSerializer):
+    """An Alertmanager alert kept without an incident (CONTRACT §2 `alerts/unrouted/`)."""
+
+    class Meta:
+        model = UnroutedAlert
+        fields = [
+            "fingerprint",
+            "labels",
+            "annotations",
+            "status",
+            "starts_at",
+            "ends_at",
+            "received_at",
+            "first_received_at",
+            "deliveries",
+            "reason",
+        ]
+        read_only_fields = fields
+
+
+class AlertmanagerResultSerializer(serializers.Serializer):
+    """What one webhook did with its alerts."""
+
+    opened = serializers.IntegerField(help_text="new incidents")
+    updated = serializers.IntegerField(help_text="alerts already on an open incident")
+    reopened = serializers.IntegerField(help_text="incidents resolved while still firing")
+    folded = serializers.IntegerField(help_text="alerts joined to a check's open incident")
+    resolved = serializers.IntegerField()
+    unrouted = serializers.IntegerField(help_text="kept: no known node or cluster")
+    deferred = serializers.IntegerField(
+        help_text="kept as unrouted: over 200 incidents opened by this webhook"
+    )
+    ignored = serializers.IntegerField(help_text="stale or repeated copies")

@@ -11,8 +11,7 @@ from django.utils import timezone
 
 from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
-from apps.incidents.alertmanager import parse_webhook
-from apps.incidents.choices import ACTIVE_STATUSES, Category, IncidentStatus, Severity, Source
+from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
 from apps.jobs.models import Job
@@ -68,6 +67,7 @@ def incident_open(
     description: str = "",
     source: str = Source.MANUAL,
     fingerprint: str = "",
+    details: dict[str, object] | None = None,
     actor: str = "",
 ) -> Incident:
     """Open an incident after checking its category, severity and the order of its times."""
@@ -101,6 +101,7 @@ def incident_open(
         description=description,
         source=source,
         fingerprint=fingerprint,
+        details=details or {},
     )
     if nodes:
         incident.nodes.set(nodes)
@@ -179,79 +180,6 @@ def incident_note(
     return TimelineEntry.objects.create(
         incident=incident, kind=kind, text=text[:5000], actor=actor, at=at or timezone.now()
     )
-
-
-@transaction.atomic
-def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> dict[str, int]:
-    """Each firing alert opens or updates one incident (by fingerprint); a resolved alert
-    resolves its open incident. An alert placed in no known node or cluster rejects the
-    whole payload (a 400: Alertmanager does not retry it)."""
-    now = now or timezone.now()
-    alerts = parse_webhook(payload)
-    hosts = {h for a in alerts for h in a.node_candidates}
-    nodes = {
-        n.hostname: n for n in Node.objects.select_related("cluster").filter(hostname__in=hosts)
-    }
-    clusters = {
-        c.name: c for c in Cluster.objects.filter(name__in={a.cluster_label for a in alerts})
-    }
-    placed = []
-    errors: dict[str, list[str]] = {}
-    for i, alert in enumerate(alerts):
-        node = next((nodes[h] for h in alert.node_candidates if h in nodes), None)
-        cluster = node.cluster if node else clusters.get(alert.cluster_label)
-        if cluster is None:
-            errors[f"alerts[{i}].labels"] = [
-                "names no known node (node, hostname, Hostname, instance) and no known cluster"
-            ]
-        placed.append((alert, node, cluster))
-    if errors:
-        raise BatchError(errors)
-    active = {
-        i.fingerprint: i
-        for i in Incident.objects.filter(
-            fingerprint__in=[f"am:{a.fingerprint}" for a in alerts], status__in=ACTIVE_STATUSES
-        )
-    }
-    counts = {"opened": 0, "updated": 0, "resolved": 0}
-    for alert, node, cluster in placed:
-        key = f"am:{alert.fingerprint}"
-        incident = active.get(key)
-        if alert.firing and incident is None:
-            active[key] = incident_open(
-                cluster=cluster,
-                title=alert.title,
-                category=alert.category,
-                severity=alert.severity,
-                occurred_at=alert.starts_at,
-                detected_at=alert.starts_at,
-                nodes=[node] if node else [],
-                description=alert.description,
-                source=Source.ALERTMANAGER,
-                fingerprint=key,
-                actor="alertmanager",
-            )
-            counts["opened"] += 1
-        elif alert.firing:
-            if node and not incident.nodes.filter(pk=node.pk).exists():
-                incident.nodes.add(node)
-            counts["updated"] += 1
-        elif incident is not None:
-            ended = alert.ends_at or now
-            ended = max(ended, incident.detected_at)
-            incident.status = IncidentStatus.RESOLVED
-            incident.resolved_at = ended
-            incident.recovered_at = incident.recovered_at or ended
-            incident.save(update_fields=["status", "resolved_at", "recovered_at", "updated_at"])
-            incident_note(
-                incident=incident,
-                kind=TimelineEntry.Kind.UPDATED,
-                actor="alertmanager",
-                at=now,
-                text=f"alert resolved at {ended.isoformat()}",
-            )
-            counts["resolved"] += 1
-    return counts
 
 
 EDITABLE = (

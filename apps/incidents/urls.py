@@ -16,6 +16,7 @@ urlpatterns = [
         views_postmortems.postmortem_step,
         name="postmortem-step",
     ),
+    path("alerts/unrouted/", views.unrouted_alert_list_page, name="unrouted-alerts"),
     path("action-items/", views_postmortems.action_items_page, name="action-items"),
     path(
         "action-items/<int:item_id>/done/",

@@ -18,4 +18,5 @@ urlpatterns = [
     ],
     path("ingest/slurm/", api.SlurmIngestView.as_view(), name="api-ingest-slurm"),
     path("ingest/alertmanager/", api.AlertmanagerView.as_view(), name="api-ingest-alertmanager"),
+    path("alerts/unrouted/", api.UnroutedAlertListView.as_view(), name="api-alerts-unrouted"),
 ]

@@ -17,8 +17,14 @@ from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.filters import IncidentFilter
 from apps.incidents.forms import CommentForm, IncidentEditForm, IncidentFileForm
-from apps.incidents.models import Incident, Postmortem, TimelineEntry
-from apps.incidents.selectors import incident_list, overdue_count, time_marks
+from apps.incidents.models import Incident, Postmortem, TimelineEntry, UnroutedAlert
+from apps.incidents.selectors import (
+    incident_list,
+    overdue_count,
+    time_marks,
+    unrouted_alerts,
+    unrouted_firing_count,
+)
 from apps.incidents.services import TIMES, incident_note, incident_open, incident_update
 
 SORTS = {
@@ -54,7 +60,49 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
             "clusters": Cluster.objects.values_list("name", flat=True),
             "selected": {k: request.GET.getlist(k) for k in ("status", "severity", "category")},
             "overdue": overdue_count(),
+            "unrouted": unrouted_firing_count(),
             "engineer": request.user.has_role(ENGINEERS),
+        },
+    )
+
+
+UNROUTED_SORTS = {
+    "-received": "-received_at",
+    "received": "received_at",
+    "-started": "-starts_at",
+    "started": "starts_at",
+    "-deliveries": "-deliveries",
+    "deliveries": "deliveries",
+}
+
+
+class _Unrouted:
+    """The list_page filter protocol over unrouted_alerts() (status only)."""
+
+    def __init__(self, status: str) -> None:
+        self.qs = unrouted_alerts(status=status)
+
+
+@role_required()
+def unrouted_alert_list_page(request: HttpRequest) -> HttpResponse:
+    """Alertmanager alerts that named no known node or cluster, labels shown as sent."""
+    status = request.GET.get("status", "")
+    listing = list_page(
+        request,
+        _Unrouted(status),
+        sorts=UNROUTED_SORTS,
+        default_sort="-received",
+        tiebreak="-id",
+        per_page=50,
+    )
+    return render(
+        request,
+        "incidents/unrouted_alerts.html",
+        {
+            **listing,
+            "now": timezone.now(),
+            "status": status,
+            "statuses": list(UnroutedAlert.Status),
         },
     )
 

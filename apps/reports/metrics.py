@@ -1,5 +1,6 @@
 """`/metrics`: the dashboard's own state for Prometheus (fleet by state, open incidents,
-running jobs, age of each check's last run), read from the database at scrape time.
+unrouted Alertmanager alerts, running jobs, age of each check's last run), read from the
+database at scrape time.
 
 Not public: a scraper sends `Authorization: Bearer KUAE_METRICS_TOKEN` (or an admin's API
 token), or an admin is signed in; KUAE_PUBLIC_METRICS is not offered on purpose — the token
@@ -25,7 +26,7 @@ from apps.accounts.choices import ADMINS
 from apps.fleet.models import Node
 from apps.health.models import CheckRun
 from apps.incidents.choices import ACTIVE_STATUSES
-from apps.incidents.models import Incident
+from apps.incidents.models import Incident, UnroutedAlert
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 
@@ -59,6 +60,17 @@ class FleetCollector:
         ):
             incidents.add_metric([row["cluster__name"], row["severity"]], row["n"])
         yield incidents
+        unrouted = GaugeMetricFamily(
+            "kuae_unrouted_alerts",
+            "Alertmanager alerts kept without an incident (no known node or cluster), by status",
+            labels=["status"],
+        )
+        by_status = dict(
+            UnroutedAlert.objects.values_list("status").annotate(n=Count("id")).order_by()
+        )
+        for status in UnroutedAlert.Status.values:
+            unrouted.add_metric([status], by_status.get(status, 0))
+        yield unrouted
         jobs = GaugeMetricFamily("kuae_running_jobs", "Running jobs by cluster", labels=["cluster"])
         for row in (
             Job.objects.filter(status=JobStatus.RUNNING)
@@ -94,11 +106,11 @@ def _caller(request: HttpRequest) -> tuple[bool, bool]:
         if token and hmac.compare_digest(credential.encode(), token.encode()):
             return True, True
         try:
-            user, _ = user_for_token(credential)
+            token_user, _ = user_for_token(credential)
         except AuthenticationFailed:
-            user = None
-        if user is not None:  # a valid API token: who it is decides, as on the API
-            return user.has_role(ADMINS), True
+            pass
+        else:  # a valid API token: who it is decides, as on the API
+            return token_user.has_role(ADMINS), True
     user = request.user
     if user.is_authenticated:
         return user.has_role(ADMINS), True  # type: ignore[union-attr]

@@ -39,6 +39,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-ingest-events": {"POST": AGENT},
     "api-ingest-slurm": {"POST": AGENT},
     "api-ingest-alertmanager": {"POST": AGENT},
+    "api-alerts-unrouted": {"GET": READ},
     "api-job-list": {"GET": READ, "POST": LAUNCH},
     "api-job-detail": {"GET": READ, "PATCH": LAUNCH},
     "api-job-metrics": {"GET": READ, "POST": AGENT},
@@ -89,6 +90,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "postmortem": {"GET": READ, "POST": ENG},
     "postmortem-step": {"POST": ENG},
     "action-items": {"GET": READ},
+    "unrouted-alerts": {"GET": READ},
     # object level: the item's owner or an engineer (tests/incidents/test_postmortem_pages.py)
     "action-item-done": {"POST": READ},
 }

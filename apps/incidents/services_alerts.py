@@ -1,0 +1,359 @@
+"""Alertmanager intake (CONTRACT §2 `POST ingest/alertmanager/`): every alert of a
+well-formed webhook is kept — on an incident, or as an unrouted alert — never refused.
+
+One incident per fingerprint while it fires is held by the database, not by reading
+first: `AlertFingerprint.fingerprint` is unique, so of two deliveries that race to open
+the same alert (an HA pair sends each notification twice at once) one inserts and the
+other gets an IntegrityError, rolls back its savepoint and updates what the first made.
+Existing fingerprints are read `FOR UPDATE` in fingerprint order, so concurrent webhooks
+queue behind each other per alert instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.fleet.models import Cluster, Node
+from apps.incidents.alertmanager import Alert, parse_webhook
+from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Source
+from apps.incidents.models import AlertFingerprint, Incident, TimelineEntry, UnroutedAlert
+from apps.incidents.services import incident_note, incident_open, incident_refresh_impact
+
+MAX_OPENED = 200  # CONTRACT §1: incidents opened per webhook
+ACTOR = "alertmanager"
+NOT_PLACED = "names no known node (node, hostname, Hostname, instance) and no known cluster"
+OVER_CAP = (
+    f"its webhook had already opened {MAX_OPENED} incidents; "
+    "opened when Alertmanager sends it again"
+)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where an alert belongs: a node (and so its cluster), or only a cluster, or nowhere."""
+
+    node: Node | None
+    cluster: Cluster | None
+
+
+def alerts_place(alerts: Sequence[Alert]) -> dict[str, Placed]:
+    """Place each alert (by fingerprint): the first node label naming a known node — by
+    hostname, short name or one of the node's `addresses` — gives the node and its cluster;
+    else the `cluster` label names a known cluster; else nowhere. Two or three queries."""
+    names = {name for a in alerts for names in a.node_candidates for name in names}
+    nodes = {
+        n.hostname: n for n in Node.objects.select_related("cluster").filter(hostname__in=names)
+    }
+
+    def by_hostname(alert: Alert) -> bool:
+        return any(name in nodes for names in alert.node_candidates for name in names)
+
+    by_address: dict[str, Node] = {}
+    if any(a.node_candidates and not by_hostname(a) for a in alerts):
+        # Few nodes carry addresses and this runs only for alerts no hostname matched; a
+        # JSON containment query would not be portable to SQLite.
+        owners = {
+            address: pk
+            for pk, addresses in Node.objects.exclude(addresses=[]).values_list("pk", "addresses")
+            for address in addresses
+            if address in names
+        }
+        found = Node.objects.select_related("cluster").in_bulk(set(owners.values()))
+        by_address = {address: found[pk] for address, pk in owners.items() if pk in found}
+    clusters = Cluster.objects.in_bulk(
+        {a.cluster_label for a in alerts if a.cluster_label}, field_name="name"
+    )
+    out = {}
+    for alert in alerts:
+        node = next(
+            (
+                nodes.get(name) or by_address.get(name)
+                for names in alert.node_candidates
+                for name in names
+                if name in nodes or name in by_address
+            ),
+            None,
+        )
+        cluster = node.cluster if node is not None else clusters.get(alert.cluster_label)
+        out[alert.fingerprint] = Placed(node, cluster)
+    return out
+
+
+@transaction.atomic
+def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> dict[str, int]:
+    """Apply one webhook; returns what happened to its alerts: `opened`, `updated`,
+    `reopened`, `folded` (into a check's incident), `resolved`, `unrouted` (placed nowhere),
+    `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `ignored`
+    (a stale or repeated copy)."""
+    now = now or timezone.now()
+    alerts = {a.fingerprint: a for a in parse_webhook(payload)}  # the last copy wins
+    ordered = [alerts[fp] for fp in sorted(alerts)]
+    placed = alerts_place(ordered)
+    links = {
+        link.fingerprint: link
+        for link in AlertFingerprint.objects.select_for_update()
+        .select_related("incident")
+        .filter(fingerprint__in=list(alerts))
+        .order_by("fingerprint")
+    }
+    on_incident = set(
+        Incident.nodes.through.objects.filter(
+            incident_id__in={link.incident_id for link in links.values()}
+        ).values_list("incident_id", "node_id")
+    )
+    kept_unrouted = set(
+        UnroutedAlert.objects.filter(fingerprint__in=list(alerts)).values_list(
+            "fingerprint", flat=True
+        )
+    )
+    counts: Counter[str] = Counter()
+    for alert in ordered:
+        where = placed[alert.fingerprint]
+        if where.cluster is None:
+            unrouted_alert_upsert(alert=alert, reason=NOT_PLACED, now=now)
+            counts["unrouted"] += 1
+            continue
+        outcome = _apply(
+            alert,
+            where,
+            links.get(alert.fingerprint),
+            on_incident,
+            may_open=counts["opened"] < MAX_OPENED,
+            now=now,
+        )
+        counts[outcome] += 1
+        if outcome == "deferred":
+            unrouted_alert_upsert(alert=alert, reason=OVER_CAP, now=now)
+        elif alert.fingerprint in kept_unrouted:
+            UnroutedAlert.objects.filter(fingerprint=alert.fingerprint).delete()
+    keys = ("opened", "updated", "reopened", "folded", "resolved", "unrouted", "deferred")
+    return {key: counts[key] for key in (*keys, "ignored")}
+
+
+def _apply(
+    alert: Alert,
+    where: Placed,
+    link: AlertFingerprint | None,
+    on_incident: set[tuple[int, int]],
+    *,
+    may_open: bool,
+    now: dt.datetime,
+) -> str:
+    if link is None:
+        if not alert.firing:
+            return "ignored"  # the resolution of an alert never seen firing
+        try:
+            with transaction.atomic():
+                return _start(alert, where, None, may_open=may_open, now=now)
+        except IntegrityError:
+            # A concurrent delivery of the same alert inserted its fingerprint first; wait for
+            # it (the row lock) and apply this copy on top of what it did.
+            link = (
+                AlertFingerprint.objects.select_for_update()
+                .select_related("incident")
+                .get(fingerprint=alert.fingerprint)
+            )
+            on_incident.update(
+                (link.incident_id, pk) for pk in link.incident.nodes.values_list("pk", flat=True)
+            )
+    return _follow(alert, where, link, on_incident, may_open=may_open, now=now)
+
+
+def _start(
+    alert: Alert,
+    where: Placed,
+    link: AlertFingerprint | None,
+    *,
+    may_open: bool,
+    now: dt.datetime,
+) -> str:
+    """A new firing: fold into a check's open incident for the same (category, node), else
+    open an incident (within the bound); record which incident the fingerprint feeds."""
+    target = _check_incident(alert, where.node)
+    if target is None and not may_open:
+        return "deferred"
+    incident = target or _open(alert, where)
+    if target is not None:
+        incident_note(
+            incident=target,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=ACTOR,
+            at=now,
+            text=f"Alertmanager alert {_describe(alert)} fires for the same problem: "
+            "folded into this incident",
+        )
+    if link is None:
+        AlertFingerprint.objects.create(
+            fingerprint=alert.fingerprint, incident=incident, starts_at=alert.starts_at
+        )
+    else:
+        link.incident, link.starts_at, link.ends_at = incident, alert.starts_at, None
+        link.save()
+    return "folded" if target is not None else "opened"
+
+
+def _follow(
+    alert: Alert,
+    where: Placed,
+    link: AlertFingerprint,
+    on_incident: set[tuple[int, int]],
+    *,
+    may_open: bool,
+    now: dt.datetime,
+) -> str:
+    """An alert whose fingerprint is known: the same firing updates (or re-opens) its
+    incident, a later firing starts anew, a resolution resolves what the alert opened."""
+    incident = link.incident
+    active = incident.status in ACTIVE_STATUSES
+    same_firing = alert.starts_at <= link.starts_at
+    if not alert.firing:
+        if link.ends_at is not None:
+            return "ignored"
+        link.ends_at = max(alert.ends_at or now, link.starts_at)
+        link.save(update_fields=["ends_at", "updated_at"])
+        if active:
+            _resolved(alert, incident, link.ends_at, now)
+        return "resolved"
+    if link.ends_at is not None and same_firing:
+        return "ignored"  # a late copy of a firing that has since resolved
+    if not same_firing:  # a later firing (a resolution was missed, or it resolved)
+        if not active:
+            return _start(alert, where, link, may_open=may_open, now=now)
+        link.starts_at, link.ends_at = alert.starts_at, None
+        link.save(update_fields=["starts_at", "ends_at", "updated_at"])
+    if not active:
+        _reopen(alert, incident, now)
+        return "reopened"
+    node = where.node
+    if node is not None and (incident.pk, node.pk) not in on_incident:
+        incident.nodes.add(node)
+        on_incident.add((incident.pk, node.pk))
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=ACTOR,
+            at=now,
+            text=f"alert {_describe(alert)} also names {node.hostname}",
+        )
+    return "updated"
+
+
+def _check_incident(alert: Alert, node: Node | None) -> Incident | None:
+    """The open incident a health check keeps for this (category, node), if any."""
+    if node is None:
+        return None
+    return (
+        Incident.objects.filter(
+            source=Source.HEALTH,
+            status__in=ACTIVE_STATUSES,
+            category=alert.category,
+            nodes=node,
+        )
+        .order_by("-detected_at", "-id")
+        .first()
+    )
+
+
+def _gpu(alert: Alert) -> dict[str, str]:
+    return {k: v for k, v in (("gpu", alert.gpu), ("gpu_uuid", alert.gpu_uuid)) if v}
+
+
+def _describe(alert: Alert) -> str:
+    gpu = _gpu(alert)
+    where = f" GPU {gpu.get('gpu', '')} {gpu.get('gpu_uuid', '')}".rstrip() if gpu else ""
+    return f"{alert.name or alert.title} ({alert.fingerprint}){where}"
+
+
+def _open(alert: Alert, where: Placed) -> Incident:
+    assert where.cluster is not None
+    return incident_open(
+        cluster=where.cluster,
+        title=alert.title,
+        category=alert.category,
+        severity=alert.severity,
+        occurred_at=alert.starts_at,
+        detected_at=alert.starts_at,
+        nodes=[where.node] if where.node else [],
+        description=alert.description,
+        source=Source.ALERTMANAGER,
+        fingerprint=f"am:{alert.fingerprint}",
+        details={**_gpu(alert), "alertname": alert.name, "labels": alert.labels},
+        actor=ACTOR,
+    )
+
+
+def _resolved(alert: Alert, incident: Incident, ended: dt.datetime, now: dt.datetime) -> None:
+    """The alert resolved: an incident it opened resolves with it; a check's incident it
+    folded into stays for the check (or an engineer) and only notes it."""
+    if incident.fingerprint != f"am:{alert.fingerprint}":
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=ACTOR,
+            at=now,
+            text=f"alert {_describe(alert)} resolved at {ended.isoformat()}",
+        )
+        return
+    # Never before a time the incident already has (the times stay in order, §4).
+    times = (incident.detected_at, incident.localized_at, incident.recovered_at)
+    ended = max(ended, *(t for t in times if t is not None))
+    incident.status = IncidentStatus.RESOLVED
+    incident.resolved_at = ended
+    incident.recovered_at = incident.recovered_at or ended
+    incident.save(update_fields=["status", "resolved_at", "recovered_at", "updated_at"])
+    incident_refresh_impact(incident=incident, now=now)
+    incident_note(
+        incident=incident,
+        kind=TimelineEntry.Kind.UPDATED,
+        actor=ACTOR,
+        at=now,
+        text=f"alert resolved at {ended.isoformat()}",
+    )
+
+
+def _reopen(alert: Alert, incident: Incident, now: dt.datetime) -> None:
+    """Resolved by a person (or a check) while the alert kept firing: open it again."""
+    was = incident.get_status_display().lower()
+    incident.status = IncidentStatus.OPEN
+    incident.resolved_at = None
+    incident.save(update_fields=["status", "resolved_at", "updated_at"])
+    incident_refresh_impact(incident=incident, now=now)
+    incident_note(
+        incident=incident,
+        kind=TimelineEntry.Kind.UPDATED,
+        actor=ACTOR,
+        at=now,
+        text=f"re-opened: it was {was}, but alert {_describe(alert)} is still firing "
+        f"(since {alert.starts_at.isoformat()})",
+    )
+
+
+def unrouted_alert_upsert(*, alert: Alert, reason: str, now: dt.datetime) -> None:
+    """Keep an alert without an incident, one row per fingerprint: the latest delivery's
+    labels, status and times win, `deliveries` counts them (also when two race)."""
+    values = {
+        "labels": alert.labels,
+        "annotations": alert.annotations,
+        "status": UnroutedAlert.Status.FIRING if alert.firing else UnroutedAlert.Status.RESOLVED,
+        "starts_at": alert.starts_at,
+        "ends_at": alert.ends_at,
+        "received_at": now,
+        "reason": reason[:200],
+    }
+    rows = UnroutedAlert.objects.filter(fingerprint=alert.fingerprint)
+    if rows.update(deliveries=F("deliveries") + 1, **values):
+        return
+    try:
+        with transaction.atomic():
+            UnroutedAlert.objects.create(
+                fingerprint=alert.fingerprint, first_received_at=now, deliveries=1, **values
+            )
+    except IntegrityError:
+        rows.update(deliveries=F("deliveries") + 1, **values)

@@ -119,10 +119,10 @@ def non_finite(jobs: list[Job], since: dt.datetime) -> list[NonFinite]:
 def gpu_events(cluster: Cluster, since: dt.datetime) -> list[GpuEvent]:
     """XID/ECC/link events of nodes in service that arrived after `since` (server time)."""
     return [
-        GpuEvent(hostname, gpu, at, kind, value, previous)
-        for hostname, gpu, at, kind, value, previous in TelemetryEvent.objects.filter(
+        GpuEvent(hostname, gpu, at, kind, value, previous, pci_bus)
+        for hostname, gpu, at, kind, value, previous, pci_bus in TelemetryEvent.objects.filter(
             node__cluster=cluster, node__state__in=IN_SERVICE, recorded_at__gt=since
-        ).values_list("node__hostname", "gpu", "at", "kind", "value", "previous")
+        ).values_list("node__hostname", "gpu", "at", "kind", "value", "previous", "pci_bus")
     ]
 
 

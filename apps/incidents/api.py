@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
 from apps.incidents.choices import IncidentStatus, Source
+from apps.incidents.costs import costs_at, with_cost_order
 from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
 from apps.incidents.models import Incident, Postmortem, UnroutedAlert
 from apps.incidents.postmortems import (
@@ -40,16 +42,26 @@ OPERATOR_STATUSES = {IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 
 
 class IncidentListView(generics.ListAPIView):
-    """`GET incidents/?cluster=&status=&category=&start=&end=`; engineers file with POST."""
+    """`GET incidents/?cluster=&status=&category=&start=&end=&order=-cost`; engineers file
+    with POST. Costs are read at one instant: an open incident's run up to it (§6)."""
 
     roles = {"GET": READERS, "POST": ENGINEERS}
     serializer_class = IncidentSerializer
     filterset_class = IncidentFilter
-    queryset = (
-        Incident.objects.select_related("cluster")
-        .prefetch_related("nodes")
-        .order_by("-detected_at", "-id")
-    )
+
+    def get_queryset(self):  # noqa: ANN201
+        self.now = timezone.now()
+        incidents = (
+            Incident.objects.select_related("cluster", "job")
+            .prefetch_related("nodes")
+            .order_by("-detected_at", "-id")
+        )
+        return with_cost_order(incidents, now=self.now)
+
+    def get_serializer(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        if args and isinstance(args[0], list):
+            args = (costs_at(args[0], now=self.now), *args[1:])
+        return super().get_serializer(*args, **kwargs)
 
     @extend_schema(request=IncidentWriteSerializer, responses={201: IncidentDetailSerializer})
     def post(self, request: Request) -> Response:
@@ -63,6 +75,7 @@ class IncidentListView(generics.ListAPIView):
             actor=request.user.get_username(),
             **values,
         )
+        costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data, status=status.HTTP_201_CREATED)
 
 
@@ -74,7 +87,8 @@ class IncidentDetailView(APIView):
 
     @extend_schema(responses=IncidentDetailSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        incident = get_object_or_404(Incident.objects.select_related("cluster"), pk=pk)
+        incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
+        costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data)
 
     @extend_schema(request=IncidentWriteSerializer, responses=IncidentDetailSerializer)
@@ -95,6 +109,7 @@ class IncidentDetailView(APIView):
         incident = incident_update(
             incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()
         )
+        costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data)
 
 

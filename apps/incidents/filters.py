@@ -23,7 +23,8 @@ class IncidentFilter(django_filters.FilterSet):
     end = django_filters.IsoDateTimeFilter(method="filter_end")
 
     order = django_filters.OrderingFilter(
-        fields=(("lost_gpu_hours", "cost"), ("detected_at", "detected"), ("severity", "severity"))
+        # `cost_now`: lost GPU-hours at this instant, annotated by `costs.with_cost_order`.
+        fields=(("cost_now", "cost"), ("detected_at", "detected"), ("severity", "severity"))
     )
 
     class Meta:

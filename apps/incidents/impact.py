@@ -1,4 +1,9 @@
-"""What an incident cost (as in CONTRACT §4.2): downtime, rework, lost GPU-hours. Pure."""
+"""What an incident cost (as in CONTRACT §4.2): downtime, rework, lost GPU-hours. Pure.
+
+An incident that is not yet recovered keeps costing (§6): its downtime runs to the moment
+it is read. Rework is fixed at the failure (the work since the last finished checkpoint),
+so a stored `rework_s` plus `cost_at(now)` gives the whole cost at any instant.
+"""
 
 from __future__ import annotations
 
@@ -46,8 +51,6 @@ def impact(
     unexpected interruption also loses the work since the job's last finished checkpoint
     (else since it started), less any time the job was already down for an earlier
     interruption. Without a job there is downtime but no GPU-hours lost."""
-    until = recovered_at or job_ended_at or now
-    downtime = max(0.0, (until - failed_at).total_seconds())
     rework = 0.0
     if not planned and job_started_at is not None:
         since = max(
@@ -55,5 +58,28 @@ def impact(
         )
         lost_work = subtract([(since, failed_at)], earlier_downtimes)
         rework = length(lost_work)
-    gpus = job_gpus or 0
-    return Impact(downtime, rework, gpus * (downtime + rework) / 3600)
+    return cost_at(
+        failed_at=failed_at,
+        recovered_at=recovered_at,
+        job_ended_at=job_ended_at,
+        now=now,
+        rework_s=rework,
+        job_gpus=job_gpus,
+    )
+
+
+def cost_at(
+    *,
+    failed_at: dt.datetime,
+    recovered_at: dt.datetime | None,
+    job_ended_at: dt.datetime | None,
+    now: dt.datetime,
+    rework_s: float,
+    job_gpus: int | None,
+) -> Impact:
+    """The cost at `now` of an incident whose rework is known: downtime from the failure to
+    recovery, else the job's end, else `now` (an open incident keeps costing); every second
+    of downtime and rework costs each of the interrupted job's GPUs."""
+    until = recovered_at or job_ended_at or now
+    downtime = max(0.0, (until - failed_at).total_seconds())
+    return Impact(downtime, rework_s, (job_gpus or 0) * (downtime + rework_s) / 3600)

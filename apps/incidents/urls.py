@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from apps.incidents import views, views_postmortems
+from apps.incidents import views, views_jobs, views_postmortems
 
 urlpatterns = [
     path("incidents/", views.incident_list_page, name="incident-list"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("incidents/<int:pk>/", views.incident_detail_page, name="incident-detail"),
     path("incidents/<int:pk>/edit/", views.incident_edit, name="incident-edit"),
     path("incidents/<int:pk>/comment/", views.incident_comment, name="incident-comment"),
+    path("jobs/<int:pk>/incidents/", views_jobs.job_incidents_fragment, name="job-incidents"),
     path("incidents/<int:pk>/postmortem/", views_postmortems.postmortem_page, name="postmortem"),
     path(
         "incidents/<int:pk>/postmortem/<str:step>/",

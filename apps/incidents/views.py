@@ -15,6 +15,7 @@ from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
+from apps.incidents.costs import costs_at, with_cost_order
 from apps.incidents.filters import IncidentFilter
 from apps.incidents.forms import CommentForm, IncidentEditForm, IncidentFileForm
 from apps.incidents.models import Incident, Postmortem, TimelineEntry, UnroutedAlert
@@ -28,8 +29,8 @@ from apps.incidents.selectors import (
 from apps.incidents.services import TIMES, incident_note, incident_open, incident_update
 
 SORTS = {
-    "-cost": "-lost_gpu_hours",
-    "cost": "lost_gpu_hours",
+    "-cost": "-cost_now",  # lost GPU-hours at this instant (open incidents keep costing)
+    "cost": "cost_now",
     "-detected": "-detected_at",
     "detected": "detected_at",
     "severity": "severity",
@@ -39,21 +40,24 @@ SORTS = {
 
 @role_required()
 def incident_list_page(request: HttpRequest) -> HttpResponse:
-    """Incidents filterable by status, category, severity, node, job, time; sortable by cost."""
+    """Incidents filterable by status, category, severity, node, job, time; sortable by
+    cost. Costs are read at one instant: an open incident's run up to it."""
+    now = timezone.now()
     listing = list_page(
         request,
-        IncidentFilter(request.GET, queryset=incident_list()),
+        IncidentFilter(request.GET, queryset=with_cost_order(incident_list(), now=now)),
         sorts=SORTS,
         default_sort="-detected",
         tiebreak="-id",
         per_page=50,
     )
+    listing["page"].object_list = costs_at(listing["page"].object_list, now=now)
     return render(
         request,
         "incidents/incident_list.html",
         {
             **listing,
-            "now": timezone.now(),
+            "now": now,
             "statuses": list(IncidentStatus),
             "severities": list(Severity),
             "categories": Category.choices,
@@ -134,6 +138,8 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
 def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     """An incident: its times on a bar, cost, nodes, job, timeline, postmortem."""
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
+    now = timezone.now()
+    costs_at([incident], now=now)
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
     )
@@ -146,7 +152,7 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "incident": incident,
             "marks": time_marks(incident),
-            "now": timezone.now(),
+            "now": now,
             "can_edit": request.user.has_role(OPERATORS),
             "engineer": engineer,
             "form": IncidentEditForm(initial=initial, engineer=engineer),

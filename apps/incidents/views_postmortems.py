@@ -19,6 +19,7 @@ from apps.accounts.models import User
 from apps.accounts.permissions import role_required
 from apps.common.errors import errors_text
 from apps.common.timeutil import parse_ts
+from apps.incidents.costs import costs_at
 from apps.incidents.forms import ActionFormSet, PostmortemForm, ReviewForm, TimelineFormSet
 from apps.incidents.models import ActionItem, Incident, Postmortem
 from apps.incidents.postmortems import (
@@ -72,6 +73,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and not request.user.has_role(ENGINEERS):
         raise PermissionDenied("only engineers write postmortems")
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
+    costs_at([incident], now=timezone.now())
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
     )

@@ -74,7 +74,18 @@ def weekly_csv(report: dict[str, Any]) -> str:
     w.writerow(JOB_COLUMNS)
     w.writerows(_job_row(j) for j in report["jobs"])
     w.writerow([])
-    w.writerow(["incident", "title", "category", "severity", "planned", "lost GPU-hours"])
+    w.writerow(
+        [
+            "incident",
+            "title",
+            "category",
+            "severity",
+            "planned",
+            "lost GPU-hours this week",
+            "incident's cost GPU-hours",
+            "recovered",
+        ]
+    )
     w.writerows(
         (
             i["id"],
@@ -82,7 +93,9 @@ def weekly_csv(report: dict[str, Any]) -> str:
             i["category"],
             i["severity"],
             i["planned"],
+            _num(i["week_lost_gpu_hours"], 2),
             _num(i["lost_gpu_hours"], 2),
+            "yes" if i["recovered"] else "no (still costing)",
         )
         for i in report["incidents"]
     )
@@ -165,11 +178,17 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
         pdf.cell(0, 7, "Incidents behind the lost hours", new_x="LMARGIN", new_y="NEXT")
         _table(
             pdf,
-            ("#", "Title", "Category", "Lost GPU-hours"),
+            ("#", "Title", "Category", "This week GPU-h", "Cost GPU-h"),
             [
-                (str(i["id"]), i["title"][:70], i["category"], _num(i["lost_gpu_hours"]))
+                (
+                    str(i["id"]),
+                    i["title"][:60],
+                    i["category"],
+                    _num(i["week_lost_gpu_hours"]),
+                    _num(i["lost_gpu_hours"]) + ("" if i["recovered"] else " so far"),
+                )
                 for i in report["incidents"][:40]
             ],
-            (14, 100, 46, 30),
+            (14, 84, 38, 26, 28),
         )
     return bytes(pdf.output())

@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 
 from apps.common.dbfuncs import Epoch, from_epoch
 from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.incidents.costs import costs_at
 from apps.incidents.models import Incident
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Checkpoint, Job, JobMetricHour
@@ -151,11 +152,22 @@ def node_histories(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) ->
     ]
 
 
-def incident_facts(ids: list[int]) -> dict[int, dict]:
-    """Title, category, severity and planned flag of the incidents behind lost hours."""
+def incident_facts(ids: list[int], *, now: dt.datetime) -> dict[int, dict]:
+    """Title, category, severity, status and planned flag of the incidents behind lost
+    hours, and what each cost at `now` (§6: the figure every page shows for it)."""
+    incidents = Incident.objects.filter(pk__in=ids).select_related("job")
     return {
-        row["id"]: row
-        for row in Incident.objects.filter(pk__in=ids).values(
-            "id", "title", "category", "severity", "planned"
-        )
+        i.pk: {
+            "id": i.pk,
+            "title": i.title,
+            "category": i.category,
+            "severity": i.severity,
+            "status": i.status,
+            "planned": i.planned,
+            "recovered": i.recovered_at is not None,
+            "downtime_s": i.downtime_s,
+            "rework_s": i.rework_s,
+            "lost_gpu_hours": i.lost_gpu_hours,
+        }
+        for i in costs_at(incidents, now=now)
     }

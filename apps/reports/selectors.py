@@ -14,6 +14,7 @@ from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node
 from apps.fleet.selectors import StateCount, state_counts
 from apps.incidents.choices import ACTIVE_STATUSES, Severity
+from apps.incidents.costs import cost_order
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import running_jobs
@@ -211,9 +212,10 @@ def weekly_reliability(
 
 
 def category_costs(
-    *, cluster: Cluster, start: dt.datetime, end: dt.datetime
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime
 ) -> list[dict[str, object]]:
-    """Unexpected interruptions per category: count and lost GPU-hours, costliest first."""
+    """Unexpected interruptions per category: count and lost GPU-hours (each incident's
+    cost at `now`: an open one's up to it), most frequent first."""
     rows = (
         Incident.objects.filter(
             cluster=cluster,
@@ -223,7 +225,7 @@ def category_costs(
             detected_at__lt=end,
         )
         .values("category")
-        .annotate(count=Count("id"), lost=Sum("lost_gpu_hours"))
+        .annotate(count=Count("id"), lost=Sum(cost_order(now)))
     )
     return sorted(
         (

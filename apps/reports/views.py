@@ -79,7 +79,7 @@ def reliability_page(request: HttpRequest) -> HttpResponse:
     if cluster is not None:
         start = now - dt.timedelta(days=days)
         weeks = weekly_reliability(cluster=cluster, weeks=8, now=now)
-        causes = category_costs(cluster=cluster, start=start, end=now)
+        causes = category_costs(cluster=cluster, start=start, end=now, now=now)
         context.update(
             r=reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=128),
             trend=reliability_trend_figure(weeks),

@@ -54,19 +54,22 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
     )
     lost_by_incident = report.pop("by_incident")
-    facts = incident_facts(list(lost_by_incident))
+    facts = incident_facts(list(lost_by_incident), now=now)
+    # Each incident's own cost (to now if it is not yet recovered: the figure every page
+    # shows for it) and its share of this week's lost GPU-hours (§4.2, clipped to the week,
+    # overlaps counted once).
     incidents = sorted(
         (
-            {**facts[pk], "lost_gpu_hours": hours}
+            {**facts[pk], "week_lost_gpu_hours": hours}
             for pk, hours in lost_by_incident.items()
             if pk in facts
         ),
-        key=lambda r: -r["lost_gpu_hours"],
+        key=lambda r: (-r["week_lost_gpu_hours"], r["id"]),
     )
     by_category: dict[str, dict[str, float]] = defaultdict(lambda: {"count": 0, "lost": 0.0})
     for row in incidents:
         by_category[row["category"]]["count"] += 1
-        by_category[row["category"]]["lost"] += row["lost_gpu_hours"]
+        by_category[row["category"]]["lost"] += row["week_lost_gpu_hours"]
     labels = dict(Category.choices)
     return {
         "cluster": cluster.name,

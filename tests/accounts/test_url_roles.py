@@ -64,6 +64,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "weekly-download": {"GET": READ},
     "trends": {"GET": READ},
     "job-effective": {"GET": READ},
+    "job-incidents": {"GET": READ},
     "chart-mfu": {"GET": READ},
     "chart-availability": {"GET": READ},
     "chart-availability-heatmap": {"GET": READ},

@@ -190,6 +190,13 @@ def test_xids_by_nvidias_catalogue():
     assert "fallen off the bus" in out["gpu:n1/0"].message
 
 
+def test_a_kernel_xid_on_a_gpu_known_only_by_its_address():
+    events = [d.GpuEvent("n1", None, ago(5), "xid", 79, pci_bus="0000:17:00.0")]
+    nodes = [d.NodeGpus("n1", 8, 8)]
+    out = by_target(d.gpu_errors(events, [], limits=L, nodes=nodes))
+    assert out["gpu:n1/0000:17:00.0"].status == "fail" and out["node:n1"].status == "pass"
+
+
 def test_unknown_xid_warns_and_says_so():
     (found,) = d.gpu_errors([d.GpuEvent("n1", 0, ago(5), "xid", 9999)], [], limits=L)
     assert found.status == "warn" and found.category is None and "unknown" in found.message
@@ -210,6 +217,22 @@ def test_row_remap_failure_and_link_counters():
     assert (out["gpu:n1/1"].status, out["gpu:n1/1"].category) == ("warn", "gpu")
     assert out["gpu:n1/1"].node_state == "suspect" and out["gpu:n1/1"].severity == "sev3"
     assert "gpu:n1/2" not in out
+
+
+def test_link_growth_across_a_counter_reset_counts_only_what_grew():
+    # A driver reload zeroes the counter between two small growths: 70 new errors, not the
+    # 1,040 between the lowest and the highest value seen.
+    events = [
+        d.GpuEvent("n1", 0, ago(50), "nvlink_crc", 1040, 1000),
+        d.GpuEvent("n1", 0, ago(40), "counter_reset", 0, 1040),
+        d.GpuEvent("n1", 0, ago(30), "nvlink_crc", 30, 0),
+        d.GpuEvent("n1", 1, ago(50), "pcie_replay", 900, 880),
+        d.GpuEvent("n1", 1, ago(40), "counter_reset", 0, 900),
+        d.GpuEvent("n1", 1, ago(30), "pcie_replay", 81, 0),  # 20 + 81 = 101: more than 100
+    ]
+    out = by_target(d.gpu_errors(events, [], limits=L))
+    assert "gpu:n1/0" not in out
+    assert out["gpu:n1/1"].status == "warn" and out["gpu:n1/1"].details["grew"] == 101
 
 
 def test_a_gpu_that_stops_reporting_fails_on_the_second_run():

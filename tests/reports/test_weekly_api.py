@@ -100,7 +100,7 @@ def test_weekly_report_of_a_hand_built_week(api, week):
     assert {i["category"]: i["lost_gpu_hours"] for i in body["lost_by_category"]} == pytest.approx(
         {"gpu": 48 + 16, "nic": 12, "host_maintenance": 8}
     )
-    assert body["incidents"][0]["lost_gpu_hours"] == pytest.approx(48)
+    assert body["incidents"][0]["week_lost_gpu_hours"] == pytest.approx(48)
 
 
 def test_weekly_mean_mfu_from_step_samples(api, cluster):

@@ -67,8 +67,9 @@ def node_target(host: str) -> str:
     return f"node:{host}"
 
 
-def gpu_target(host: str, index: int) -> str:
-    """The result target of one GPU of a node."""
+def gpu_target(host: str, index: int | str) -> str:
+    """The result target of one GPU of a node (by index, or by PCI address until the node
+    reports which index that is)."""
     return f"gpu:{host}/{index}"
 
 

@@ -46,7 +46,7 @@ LINK = Outcome(Category.GPU, Severity.SEV3, node_state=NodeState.SUSPECT)
 class GpuEvent:
     """Something a GPU reported since the previous run: an XID (value = code), ECC growth,
     a link counter's growth (value and previous), or a counter reset. `gpu` is None for a
-    kernel-log XID whose bus id matches no known GPU."""
+    kernel-log XID whose PCI address (`pci_bus`) matches no GPU the node reported yet."""
 
     node: str
     gpu: int | None
@@ -54,6 +54,12 @@ class GpuEvent:
     kind: str
     value: float
     previous: float | None = None
+    pci_bus: str = ""
+
+    @property
+    def target(self) -> str:
+        """The GPU's result target: by index, else by PCI address."""
+        return gpu_target(self.node, self.gpu if self.gpu is not None else self.pci_bus or "?")
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ def gpu_errors(
     worst: dict[str, Finding] = {}
     xids: dict[str, Counter[int]] = defaultdict(Counter)
     for e in sorted(events, key=lambda e: e.at):
-        target = gpu_target(e.node, e.gpu) if e.gpu is not None else node_target(e.node)
+        target = e.target
         finding = _event(e, target)
         if e.kind == "xid":
             xids[target][int(e.value)] += 1
@@ -138,18 +144,17 @@ def _event(e: GpuEvent, target: str) -> Finding | None:
 
 
 def _link_growth(events: Sequence[GpuEvent], limits: Limits) -> list[Finding]:
-    """Link error counters that grew by more than the limit since the previous run."""
-    span: dict[tuple[str, int, str], tuple[float, float]] = {}
+    """Link error counters that grew by more than the limit since the previous run: the sum
+    of what each growth added, so a reset in between (a driver reload zeroes the counters,
+    noted as a `counter_reset` event) never counts the counter's old value as growth."""
+    growth: dict[tuple[str, int, str], float] = defaultdict(float)
     for e in events:
         if e.kind not in LINK_COUNTERS or e.gpu is None:
             continue
-        low = e.previous if e.previous is not None else e.value
-        key = (e.node, e.gpu, e.kind)
-        old = span.get(key)
-        span[key] = (min(old[0], low), max(old[1], e.value)) if old else (low, e.value)
+        if e.previous is not None:
+            growth[e.node, e.gpu, e.kind] += max(0.0, e.value - e.previous)
     out = []
-    for (node, gpu, kind), (low, high) in sorted(span.items()):
-        grew = high - low
+    for (node, gpu, kind), grew in sorted(growth.items()):
         if grew > limits.link_errors_growth:
             message = f"{LINK_COUNTERS[kind]} on GPU {gpu} grew by {grew:g} since the last run"
             details = {"counter": kind, "grew": grew, "limit": limits.link_errors_growth}

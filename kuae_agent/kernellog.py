@@ -139,6 +139,8 @@ def parse_record(line: str, *, booted: float, now: dt.datetime) -> Record:
     return Record(line)
 
 
+Position = dict[str, Any]
+
 # --- the three readers ---------------------------------------------------------------
 # Each `read(position)` yields (record, position after it) for every new line; a position is
 # a small JSON-able dict, None before the first read.
@@ -152,7 +154,7 @@ class FileLog:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def read(self, position: dict | None) -> Iterator[tuple[Record, dict]]:
+    def read(self, position: Position | None) -> Iterator[tuple[Record, Position]]:
         """New complete lines since `position`."""
         try:
             stat = self.path.stat()
@@ -196,7 +198,7 @@ class KmsgDevice:
         self.path = path
         self.fd: int | None = None
 
-    def read(self, position: dict | None) -> Iterator[tuple[Record, dict]]:
+    def read(self, position: Position | None) -> Iterator[tuple[Record, Position]]:
         """Records after `position` (all of this boot's buffer on a new boot)."""
         this_boot = boot_id()
         last = (position or {}).get("seq") if (position or {}).get("boot_id") == this_boot else None
@@ -234,7 +236,7 @@ class Journal:
         self.binary = binary
         self.backfill_s = backfill_s
 
-    def read(self, position: dict | None) -> Iterator[tuple[Record, dict]]:
+    def read(self, position: Position | None) -> Iterator[tuple[Record, Position]]:
         """Kernel messages after the cursor; on a first start, this boot's last hour."""
         command = [self.binary, "-k", "-o", "json", "--no-pager"]
         if position and position.get("cursor"):
@@ -298,8 +300,8 @@ class XidFollower:
         self.backfill_s = backfill_s
         self.serial, self.position = self._load()
 
-    def _load(self) -> tuple[int, dict | None]:
-        best: tuple[int, dict | None] = (0, None)
+    def _load(self) -> tuple[int, Position | None]:
+        best: tuple[int, Position | None] = (0, None)
         try:
             raw = json.loads(self.cursor_file.read_text())
             best = (int(raw["serial"]), raw["position"])
@@ -343,7 +345,7 @@ class XidFollower:
             log.info("kernel log: %d XID line(s) spooled", spooled)
         return spooled
 
-    def _spool(self, events: list[dict[str, Any]], position: dict | None) -> int:
+    def _spool(self, events: list[dict[str, Any]], position: Position | None) -> int:
         self.serial += 1
         self.spool.put(
             EVENTS_PATH,
@@ -353,7 +355,7 @@ class XidFollower:
         )
         return len(events)
 
-    def _save(self, position: dict | None) -> None:
+    def _save(self, position: Position | None) -> None:
         self.serial += 1
         tmp = self.cursor_file.with_name(f".{self.cursor_file.name}.tmp")
         with tmp.open("w") as handle:

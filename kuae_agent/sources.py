@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import io
 import subprocess
+from typing import Any
 
 import httpx
 
@@ -28,7 +29,7 @@ def read_exporter(url: str, timeout_s: float = 5.0) -> str:
     return response.text
 
 
-def parse_smi_csv(text: str, *, node: str, ts: dt.datetime) -> list[dict]:
+def parse_smi_csv(text: str, *, node: str, ts: dt.datetime) -> list[dict[str, Any]]:
     """`nvidia-smi --query-gpu=… --format=csv,noheader,nounits` → telemetry samples, with each
     GPU's PCI address (how the server places kernel-log XIDs). Fields nvidia-smi reports as
     `[N/A]` or `[Not Supported]` are left out."""
@@ -56,7 +57,9 @@ def parse_smi_csv(text: str, *, node: str, ts: dt.datetime) -> list[dict]:
     return samples
 
 
-def read_nvidia_smi(*, node: str, ts: dt.datetime, binary: str = "nvidia-smi") -> list[dict]:
+def read_nvidia_smi(
+    *, node: str, ts: dt.datetime, binary: str = "nvidia-smi"
+) -> list[dict[str, Any]]:
     """Run nvidia-smi and parse its CSV."""
     out = subprocess.run(
         [binary, f"--query-gpu={','.join(SMI_QUERY)}", "--format=csv,noheader,nounits"],

@@ -8,6 +8,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("kuae_agent")
 
@@ -21,7 +22,7 @@ class Item:
     content_type: str
     body: str
     file: Path
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class Spool:
@@ -34,7 +35,9 @@ class Spool:
         self.rejected.mkdir(parents=True, exist_ok=True)
         self._seq = 0
 
-    def put(self, path: str, body: str, content_type: str, meta: dict | None = None) -> Path:
+    def put(
+        self, path: str, body: str, content_type: str, meta: dict[str, Any] | None = None
+    ) -> Path:
         """Write a request to disk atomically (fsync'd) and return its file."""
         self._seq += 1
         name = f"{time.time_ns():020d}-{os.getpid()}-{self._seq:06d}.json"

@@ -55,12 +55,12 @@ def events_ingest(
     )
     indexes: set[tuple[int, int]] = set()
     by_bus: dict[tuple[int, str], int] = {}
-    for node_id, index, pci_bus in GPU.objects.filter(node_id__in=node_ids.values()).values_list(
+    for owner, index, pci_bus in GPU.objects.filter(node_id__in=node_ids.values()).values_list(
         "node_id", "index", "pci_bus"
     ):
-        indexes.add((node_id, index))
+        indexes.add((owner, index))
         if pci_bus:
-            by_bus[(node_id, pci_bus)] = index
+            by_bus[(owner, pci_bus)] = index
     errors: dict[str, list[str]] = {}
     rows = []
     for i, event in enumerate(events):
@@ -69,15 +69,14 @@ def events_ingest(
             errors[f"events[{i}].node"] = [f"unknown node {event.node!r}; register it first"]
         elif event.gpu is not None and (node_id, event.gpu) not in indexes:
             errors[f"events[{i}].gpu"] = [f"node {event.node} has no GPU {event.gpu}"]
+        elif not errors:
+            gpu = event.gpu if event.gpu is not None else by_bus.get((node_id, event.pci_bus))
+            rows.append(
+                (node_id, gpu, event.ts, event.kind, float(event.code), None, event.code)
+                + (event.pci_bus, event.message, TelemetryEvent.Source.KERNEL.value, now)
+            )
         if len(errors) >= 100:
             break
-        if errors:
-            continue
-        gpu = event.gpu if event.gpu is not None else by_bus.get((node_id, event.pci_bus))
-        rows.append(
-            (node_id, gpu, event.ts, event.kind, float(event.code), None, event.code)
-            + (event.pci_bus, event.message, TelemetryEvent.Source.KERNEL.value, now)
-        )
     if errors:
         raise BatchError(errors)
     stored = insert_ignore(TelemetryEvent._meta.db_table, _COLUMNS, rows)

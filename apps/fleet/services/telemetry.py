@@ -20,7 +20,6 @@ from apps.fleet.models import GPU, Node, NodeRollup, TelemetryEvent
 from apps.fleet.rollup import aggregate
 from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 
-
 # Every column is given: INSERT OR IGNORE would also skip a row for a missing NOT NULL.
 _EVENT_COLUMNS = (
     "node_id",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from apps.fleet.events import changes
 from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
 from apps.fleet.pcibus import pci_bus_normal, pci_bus_or_blank
 from apps.fleet.prometheus import parse_dcgm
+from apps.fleet.telemetry import DCGM_FIELDS
 from apps.fleet.xids import (
     ACTION_LABELS,
     APPLICATION_LEVEL,
@@ -240,3 +242,29 @@ def test_event_batch_bounds():
             parse_event_batch(body, now=NOW)
     long = parse_event_batch({"events": [event(gpu=0, message="x" * 1500)]}, now=NOW)
     assert len(long[0].message) == 500  # kept, cut to the column
+
+
+def test_the_counters_file_to_deploy_has_every_field_kuae_reads():
+    """docs/dcgm-counters.csv in dcgm-exporter's format (Go's csv reader, '#' comments, three
+    fields a record, each trimmed), with ECC, NVLink CRC, PCIe replay, row remap, XID and
+    throttle on."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "dcgm-counters.csv"
+    with path.open(newline="") as handle:
+        lines = [line for line in handle if line.strip() and not line.startswith("#")]
+    records = [[field.strip() for field in row] for row in csv.reader(lines)]
+    assert all(len(row) == 3 for row in records), [r for r in records if len(r) != 3]
+    assert {row[1] for row in records} <= {"gauge", "counter", "label"}
+    fields = [row[0] for row in records]
+    assert len(fields) == len(set(fields))
+    wanted = set(DCGM_FIELDS) - {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}  # the same field, renamed
+    assert wanted <= set(fields), wanted - set(fields)
+    for name in (
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    ):
+        assert name in fields

@@ -1,0 +1,68 @@
+"""docs/checks.md's thresholds table is generated from `apps.health.thresholds` and current."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+import apps.health.thresholds_doc as doc
+from apps.health.thresholds import FIELDS
+from apps.health.thresholds_doc import (
+    BEGIN,
+    DOC_PATH,
+    END,
+    REGENERATE,
+    thresholds_table,
+    with_table,
+)
+
+
+def test_docs_checks_md_thresholds_table_is_current() -> None:
+    text = DOC_PATH.read_text(encoding="utf-8")
+    assert with_table(text) == text, (
+        f"docs/checks.md's thresholds table is stale: run `{REGENERATE}`"
+    )
+
+
+def test_every_threshold_has_a_row_with_its_default_and_unit() -> None:
+    rows = thresholds_table().splitlines()[2:]
+    assert len(rows) == len(FIELDS)
+    by_name = {row.split("|")[1].strip().strip("`"): row for row in rows}
+    assert by_name["heartbeat_s"] == "| `heartbeat_s` | Silent node after | 180 | s | ≥ 1 |"
+    assert "| 0.02 (2%) | share | > 0 and ≤ 1 |" in by_name["drain_cap_share"]
+    assert "| 90 | °C | ≥ 1 and ≤ 150 |" in by_name["temp_c"]
+    assert "| 1,800 | s | ≥ 60 |" in by_name["quiet_resolve_s"]
+
+
+def test_a_new_threshold_makes_the_document_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = DOC_PATH.read_text(encoding="utf-8")
+    extra = dataclasses.field(
+        default=7, metadata={"label": "New", "unit": "s", "lo": 1, "hi": None, "above_lo": False}
+    )
+    extra.name = "new_threshold"
+    monkeypatch.setattr(doc, "FIELDS", (*FIELDS, extra))
+    monkeypatch.setitem(doc.DEFAULTS, "new_threshold", 7)
+    assert with_table(text) != text
+    assert "| `new_threshold` | New | 7 | s | ≥ 1 |" in with_table(text)
+
+
+def test_the_command_rewrites_only_the_block_and_checks(tmp_path: Path) -> None:
+    target = tmp_path / "checks.md"
+    target.write_text(f"# Before\n\n{BEGIN}\nold table\n{END}\n\nAfter.\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="out of date"):
+        call_command("docs_thresholds", "--file", str(target), "--check")
+    call_command("docs_thresholds", "--file", str(target))
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("# Before\n\n") and text.endswith(f"{END}\n\nAfter.\n")
+    assert "old table" not in text
+    call_command("docs_thresholds", "--file", str(target), "--check")
+
+
+def test_missing_markers_are_an_error(tmp_path: Path) -> None:
+    target = tmp_path / "checks.md"
+    target.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="markers are missing"):
+        call_command("docs_thresholds", "--file", str(target))

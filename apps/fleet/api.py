@@ -12,8 +12,10 @@ from rest_framework.views import APIView
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Node
-from apps.fleet.selectors import cluster_list, node_detail, node_list
+from apps.fleet.readers import open_incidents_of
+from apps.fleet.selectors import cluster_gpus, cluster_list, node_detail, node_list
 from apps.fleet.serializers import (
+    ClusterDetailSerializer,
     ClusterSerializer,
     HeartbeatSerializer,
     NodeCreateSerializer,
@@ -46,14 +48,20 @@ class ClusterListView(generics.ListCreateAPIView):
 
 
 class ClusterDetailView(generics.RetrieveAPIView):
-    """One cluster by name, with `node_count` and `gpu_count`."""
+    """One cluster by name, with `node_count`, `gpu_count` and where its GPUs are (`gpus`:
+    allocated, idle, unavailable, by node state — CONTRACT §6)."""
 
     roles = {"GET": READERS}
-    serializer_class = ClusterSerializer
+    serializer_class = ClusterDetailSerializer
     lookup_field = "name"
 
     def get_queryset(self):  # noqa: ANN201
         return cluster_list()
+
+    def get_object(self):  # noqa: ANN201
+        cluster = super().get_object()
+        cluster.gpu_account = cluster_gpus(cluster=cluster)
+        return cluster
 
 
 class NodeListView(generics.ListAPIView):
@@ -83,7 +91,8 @@ class NodeListView(generics.ListAPIView):
 
 
 class NodeDetailView(APIView):
-    """`GET nodes/{hostname}/`: state, last seen, GPUs with their latest values."""
+    """`GET nodes/{hostname}/`: state, last seen, GPUs with their latest values, and the open
+    incidents naming it."""
 
     roles = {"GET": READERS}
 
@@ -92,6 +101,7 @@ class NodeDetailView(APIView):
         node = node_detail(hostname=hostname)
         if node is None:
             return Response({"detail": f"no node {hostname}"}, status=status.HTTP_404_NOT_FOUND)
+        node.open_incidents = open_incidents_of([node.pk]).get(node.pk, [])
         return Response(NodeDetailSerializer(node).data)
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 
-from apps.fleet.choices import NodeState
+from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node, NodeRollup, NodeStateChange, TelemetryEvent
+from apps.fleet.readers import busy_node_ids
 from apps.fleet.xids import (
     ACTION_LABELS,
     XidInfo,
@@ -19,10 +22,46 @@ from apps.fleet.xids import (
 
 
 def cluster_list() -> QuerySet[Cluster]:
-    """Clusters by name with `node_count` and `gpu_count`."""
+    """Clusters by name with `node_count` and `gpu_count` (0, never null, without nodes)."""
     return Cluster.objects.annotate(
-        node_count=Count("nodes"), gpu_count=Sum("nodes__gpu_count")
+        node_count=Count("nodes"), gpu_count=Coalesce(Sum("nodes__gpu_count"), Value(0))
     ).order_by("name")
+
+
+@dataclass(frozen=True)
+class GpuAccount:
+    """Where a cluster's GPUs are (CONTRACT §6): `allocated` to a running job, `idle` on a
+    healthy or suspect node running none, `unavailable` on a drained, down or maintenance
+    node; the three sum to `total`. A node out of service counts as unavailable even while
+    a job still holds it (a hung job on a down node): its GPUs do no work."""
+
+    total: int = 0
+    allocated: int = 0
+    idle: int = 0
+    unavailable: int = 0
+    by_state: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NodeState.values, 0))
+
+
+def gpu_account(nodes: Iterable[tuple[int, str, bool]]) -> GpuAccount:
+    """Count GPUs from (gpu_count, state, runs a running job) per node."""
+    by_state = dict.fromkeys(NodeState.values, 0)
+    allocated = idle = 0
+    for gpus, state, busy in nodes:
+        by_state[state] = by_state.get(state, 0) + gpus
+        if state in AVAILABLE_STATES:
+            if busy:
+                allocated += gpus
+            else:
+                idle += gpus
+    total = sum(by_state.values())
+    return GpuAccount(total, allocated, idle, total - allocated - idle, by_state)
+
+
+def cluster_gpus(*, cluster: Cluster) -> GpuAccount:
+    """The cluster's GPU accounting in two queries (its nodes, the nodes running a job)."""
+    busy = busy_node_ids(cluster.pk)
+    rows = Node.objects.filter(cluster=cluster).values_list("pk", "gpu_count", "state")
+    return gpu_account((gpus, state, pk in busy) for pk, gpus, state in rows)
 
 
 def node_list(

@@ -28,6 +28,35 @@ def validate_exporter_url(value: str) -> None:
 HOSTNAME_RE = r"^[A-Za-z0-9]([A-Za-z0-9.\-_]{0,251}[A-Za-z0-9])?$"
 
 
+class IncidentRefSerializer(serializers.Serializer):
+    """An open incident as a node's or a job's answer lists it (CONTRACT §6)."""
+
+    id = serializers.IntegerField()
+    category = serializers.CharField()
+    severity = serializers.CharField()
+    title = serializers.CharField()
+
+
+class GpuStatesSerializer(serializers.Serializer):
+    """GPUs of the cluster's nodes in each state."""
+
+    healthy = serializers.IntegerField()
+    suspect = serializers.IntegerField()
+    drained = serializers.IntegerField()
+    down = serializers.IntegerField()
+    maintenance = serializers.IntegerField()
+
+
+class GpuAccountSerializer(serializers.Serializer):
+    """`allocated + idle + unavailable = total` (CONTRACT §6)."""
+
+    total = serializers.IntegerField()
+    allocated = serializers.IntegerField(help_text="on healthy or suspect nodes running a job")
+    idle = serializers.IntegerField(help_text="on healthy or suspect nodes running no job")
+    unavailable = serializers.IntegerField(help_text="on drained, down or maintenance nodes")
+    by_state = GpuStatesSerializer()
+
+
 class ClusterSerializer(serializers.ModelSerializer):
     """A cluster with its node and GPU counts."""
 
@@ -48,6 +77,15 @@ class ClusterSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = ["created_at"]
+
+
+class ClusterDetailSerializer(ClusterSerializer):
+    """A cluster with its GPU accounting (`gpus`, set by the view)."""
+
+    gpus = GpuAccountSerializer(read_only=True, source="gpu_account")
+
+    class Meta(ClusterSerializer.Meta):
+        fields = [*ClusterSerializer.Meta.fields, "gpus"]
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -84,12 +122,14 @@ class GPUSerializer(serializers.ModelSerializer):
 
 
 class NodeDetailSerializer(NodeSerializer):
-    """A node with its GPUs' latest values."""
+    """A node with its GPUs' latest values and the open incidents naming it (set by the
+    view)."""
 
     gpus = GPUSerializer(many=True, read_only=True)
+    open_incidents = IncidentRefSerializer(many=True, read_only=True)
 
     class Meta(NodeSerializer.Meta):
-        fields = [*NodeSerializer.Meta.fields, "gpus"]
+        fields = [*NodeSerializer.Meta.fields, "gpus", "open_incidents"]
         read_only_fields = fields
 
 

@@ -16,6 +16,7 @@ from apps.common.listing import list_page
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
+from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_detail,
     node_event_rows,
@@ -66,7 +67,7 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
-    """A node: its GPUs' latest values, state history, jobs."""
+    """A node: the open incidents naming it, its GPUs' latest values, state history, jobs."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
@@ -77,6 +78,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
         "fleet/node_detail.html",
         {
             "node": node,
+            "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
             "gpus": gpus,
             "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),

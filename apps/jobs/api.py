@@ -19,6 +19,7 @@ from apps.common.timeutil import parse_ts
 from apps.jobs.filters import JobFilter
 from apps.jobs.intake import parse_metric_batch
 from apps.jobs.models import Checkpoint, Job
+from apps.jobs.readers import job_incidents
 from apps.jobs.selectors import MAX_POINTS_DEFAULT, MAX_POINTS_LIMIT, job_list, job_metric_series
 from apps.jobs.serializers import (
     AcceptedSerializer,
@@ -44,7 +45,7 @@ def hostnames_by_job(job_ids: Iterable[int]) -> dict[int, list[str]]:
 
 
 def _job_response(job: Job, code: int = status.HTTP_200_OK) -> Response:
-    context = {"hostnames": hostnames_by_job([job.pk])}
+    context = {"hostnames": hostnames_by_job([job.pk]), "incidents": job_incidents([job.pk])}
     return Response(JobSerializer(job, context=context).data, status=code)
 
 
@@ -61,7 +62,9 @@ class JobListView(generics.ListAPIView):
     def get_serializer(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
         if args and isinstance(args[0], list):
             kwargs.setdefault("context", self.get_serializer_context())
-            kwargs["context"]["hostnames"] = hostnames_by_job(job.pk for job in args[0])
+            ids = [job.pk for job in args[0]]
+            kwargs["context"]["hostnames"] = hostnames_by_job(ids)
+            kwargs["context"]["incidents"] = job_incidents(ids)
         return super().get_serializer(*args, **kwargs)
 
     @extend_schema(request=JobWriteSerializer, responses={201: JobSerializer, 200: JobSerializer})

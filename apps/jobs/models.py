@@ -66,6 +66,14 @@ class Job(models.Model):
             peak_tflops_per_gpu=self.cluster.peak_tflops_per_gpu,
         )
 
+    def mfu_now(self, *, stopped: bool = False) -> float | None:
+        """MFU of the newest job-wide sample (§4.4); 0 while the job is hung or interrupted
+        (§6: a stopped job does no work, whatever its last sample said)."""
+        if stopped:
+            return 0.0
+        factor = self.mfu_factor()
+        return self.last_tokens_per_s * factor if factor and self.last_tokens_per_s else None
+
     @property
     def status_choice(self) -> JobStatus:
         """The status as its choice member (label and colour)."""

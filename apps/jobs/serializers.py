@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
 from apps.fleet.models import Node
-from apps.jobs.choices import JobStatus
+from apps.fleet.serializers import IncidentRefSerializer
+from apps.jobs.choices import JobCondition, JobStatus
 from apps.jobs.models import Checkpoint, Job
+from apps.jobs.readers import OK, JobIncidents
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job as the API answers it; `nodes` are hostnames (filled by the view in one query)."""
+    """A job as the API answers it; `nodes` are hostnames, `condition` and `open_incidents`
+    what its open incidents say (CONTRACT §6) — both filled by the view for a whole page in
+    a fixed number of queries. `mfu_now` is 0 while the job is hung or interrupted."""
 
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     nodes = serializers.SerializerMethodField()
+    condition = serializers.SerializerMethodField()
+    open_incidents = serializers.SerializerMethodField()
+    mfu_now = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -37,12 +45,30 @@ class JobSerializer(serializers.ModelSerializer):
             "last_metric_at",
             "last_step",
             "last_checkpoint_at",
+            "mfu_now",
+            "condition",
+            "open_incidents",
         ]
         read_only_fields = fields
 
     def get_nodes(self, job: Job) -> list[str]:
         hostnames: dict[int, list[str]] = self.context.get("hostnames", {})
         return hostnames.get(job.pk, [])
+
+    def _incidents(self, job: Job) -> JobIncidents:
+        return self.context.get("incidents", {}).get(job.pk, OK)
+
+    @extend_schema_field(serializers.ChoiceField(choices=JobCondition.choices))
+    def get_condition(self, job: Job) -> str:
+        return self._incidents(job).condition
+
+    @extend_schema_field(IncidentRefSerializer(many=True))
+    def get_open_incidents(self, job: Job) -> list[dict]:
+        return IncidentRefSerializer(self._incidents(job).open_incidents, many=True).data
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_mfu_now(self, job: Job) -> float | None:
+        return job.mfu_now(stopped=self._incidents(job).stopped)
 
 
 class JobWriteSerializer(serializers.Serializer):

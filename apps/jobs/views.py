@@ -12,6 +12,7 @@ from apps.fleet.models import Cluster
 from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
+from apps.jobs.readers import job_incidents
 from apps.jobs.selectors import job_list
 
 SORTS = {
@@ -30,7 +31,8 @@ SORTS = {
 
 @role_required()
 def job_list_page(request: HttpRequest) -> HttpResponse:
-    """All jobs, filterable by cluster/status/name, sortable, paginated."""
+    """All jobs, filterable by cluster/status/name, sortable, paginated; each with its
+    condition (what its open incidents say) and MFU now."""
     listing = list_page(
         request,
         JobFilter(request.GET, queryset=job_list()),
@@ -38,6 +40,12 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
         default_sort="-started",
         tiebreak="-id",
     )
+    page = listing["page"]
+    page.object_list = list(page.object_list)
+    health = job_incidents([j.pk for j in page.object_list])
+    for job in page.object_list:
+        job.health = health[job.pk]
+        job.mfu = job.mfu_now(stopped=job.health.stopped)
     return render(
         request,
         "jobs/job_list.html",
@@ -53,15 +61,17 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """A job: facts, progress chart (MFU, throughput, loss), checkpoints, nodes."""
+    """A job: what stops it (a banner linking the incident), facts, progress chart (MFU,
+    throughput, loss), its incidents and their cost, checkpoints, nodes."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
-    factor = job.mfu_factor()
+    health = job_incidents([job.pk])[job.pk]
     return render(
         request,
         "jobs/job_detail.html",
         {
             "job": job,
-            "mfu_now": job.last_tokens_per_s * factor if factor and job.last_tokens_per_s else None,
+            "health": health,
+            "mfu_now": job.mfu_now(stopped=health.stopped),
             "checkpoints": list(job.checkpoints.order_by("-saved_at")[:20]),
             "checkpoint_count": job.checkpoints.count(),
             "nodes": list(job.nodes.order_by("hostname").values_list("hostname", "state")),

@@ -4,20 +4,22 @@ of queries whatever the cluster's size."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import groupby
 
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 
-from apps.fleet.choices import AVAILABLE_STATES, NodeState
 from apps.fleet.models import Cluster, Node
-from apps.fleet.selectors import StateCount, state_counts
+from apps.fleet.selectors import GpuAccount, StateCount, gpu_account, state_counts
 from apps.incidents.choices import ACTIVE_STATUSES, Severity
 from apps.incidents.costs import cost_order
 from apps.incidents.models import Incident
+from apps.jobs.choices import JobCondition
 from apps.jobs.models import Job
-from apps.jobs.selectors import running_jobs
+from apps.jobs.readers import JobIncidents, job_incidents
+from apps.jobs.selectors import running_jobs, running_node_ids
 from apps.reports.reliability import IncidentTimes, reliability
 
 
@@ -33,9 +35,10 @@ class Tile:
 
 @dataclass
 class RunningJob:
-    """A running job's row on the overview."""
+    """A running job's row on the overview: MFU now is 0 while it is hung or interrupted."""
 
     job: Job
+    health: JobIncidents
     mfu: float | None
     since_progress_s: float | None
     since_checkpoint_s: float | None
@@ -48,47 +51,57 @@ class Overview:
     cluster: Cluster
     now: dt.datetime
     states: list[StateCount]
-    gpus_total: int
-    gpus_available: int
-    gpus_in_use: int
-    gpus_down: int
+    gpus: GpuAccount
     mfu_now: float | None
     jobs: list[RunningJob]
     racks: list[tuple[str, list[Tile]]]
     open_by_severity: list[tuple[Severity, int]]
     incidents: list[Incident] = field(default_factory=list)
 
+    @property
+    def not_ok(self) -> list[tuple[JobCondition, int]]:
+        """Running jobs per condition other than ok, worst first: `[(hung, 1), …]`."""
+        counts = Counter(r.health.condition for r in self.jobs)
+        return [
+            (c, counts[c.value])
+            for c in reversed(JobCondition)
+            if counts[c.value] and c != JobCondition.OK
+        ]
+
+
+def gpu_weighted_mfu(rows: list[tuple[float | None, int]]) -> float | None:
+    """Σ gpus × MFU / Σ gpus over the jobs with an MFU now (a stopped job's is 0)."""
+    weighted = [(m, g) for m, g in rows if m is not None]
+    gpus = sum(g for _, g in weighted)
+    return sum(m * g for m, g in weighted) / gpus if gpus else None
+
 
 def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
-    """Assemble the overview in a handful of set-based queries."""
+    """Assemble the overview in a handful of set-based queries. The GPU figures are the
+    cluster API's `gpus` (§6), counted by the same function over the same nodes."""
     states = state_counts(cluster=cluster)
     jobs = running_jobs(cluster_id=cluster.pk)
-    busy_nodes = set(
-        Job.nodes.through.objects.filter(job__in=[j.pk for j in jobs]).values_list(
-            "node_id", flat=True
-        )
-    )
+    busy_nodes = running_node_ids(cluster.pk)
     rows = (
         Node.objects.filter(cluster=cluster)
         .order_by("rack", "hostname")
         .values_list("pk", "hostname", "rack", "state", "state_reason", "gpu_count")
     )
     racks: list[tuple[str, list[Tile]]] = []
-    gpus_in_use = 0
+    accounted = []
     for rack, members in groupby(rows, key=lambda r: r[2]):
         tiles = []
         for pk, hostname, _, state, reason, gpu_count in members:
             busy = pk in busy_nodes
-            if busy and state in AVAILABLE_STATES:
-                gpus_in_use += gpu_count
+            accounted.append((gpu_count, state, busy))
             tiles.append(Tile(hostname, state, reason, busy))
         racks.append((rack or "—", tiles))
+    health = job_incidents([j.pk for j in jobs])
     running = [
         RunningJob(
             job=job,
-            mfu=(job.last_tokens_per_s * f)
-            if (f := job.mfu_factor()) and job.last_tokens_per_s
-            else None,
+            health=health[job.pk],
+            mfu=job.mfu_now(stopped=health[job.pk].stopped),
             since_progress_s=(now - job.last_metric_at).total_seconds()
             if job.last_metric_at
             else None,
@@ -98,23 +111,17 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
         )
         for job in jobs
     ]
-    weighted = [(r.mfu, r.job.gpu_count) for r in running if r.mfu is not None]
-    mfu_now = sum(m * g for m, g in weighted) / sum(g for _, g in weighted) if weighted else None
     open_counts = dict(
         Incident.objects.filter(cluster=cluster, status__in=ACTIVE_STATUSES)
         .values_list("severity")
         .annotate(n=Count("id"))
     )
-    by_state = {s.state: s for s in states}
     return Overview(
         cluster=cluster,
         now=now,
         states=states,
-        gpus_total=sum(s.gpus for s in states),
-        gpus_available=sum(by_state[s].gpus for s in AVAILABLE_STATES),
-        gpus_in_use=gpus_in_use,
-        gpus_down=by_state[NodeState.DOWN].gpus,
-        mfu_now=mfu_now,
+        gpus=gpu_account(accounted),
+        mfu_now=gpu_weighted_mfu([(r.mfu, r.job.gpu_count) for r in running]),
         jobs=running,
         racks=racks,
         open_by_severity=[(sev, open_counts.get(sev.value, 0)) for sev in Severity],

@@ -36,7 +36,7 @@ def test_overview_shows_kpis_grid_jobs(browser, sim, django_assert_max_num_queri
     assert "<nav" in html and "<main" in html
     assert html.count('<a class="tile state-') == Node.objects.count() == 64
     flagship = Job.objects.get(external_id="sim-0")
-    assert flagship.name in html and "GPUs available" in html and "MFU now" in html
+    assert flagship.name in html and "GPUs allocated" in html and "MFU now" in html
 
 
 def test_overview_panel_fragment_for_polling(browser, sim):

@@ -237,18 +237,18 @@ class Journal:
         self.backfill_s = backfill_s
 
     def read(self, position: Position | None) -> Iterator[tuple[Record, Position]]:
-        """Kernel messages after the cursor; on a first start, this boot's last hour."""
-        command = [self.binary, "-k", "-o", "json", "--no-pager"]
+        """Kernel messages after the cursor; on a first start, this boot's last hour. A cursor
+        the journal no longer has (vacuumed, rotated away) falls back to the time of the
+        entry it named: at worst that entry again, which the server stores once anyway."""
+        base = [self.binary, "-k", "-o", "json", "--no-pager"]
+        since = time.time() - min(self.backfill_s, 1e9)
+        out = None
         if position and position.get("cursor"):
-            command.append(f"--after-cursor={position['cursor']}")
-        else:
-            command += ["-b", f"--since=@{int(time.time() - min(self.backfill_s, 1e9))}"]
-        try:
-            out = subprocess.run(command, capture_output=True, timeout=60, check=True).stdout
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.error("could not read the journal: %s", exc)
-            return
-        for line in out.splitlines():
+            out = self._run([*base, f"--after-cursor={position['cursor']}"])
+            since = float(position.get("ts") or since)
+        if out is None:
+            out = self._run([*base, "-b", f"--since=@{int(since)}"])
+        for line in out or []:
             try:
                 entry = json.loads(line)
                 cursor = entry["__CURSOR"]
@@ -261,7 +261,16 @@ class Journal:
                 at = dt.datetime.fromtimestamp(int(entry["__REALTIME_TIMESTAMP"]) / 1e6, tz=UTC)
             except (KeyError, ValueError, TypeError):
                 at = None
-            yield Record(str(message), at), {"kind": "journal", "cursor": cursor}
+            after = {"kind": "journal", "cursor": cursor, "ts": at.timestamp() if at else None}
+            yield Record(str(message), at), after
+
+    def _run(self, command: list[str]) -> list[bytes] | None:
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=60, check=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.error("could not read the journal (%s): %s", " ".join(command[1:]), exc)
+            return None
+        return done.stdout.splitlines()
 
 
 # --- following: read, spool, remember --------------------------------------------------

@@ -260,7 +260,10 @@ after = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--after-curs
 with open(os.environ["FAKE_JOURNAL"] + ".calls", "a") as calls:
     calls.write(" ".join(sys.argv[1:]) + "\\n")
 if after is not None:
-    entries = entries[[e["__CURSOR"] for e in entries].index(after) + 1:]
+    cursors = [e["__CURSOR"] for e in entries]
+    if after not in cursors:
+        sys.exit("Failed to seek to cursor: Invalid argument")
+    entries = entries[cursors.index(after) + 1:]
 for e in entries:
     print(json.dumps(e))
 """
@@ -297,8 +300,18 @@ def test_the_journal_is_followed_by_its_cursor(tmp_path, monkeypatch):
     calls = (tmp_path / "journal.jsonl.calls").read_text().splitlines()
     assert "-b" in calls[0].split() and "--since=@" in calls[0]
     assert calls[1].endswith("--after-cursor=s=abc;i=2")
+    # The journal was vacuumed and the cursor is gone: read again from the entry's time.
+    journal.write_text(entry(7, "NVRM: Xid (PCI:0000:38:00): 48, Ch 00000001"))
+    assert journal_follower().poll() == 1
+    calls = (tmp_path / "journal.jsonl.calls").read_text().splitlines()
+    assert calls[2].endswith("--after-cursor=s=abc;i=3")
+    assert calls[3].endswith(f"--since=@{int((now_us + 3) / 1e6)}")
     events = [e for item in spool.pending() for e in json.loads(item.body)["events"]]
-    assert [(e["pci_bus"], e["code"]) for e in events] == [("0000:17:00", 79), ("0000:28:00", 13)]
+    assert [(e["pci_bus"], e["code"]) for e in events] == [
+        ("0000:17:00", 79),
+        ("0000:28:00", 13),
+        ("0000:38:00", 48),
+    ]
     first = dt.datetime.fromtimestamp((now_us + 1) / 1e6, UTC)
     assert events[0]["ts"] == first.isoformat().replace("+00:00", "Z")
 

@@ -206,3 +206,38 @@ class UnroutedAlert(models.Model):
             ((k, str(v)) for k, v in self.labels.items() if k != "alertname"),
             key=lambda kv: (first.index(kv[0]) if kv[0] in first else len(first), kv[0]),
         )
+
+
+class Delivery(models.Model):
+    """One notification of an incident over one channel (an e-mail to the list, a post to the
+    webhook), sent once: a worker claims it with a conditional update, and a failing channel
+    is retried on its own without re-sending the other."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENDING = "sending", "Sending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed (retrying)"
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    purpose = models.CharField(max_length=16, default="opened", help_text="opened, escalated")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["incident", "channel", "purpose"], name="delivery_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} {self.purpose} of incident {self.incident_id}: {self.status}"

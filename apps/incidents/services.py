@@ -14,6 +14,7 @@ from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
+from apps.incidents.services_notify import deliveries_queue
 from apps.jobs.models import Job
 from apps.jobs.services import slurm_jobs_upsert
 from apps.jobs.slurm import SlurmJob, parse_slurm
@@ -107,9 +108,7 @@ def incident_open(
         incident.nodes.set(nodes)
     incident_refresh_impact(incident=incident)
     if _worth_paging(incident):
-        from apps.incidents.tasks import notify_incident
-
-        transaction.on_commit(lambda: notify_incident.delay(incident.pk))
+        deliveries_queue(incident=incident)
     TimelineEntry.objects.create(
         incident=incident,
         kind=TimelineEntry.Kind.OPENED,

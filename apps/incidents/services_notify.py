@@ -1,0 +1,115 @@
+"""Paging people about incidents: one delivery row per channel, each sent exactly once.
+
+A delivery is written in the transaction that opens the incident and queued when it
+commits; the worker claims it with a conditional update (so two workers, or a task that
+runs twice, send it once) and a failure retries that channel alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.incidents.models import Delivery, Incident
+
+# A claim older than this belongs to a worker that died mid-send: it may be taken again.
+STALE_CLAIM = dt.timedelta(minutes=10)
+
+
+def deliveries_queue(*, incident: Incident, purpose: str = "opened") -> list[Delivery]:
+    """One delivery per configured channel (none twice for the same purpose), sent by a
+    worker once this transaction commits."""
+    from apps.incidents.tasks import delivery_send_task
+
+    channels = []
+    if settings.KUAE_NOTIFY_EMAILS:
+        channels.append(Delivery.Channel.EMAIL)
+    if settings.KUAE_NOTIFY_WEBHOOK:
+        channels.append(Delivery.Channel.WEBHOOK)
+    Delivery.objects.bulk_create(
+        [Delivery(incident=incident, channel=c, purpose=purpose) for c in channels],
+        ignore_conflicts=True,
+    )
+    queued = list(
+        Delivery.objects.filter(incident=incident, purpose=purpose, status=Delivery.Status.PENDING)
+    )
+    for delivery in queued:
+        transaction.on_commit(lambda pk=delivery.pk: delivery_send_task.delay(pk))
+    return queued
+
+
+def delivery_send(*, delivery_id: int, now: dt.datetime | None = None) -> bool:
+    """Claim the delivery and send it. False when there was nothing to send (already sent,
+    or another worker holds it); an error marks it failed and propagates, so the task
+    retries this channel alone."""
+    now = now or timezone.now()
+    claimable = Q(status__in=(Delivery.Status.PENDING, Delivery.Status.FAILED)) | Q(
+        status=Delivery.Status.SENDING, claimed_at__lt=now - STALE_CLAIM
+    )
+    claimed = Delivery.objects.filter(claimable, pk=delivery_id).update(
+        status=Delivery.Status.SENDING, claimed_at=now
+    )
+    if not claimed:
+        return False
+    delivery = Delivery.objects.select_related("incident__cluster").get(pk=delivery_id)
+    try:
+        _send(delivery)
+    except Exception as exc:
+        Delivery.objects.filter(pk=delivery_id).update(
+            status=Delivery.Status.FAILED,
+            attempts=delivery.attempts + 1,
+            error=f"{type(exc).__name__}: {exc}"[:500],
+        )
+        raise
+    Delivery.objects.filter(pk=delivery_id).update(
+        status=Delivery.Status.SENT,
+        attempts=delivery.attempts + 1,
+        sent_at=timezone.now(),
+        error="",
+    )
+    return True
+
+
+def incident_page_url(incident: Incident) -> str:
+    """The incident's page in the dashboard (what a person paged should open)."""
+    return f"{settings.KUAE_BASE_URL.rstrip('/')}/incidents/{incident.pk}/"
+
+
+def notification_text(incident: Incident, purpose: str) -> tuple[str, str]:
+    """Subject and body of the message about `incident`."""
+    nodes = ", ".join(incident.nodes.values_list("hostname", flat=True)) or "—"
+    prefix = "ESCALATED " if purpose == "escalated" else ""
+    subject = f"[{prefix}{incident.severity.upper()}] {incident.title}"
+    body = (
+        f"{incident.get_category_display()} on {incident.cluster.name}, nodes {nodes}\n"
+        f"detected {incident.detected_at:%Y-%m-%d %H:%M:%S} UTC"
+        + (f", job {incident.job_id}" if incident.job_id else "")
+        + f"\n\n{incident.description}\n\n{incident_page_url(incident)}\n"
+    )
+    return subject, body
+
+
+def _send(delivery: Delivery) -> None:
+    incident = delivery.incident
+    subject, body = notification_text(incident, delivery.purpose)
+    if delivery.channel == Delivery.Channel.EMAIL:
+        send_mail(subject, body, None, settings.KUAE_NOTIFY_EMAILS)
+        return
+    payload = {
+        "id": incident.pk,
+        "title": incident.title,
+        "severity": incident.severity,
+        "category": incident.category,
+        "cluster": incident.cluster.name,
+        "detected_at": incident.detected_at.isoformat(),
+        "url": incident_page_url(incident),
+        "purpose": delivery.purpose,
+        "text": f"{subject}\n{body}",
+    }
+    httpx.post(settings.KUAE_NOTIFY_WEBHOOK, json=payload, timeout=10).raise_for_status()

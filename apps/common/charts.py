@@ -20,6 +20,7 @@ SERIES = {
     "loss": "#8c564b",
     "step_time_s": "#17becf",
     "target": "#7f7f7f",
+    "reference": "#9a7b4f",
 }
 
 CONFIG = {"displaylogo": False, "responsive": True}
@@ -39,9 +40,9 @@ def base_layout(**extra: Any) -> dict[str, Any]:
     return layout
 
 
-def target_line(y: float, axis: str = "y") -> dict[str, Any]:
-    """A dotted grey line across the plot at a target value (a layout shape)."""
-    return {
+def target_line(y: float, axis: str = "y", label: str = "") -> dict[str, Any]:
+    """A dotted grey line across the plot at a target (a floor), labelled at its end."""
+    shape: dict[str, Any] = {
         "type": "line",
         "xref": "paper",
         "x0": 0,
@@ -51,3 +52,20 @@ def target_line(y: float, axis: str = "y") -> dict[str, Any]:
         "y1": y,
         "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
     }
+    if label:
+        shape["label"] = {
+            "text": label,
+            "textposition": "end",
+            "yanchor": "top",  # below the line: a target at the top of the range stays in view
+            "font": {"size": 10, "color": SERIES["target"]},
+        }
+    return shape
+
+
+def reference_line(y: float, label: str, axis: str = "y") -> dict[str, Any]:
+    """A dash-dotted line at a reference value that is not a target (the best public MFU)."""
+    shape = target_line(y, axis, label)
+    shape["line"] = {"dash": "dashdot", "color": SERIES["reference"], "width": 1}
+    shape["label"]["font"]["color"] = SERIES["reference"]
+    shape["label"]["textposition"] = "start"  # the target's label sits at the other end
+    return shape

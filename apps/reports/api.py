@@ -17,7 +17,7 @@ from apps.fleet.models import Cluster
 from apps.reports.availability import availability
 from apps.reports.inputs import node_histories
 from apps.reports.selectors import reliability_report
-from apps.reports.weekly import parse_week, week_start, weekly_report
+from apps.reports.weekly import last_complete_week, parse_week, weekly_report
 
 DEFAULT_WINDOW = dt.timedelta(days=30)
 WINDOW_PARAMETERS = [
@@ -91,14 +91,17 @@ class ReliabilityView(APIView):
 
 
 class WeeklyView(APIView):
-    """`GET reports/weekly/?cluster=&week=2026-W47` (§4.2; the current week by default)."""
+    """`GET reports/weekly/?cluster=&week=2026-W47` (§4.2). Without `week`, the last complete
+    week, as the page and the export (§6); `complete` is false for a week in progress."""
 
     roles = {"GET": READERS}
 
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", str),
-            OpenApiParameter("week", str, description="ISO week, e.g. 2026-W47"),
+            OpenApiParameter(
+                "week", str, description="ISO week, e.g. 2026-W47 (default: the last complete one)"
+            ),
         ],
         responses={200: dict},
     )
@@ -106,7 +109,7 @@ class WeeklyView(APIView):
         errors: dict[str, list[str]] = {}
         now = timezone.now()
         cluster = _cluster(request, errors)
-        start = week_start(now)
+        start = last_complete_week(now)
         if request.query_params.get("week"):
             try:
                 start = parse_week(request.query_params["week"])

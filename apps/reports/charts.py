@@ -9,13 +9,20 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout, target_line
+from apps.common.charts import (
+    CONFIG,
+    RANGE_BUTTONS,
+    SERIES,
+    base_layout,
+    reference_line,
+    target_line,
+)
 from apps.fleet.models import Node
 from apps.fleet.selectors import node_rollups
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import job_metric_series
-from apps.reports.targets import TARGETS
+from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
 
 MAX_SHAPES = 300
 
@@ -40,9 +47,10 @@ def _line(x: list[str], y: list[Any], name: str, axis: str, hover: str) -> dict[
     }
 
 
-def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
+def job_progress_figure(*, job: Job, mfu_target: float, max_points: int = 2_000) -> dict[str, Any]:
     """MFU, throughput and loss on one time axis, with interruptions shaded and checkpoints
-    marked; at most `max_points` per trace."""
+    marked, the cluster's MFU target and the best public MFU as a reference; at most
+    `max_points` per trace."""
     series = job_metric_series(job=job, max_points=max_points)
     x = [_iso(t) for t in series["ts"]]
     loss = [v if isinstance(v, float) else None for v in series["loss"]]
@@ -70,16 +78,8 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
         )
     now = dt.datetime.now(tz=dt.UTC)
     shapes: list[dict[str, Any]] = [
-        {
-            "type": "line",
-            "xref": "paper",
-            "x0": 0,
-            "x1": 1,
-            "yref": "y",
-            "y0": 0.6,
-            "y1": 0.6,
-            "line": {"dash": "dot", "color": SERIES["target"], "width": 1},
-        }
+        target_line(mfu_target, label=f"target {target_text('mean_mfu', mfu_target)}"),
+        reference_line(MFU_REFERENCE, MFU_REFERENCE_LABEL),
     ]
     for occurred, detected, recovered in (
         Incident.objects.filter(job=job, interrupts_job=True)
@@ -196,9 +196,10 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
     return {"data": traces, "layout": layout, "config": CONFIG}
 
 
-def reliability_trend_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Cluster MTBF (bars, hours) and MTTR (line, minutes) per ISO week."""
-    x = [w["week"] for w in weeks]
+def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) -> dict[str, Any]:
+    """Cluster MTBF (bars, hours) against its target (a floor) and MTTR (line, minutes) per
+    ISO week; the week in progress is labelled "so far"."""
+    x = [w["week"] + ("" if w.get("complete", True) else " (so far)") for w in weeks]
     traces = [
         {
             "type": "bar",
@@ -230,7 +231,11 @@ def reliability_trend_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
             "side": "right",
             "rangemode": "tozero",
         },
-        shapes=[target_line(TARGETS["mtbf_hours"])],
+        shapes=[
+            target_line(
+                mtbf_target, label=f"cluster MTBF target {target_text('mtbf_hours', mtbf_target)}"
+            )
+        ],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 

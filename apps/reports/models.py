@@ -1,11 +1,13 @@
-"""What the reports app stores: which weekly reports were e-mailed, and slow figures
-computed ahead by a worker."""
+"""What the reports app stores: which weekly reports were e-mailed, slow figures computed
+ahead by a worker, and each cluster's targets."""
 
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from apps.fleet.models import Cluster
+from apps.reports.targets import DEFAULTS, HOURS_PER_DAY, Targets
 
 
 class ReportDelivery(models.Model):
@@ -35,3 +37,52 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} @ {self.computed_at:%H:%M:%S}"
+
+
+def _ratio(name: str) -> list:
+    return [MinValueValidator(0.0, f"{name} is a share from 0 to 1"), MaxValueValidator(1.0)]
+
+
+class ClusterTargets(models.Model):
+    """An admin's floors for one cluster's figures (CONTRACT §6); a cluster without a row
+    reads `targets.DEFAULTS`. Shares are 0–1 (0.99 = 99%); MTBF is the cluster's, in days."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="targets")
+    effective_rate = models.FloatField(
+        default=DEFAULTS["effective_rate"],
+        validators=_ratio("effective rate"),
+        help_text="weekly effective training rate, at least (0.99 = 99%)",
+    )
+    cluster_mtbf_days = models.FloatField(
+        default=DEFAULTS["mtbf_hours"] / HOURS_PER_DAY,
+        validators=[MinValueValidator(0.0)],
+        help_text="cluster MTBF, at least, in days",
+    )
+    availability = models.FloatField(
+        default=DEFAULTS["availability"],
+        validators=_ratio("availability"),
+        help_text="GPU availability, at least (0.99 = 99%)",
+    )
+    mfu = models.FloatField(
+        default=DEFAULTS["mean_mfu"],
+        validators=_ratio("MFU"),
+        help_text="GPU-weighted MFU, at least (0.5 = 50%); 60% is the best public figure, "
+        "shown as a reference",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "cluster targets"
+        verbose_name_plural = "cluster targets"
+
+    def __str__(self) -> str:
+        return f"targets of {self.cluster}"
+
+    def as_targets(self) -> Targets:
+        """The floors as the reports read them."""
+        return Targets(
+            effective_rate=self.effective_rate,
+            mtbf_hours=self.cluster_mtbf_days * HOURS_PER_DAY,
+            availability=self.availability,
+            mean_mfu=self.mfu,
+        )

@@ -20,7 +20,9 @@ from apps.jobs.choices import JobCondition
 from apps.jobs.models import Job
 from apps.jobs.readers import JobIncidents, job_incidents
 from apps.jobs.selectors import running_jobs, running_node_ids
+from apps.reports.models import ClusterTargets
 from apps.reports.reliability import IncidentTimes, reliability
+from apps.reports.targets import Targets
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,15 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
     )
 
 
+def targets_for(*, cluster: Cluster) -> Targets:
+    """The cluster's floors: its own, set in the admin, else the defaults (no query when
+    the cluster was read with `select_related("targets")`)."""
+    try:
+        return cluster.targets.as_targets()
+    except ClusterTargets.DoesNotExist:
+        return Targets()
+
+
 def reliability_report(
     *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, job_nodes: int
 ) -> dict[str, object]:
@@ -214,6 +225,7 @@ def weekly_reliability(
             in_service=in_service,
         )
         week["week"] = f"{start.isocalendar().year}-W{start.isocalendar().week:02d}"
+        week["complete"] = start + dt.timedelta(weeks=1) <= now
         out.append(week)
     return out
 

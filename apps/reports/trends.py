@@ -195,6 +195,6 @@ def job_effective(*, job: Job, now: dt.datetime, days: int = 30) -> dict[str, An
     start = now - dt.timedelta(days=days)
     node_mtbf = node_mtbf_hours(cluster=job.cluster, start=start, now=now)
     return {
-        "rows": [("Whole run", whole), ("This week", this_week)],
+        "rows": [("Whole run", whole), ("This week so far", this_week)],
         "advice": _advice(run, cluster=job.cluster, start=start, now=now, node_mtbf=node_mtbf),
     }

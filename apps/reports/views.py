@@ -22,9 +22,9 @@ from apps.reports.selectors import (
     lemon_nodes,
     overview,
     reliability_report,
+    targets_for,
     weekly_reliability,
 )
-from apps.reports.targets import TARGETS
 from apps.reports.weekly import week_so_far
 
 
@@ -45,7 +45,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
     if cluster is not None:
         context["o"] = overview(cluster=cluster, now=context["now"])
         context["week"] = week_so_far(cluster=cluster, now=context["now"])
-        context["targets"] = TARGETS
+        context["targets"] = targets_for(cluster=cluster)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )
@@ -55,8 +55,9 @@ def overview_page(request: HttpRequest) -> HttpResponse:
 @role_required()
 def job_figure(request: HttpRequest, pk: int) -> JsonResponse:
     """The job page's progress chart as Plotly JSON (≤ 2,000 points per trace)."""
-    job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
-    return JsonResponse(job_progress_figure(job=job))
+    job = get_object_or_404(Job.objects.select_related("cluster__targets"), pk=pk)
+    target = targets_for(cluster=job.cluster).mean_mfu
+    return JsonResponse(job_progress_figure(job=job, mfu_target=target))
 
 
 @role_required()
@@ -80,9 +81,11 @@ def reliability_page(request: HttpRequest) -> HttpResponse:
         start = now - dt.timedelta(days=days)
         weeks = weekly_reliability(cluster=cluster, weeks=8, now=now)
         causes = category_costs(cluster=cluster, start=start, end=now, now=now)
+        targets = targets_for(cluster=cluster)
         context.update(
             r=reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=128),
-            trend=reliability_trend_figure(weeks),
+            targets=targets,
+            trend=reliability_trend_figure(weeks, targets.mtbf_hours),
             pareto=pareto_figure(causes),
             lemons=lemon_nodes(cluster=cluster, start=start, end=now, now=now),
         )

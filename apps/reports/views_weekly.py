@@ -17,8 +17,7 @@ from apps.fleet.models import Cluster
 from apps.jobs.models import Checkpoint, Job
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.planning import what_if
-from apps.reports.selectors import reliability_report
-from apps.reports.targets import TARGETS
+from apps.reports.selectors import reliability_report, targets_for
 from apps.reports.trends import (
     availability_by_time,
     checkpoint_report,
@@ -29,9 +28,9 @@ from apps.reports.views import pick_cluster
 from apps.reports.weekly import (
     WEEK,
     effective_by_week,
+    last_complete_week,
     parse_week,
     week_label,
-    week_start,
     weekly_report,
 )
 from apps.reports.weekly_charts import (
@@ -50,10 +49,11 @@ DEFAULT_CHECKPOINT_COST_S = 60.0
 
 
 def _week(request: HttpRequest, now: dt.datetime) -> dt.datetime:
-    """`?week=2026-W47` (404 for a malformed or future week), else the current week."""
+    """`?week=2026-W47` (404 for a malformed or future week), else the last complete week
+    (CONTRACT §6: the report opens on a finished week, not on one still in progress)."""
     text = request.GET.get("week")
     if not text:
-        return week_start(now)
+        return last_complete_week(now)
     try:
         start = parse_week(text)
     except ValueError as exc:
@@ -108,7 +108,7 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
             week=report["week"],
             prev_week=week_label(start - WEEK),
             next_week=week_label(start + WEEK) if start + WEEK <= now else None,
-            targets=TARGETS,
+            targets=targets_for(cluster=cluster),
             causes=[
                 (
                     c,
@@ -181,13 +181,14 @@ def _chart(build: Callable[[Cluster, dt.datetime, dt.datetime, dt.datetime], dic
 
 def _mfu(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> dict:
     """Cluster and per-job MFU per hour."""
-    return mfu_figure(mfu_by_hour(cluster=cluster, start=start, end=end), TARGETS["mean_mfu"])
+    target = targets_for(cluster=cluster).mean_mfu
+    return mfu_figure(mfu_by_hour(cluster=cluster, start=start, end=end), target)
 
 
 def _availability(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> dict:
     """GPU availability per hour."""
     series = availability_by_time(cluster=cluster, start=start, end=end, now=now)
-    return availability_figure(series, TARGETS["availability"])
+    return availability_figure(series, targets_for(cluster=cluster).availability)
 
 
 def _heatmap(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> dict:
@@ -200,7 +201,8 @@ def _effective(cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.d
     """Effective rate and lost GPU-hours per ISO week."""
     weeks = max(1, min(12, (end - start).days // 7 + 1))
     return effective_by_week_figure(
-        effective_by_week(cluster=cluster, weeks=weeks, now=now), TARGETS["effective_rate"]
+        effective_by_week(cluster=cluster, weeks=weeks, now=now),
+        targets_for(cluster=cluster).effective_rate,
     )
 
 
@@ -223,5 +225,9 @@ def job_effective_fragment(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "reports/_job_effective.html",
-        {"job": job, "e": job_effective(job=job, now=timezone.now()), "targets": TARGETS},
+        {
+            "job": job,
+            "e": job_effective(job=job, now=timezone.now()),
+            "targets": targets_for(cluster=job.cluster),
+        },
     )

@@ -13,8 +13,8 @@ from apps.reports.availability import availability
 from apps.reports.effective import weekly
 from apps.reports.inputs import incident_facts, job_runs, node_histories
 from apps.reports.models import Snapshot
-from apps.reports.selectors import reliability_report
-from apps.reports.targets import TARGETS
+from apps.reports.selectors import reliability_report, targets_for
+from apps.reports.targets import MFU_REFERENCE
 
 WEEK = dt.timedelta(weeks=1)
 _WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
@@ -42,6 +42,11 @@ def week_start(moment: dt.datetime) -> dt.datetime:
     """Monday 00:00 UTC of the week holding `moment`."""
     day = moment.astimezone(dt.UTC).date()
     return dt.datetime.combine(day - dt.timedelta(days=day.weekday()), dt.time(), tzinfo=dt.UTC)
+
+
+def last_complete_week(now: dt.datetime) -> dt.datetime:
+    """Monday 00:00 UTC of the last ISO week that has ended by `now`."""
+    return week_start(now) - WEEK
 
 
 def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> dict[str, Any]:
@@ -76,6 +81,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         "week": week_label(start),
         "start": start,
         "end": min(end, now),
+        "complete": end <= now,  # false: a week still in progress, its figures so far
         **report,
         "interruptions": rel["interruptions"],
         "planned_interruptions": rel["planned_interruptions"],
@@ -83,7 +89,8 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         "mtbf_level": "cluster",
         "mttr_minutes": rel["mttr_minutes"],
         "availability": avail["availability"],
-        "targets": TARGETS,
+        "targets": targets_for(cluster=cluster).floors(),
+        "mfu_reference": MFU_REFERENCE,
         "lost_by_category": sorted(
             (
                 {
@@ -111,9 +118,12 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
         w = weekly(runs, start=start, end=start + WEEK, now=now)
         if not w["scheduled_gpu_hours"] and not out:
             continue  # before the first job: nothing to show
+        complete = start + WEEK <= now
         out.append(
             {
                 "week": week_label(start),
+                "label": week_label(start) + ("" if complete else " (so far)"),
+                "complete": complete,
                 "start": start,
                 "effective_rate": w["effective_rate"],
                 "scheduled_gpu_hours": w["scheduled_gpu_hours"],

@@ -5,7 +5,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, RANGE_BUTTONS, SERIES, base_layout, target_line
+from apps.common.charts import (
+    CONFIG,
+    RANGE_BUTTONS,
+    SERIES,
+    base_layout,
+    reference_line,
+    target_line,
+)
+from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
 
 # Where the GPU-hours went: one colour per cause, the same in every chart and table.
 CAUSE_COLOURS = {
@@ -85,8 +93,9 @@ def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict[str, Any]:
-    """Effective rate per ISO week (line) over the GPU-hours lost by cause (stacked bars)."""
-    x = [w["week"] for w in weeks]
+    """Effective rate per ISO week (line) over the GPU-hours lost by cause (stacked bars);
+    the week in progress is labelled "so far"."""
+    x = [w["label"] for w in weeks]
     traces: list[dict[str, Any]] = [
         {
             "type": "bar",
@@ -118,13 +127,14 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
         margin={"l": 60, "r": 20, "t": 10, "b": 60},
         yaxis={"title": {"text": "effective rate"}, "tickformat": ".1%", "domain": [0.5, 1]},
         yaxis2={"title": {"text": "lost GPU·h"}, "domain": [0, 0.42], "anchor": "x"},
-        shapes=[target_line(target)],
+        shapes=[target_line(target, label=f"target {target_text('effective_rate', target)}")],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
 
 def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
-    """Cluster MFU (GPU-weighted) and the largest jobs' MFU per hour."""
+    """Cluster MFU (GPU-weighted) and the largest jobs' MFU per hour, with the cluster's
+    MFU target (a floor) and the best public figure (a reference, not a limit)."""
     x = [_iso(h) for h in series["hours"]]
     traces = [
         {
@@ -157,7 +167,10 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
         margin={"l": 60, "r": 20, "t": 30, "b": 40},
         xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
         yaxis={"title": {"text": "MFU"}, "tickformat": ".0%", "rangemode": "tozero"},
-        shapes=[target_line(target)],
+        shapes=[
+            target_line(target, label=f"target {target_text('mean_mfu', target)}"),
+            reference_line(MFU_REFERENCE, MFU_REFERENCE_LABEL),
+        ],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
@@ -181,7 +194,7 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
         showlegend=False,
         xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
         yaxis={"tickformat": ".1%", "range": [min(floor, target) - 0.005, 1.001]},
-        shapes=[target_line(target)],
+        shapes=[target_line(target, label=f"target {target_text('availability', target)}")],
     )
     return {"data": [trace], "layout": layout, "config": CONFIG}
 

@@ -22,6 +22,10 @@ def sim(db):  # noqa: ANN001
     simulate(gpus=512, days=16, seed=4, failure_rate=0.05)
 
 
+def this_week() -> str:
+    return week_label(week_start(timezone.now()))
+
+
 @pytest.fixture
 def last_week() -> str:
     return week_label(week_start(timezone.now()) - dt.timedelta(weeks=1))
@@ -91,8 +95,12 @@ def test_report_pages_need_a_reader(client, users, sim):
 def test_overview_shows_this_weeks_effective_rate_and_cluster_mtbf(client, users, sim):
     client.force_login(users["mia"])
     html = client.get("/").content.decode()
-    week = client.get("/api/v1/reports/weekly/").json()
-    assert "this week so far" in html and f"{100 * week['effective_rate']:.2f}%" in html
+    week = client.get(f"/api/v1/reports/weekly/?week={this_week()}").json()
+    assert (
+        not week["complete"]
+        and "this week so far" in html
+        and f"{100 * week['effective_rate']:.2f}%" in html
+    )
     rel = client.get("/api/v1/reports/reliability/").json()
     assert f"{rel['mtbf_hours']:.1f} h" in html and "Cluster MTBF" in html
 
@@ -107,7 +115,7 @@ def test_job_page_effective_panel(client, users, sim):
         in client.get(f"/jobs/{flagship.pk}/").content.decode()
     )
     html = client.get(f"/charts/jobs/{flagship.pk}/effective/").content.decode()
-    week = client.get("/api/v1/reports/weekly/").json()
+    week = client.get(f"/api/v1/reports/weekly/?week={this_week()}").json()
     row = next(j for j in week["jobs"] if j["id"] == flagship.pk)
     assert f"{100 * row['effective_rate']:.2f}%" in html  # this week agrees with §4.2
     assert "Whole run" in html and "Checkpoint every" in html
@@ -121,7 +129,8 @@ def test_overview_reads_the_snapshot_beat_refreshes(client, users, sim):
     assert beat_schedule()["refresh-snapshots"]["schedule"] == 60.0
     refresh_snapshots()
     row = Snapshot.objects.get()
-    week = client.force_login(users["mia"]) or client.get("/api/v1/reports/weekly/").json()
+    client.force_login(users["mia"])
+    week = client.get(f"/api/v1/reports/weekly/?week={this_week()}").json()
     assert row.data["effective_rate"] == pytest.approx(week["effective_rate"], abs=1e-6)
     Snapshot.objects.filter(pk=row.pk).update(data={**row.data, "effective_rate": 0.5})
     assert "50.00%" in client.get("/").content.decode()  # read, not recomputed

@@ -6,7 +6,8 @@ first: `AlertFingerprint.fingerprint` is unique, so of two deliveries that race 
 the same alert (an HA pair sends each notification twice at once) one inserts and the
 other gets an IntegrityError, rolls back its savepoint and updates what the first made.
 Existing fingerprints are read `FOR UPDATE` in fingerprint order, so concurrent webhooks
-queue behind each other per alert instead of deadlocking.
+queue behind each other per alert instead of deadlocking; only those rows are locked (not
+the incidents, which health checks write too), and the incidents are read once they are.
 """
 
 from __future__ import annotations
@@ -96,13 +97,7 @@ def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> d
     alerts = {a.fingerprint: a for a in parse_webhook(payload)}  # the last copy wins
     ordered = [alerts[fp] for fp in sorted(alerts)]
     placed = alerts_place(ordered)
-    links = {
-        link.fingerprint: link
-        for link in AlertFingerprint.objects.select_for_update()
-        .select_related("incident")
-        .filter(fingerprint__in=list(alerts))
-        .order_by("fingerprint")
-    }
+    links = _links_locked(list(alerts))
     on_incident = set(
         Incident.nodes.through.objects.filter(
             incident_id__in={link.incident_id for link in links.values()}
@@ -137,6 +132,22 @@ def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> d
     return {key: counts[key] for key in (*keys, "ignored")}
 
 
+def _links_locked(fingerprints: list[str]) -> dict[str, AlertFingerprint]:
+    """The fingerprints' rows, locked in fingerprint order, with their incidents read after
+    the locks are held: a row read while waiting for another delivery's lock is re-read
+    when that lock goes, but a joined row would not be — the incident must come fresh."""
+    links = {
+        link.fingerprint: link
+        for link in AlertFingerprint.objects.select_for_update(of=("self",))
+        .filter(fingerprint__in=fingerprints)
+        .order_by("fingerprint")
+    }
+    incidents = Incident.objects.in_bulk({link.incident_id for link in links.values()})
+    for link in links.values():
+        link.incident = incidents[link.incident_id]
+    return links
+
+
 def _apply(
     alert: Alert,
     where: Placed,
@@ -155,11 +166,7 @@ def _apply(
         except IntegrityError:
             # A concurrent delivery of the same alert inserted its fingerprint first; wait for
             # it (the row lock) and apply this copy on top of what it did.
-            link = (
-                AlertFingerprint.objects.select_for_update()
-                .select_related("incident")
-                .get(fingerprint=alert.fingerprint)
-            )
+            link = _links_locked([alert.fingerprint])[alert.fingerprint]
             on_incident.update(
                 (link.incident_id, pk) for pk in link.incident.nodes.values_list("pk", flat=True)
             )

@@ -13,10 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
-from apps.incidents.choices import IncidentStatus, Source
+from apps.incidents.choices import Source
 from apps.incidents.costs import costs_at, with_cost_order
 from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
 from apps.incidents.models import Incident, Postmortem, UnroutedAlert
+from apps.incidents.policy import change_refusal
 from apps.incidents.postmortems import (
     ActionSpec,
     postmortem_approve,
@@ -33,12 +34,8 @@ from apps.incidents.serializers import (
     ReviewSerializer,
     UnroutedAlertSerializer,
 )
-from apps.incidents.services import TIMES, incident_open, incident_update, slurm_ingest
+from apps.incidents.services import incident_open, incident_update, slurm_ingest
 from apps.incidents.services_alerts import alertmanager_ingest
-
-# What an operator may change (§1: acknowledge, and set the times).
-OPERATOR_FIELDS = {"status", *TIMES}
-OPERATOR_STATUSES = {IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 
 
 class IncidentListView(generics.ListAPIView):
@@ -98,13 +95,9 @@ class IncidentDetailView(APIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         values.pop("cluster", None)
-        if not request.user.has_role(ENGINEERS):
-            extra = set(values) - OPERATOR_FIELDS
-            if extra or values.get("status", IncidentStatus.INVESTIGATING) not in OPERATOR_STATUSES:
-                raise PermissionDenied(
-                    "operators acknowledge (status investigating or mitigated) and set times; "
-                    f"not: {', '.join(sorted(extra)) or 'status ' + str(values.get('status'))}"
-                )
+        refusal = change_refusal(engineer=request.user.has_role(ENGINEERS), changes=values)
+        if refusal:
+            raise PermissionDenied(refusal)
         nodes = values.pop("nodes", None)
         incident = incident_update(
             incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()

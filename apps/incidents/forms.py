@@ -11,9 +11,8 @@ from django import forms
 from apps.accounts.models import User
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
+from apps.incidents.policy import OPERATOR_FIELDS, status_choices
 from apps.jobs.models import Job
-
-OPERATOR_STATUSES = (IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED)
 
 
 class IncidentEditForm(forms.Form):
@@ -32,10 +31,10 @@ class IncidentEditForm(forms.Form):
     def __init__(self, *args: object, engineer: bool, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.engineer = engineer
-        if not engineer:  # operators: acknowledge and set the times, nothing else
-            for name in ("severity", "category", "description"):
+        if not engineer:
+            for name in [n for n in self.fields if n not in OPERATOR_FIELDS]:
                 del self.fields[name]
-            self.fields["status"].choices = [(s.value, s.label) for s in OPERATOR_STATUSES]
+        self.fields["status"].choices = status_choices(engineer=engineer)
 
 
 class CommentForm(forms.Form):

@@ -8,6 +8,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Q
@@ -51,7 +52,7 @@ def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -
         CheckRun.objects.create(cluster=cluster, kind=k, requested_by=requested_by) for k in kinds
     ]
     for run in runs:
-        transaction.on_commit(lambda pk=run.pk: run_check_task.delay(pk))
+        transaction.on_commit(partial(run_check_task.delay, run.pk))
     return runs
 
 

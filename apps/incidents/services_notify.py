@@ -8,6 +8,7 @@ runs twice, send it once) and a failure retries that channel alone.
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 
 import httpx
 from django.conf import settings
@@ -40,7 +41,7 @@ def deliveries_queue(*, incident: Incident, purpose: str = "opened") -> list[Del
         Delivery.objects.filter(incident=incident, purpose=purpose, status=Delivery.Status.PENDING)
     )
     for delivery in queued:
-        transaction.on_commit(lambda pk=delivery.pk: delivery_send_task.delay(pk))
+        transaction.on_commit(partial(delivery_send_task.delay, delivery.pk))
     return queued
 
 

@@ -44,6 +44,8 @@ class JobSerializer(serializers.ModelSerializer):
             "restart_count",
             "last_metric_at",
             "last_step",
+            "progress_step",
+            "progress_at",
             "last_checkpoint_at",
             "mfu_now",
             "condition",

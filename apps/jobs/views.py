@@ -24,8 +24,8 @@ SORTS = {
     "-name": "-name",
     "status": "status",
     "-status": "-status",
-    "progress": "last_metric_at",
-    "-progress": "-last_metric_at",
+    "progress": "progress_at",
+    "-progress": "-progress_at",
 }
 
 

@@ -104,8 +104,8 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
             job=job,
             health=health[job.pk],
             mfu=job.mfu_now(stopped=health[job.pk].stopped),
-            since_progress_s=(now - job.last_metric_at).total_seconds()
-            if job.last_metric_at
+            since_progress_s=(now - job.progress_at).total_seconds()
+            if job.progress_at
             else None,
             since_checkpoint_s=(now - job.last_checkpoint_at).total_seconds()
             if job.last_checkpoint_at

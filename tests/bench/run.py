@@ -7,10 +7,13 @@ Runs against PostgreSQL (BENCH_DATABASE_URL, default a `kuae_bench` database on
 from __future__ import annotations
 
 import argparse
+import atexit
 import io
 import os
+import shutil
 import sys
 import time
+from pathlib import Path
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/kuae_bench"
 
@@ -31,19 +34,33 @@ def _prepare_database(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gpus", type=int, default=10240)
-    parser.add_argument("--days", type=float, default=30)
-    parser.add_argument("--repeat", type=int, default=15)
-    args = parser.parse_args()
-    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+def django_ready(url: str) -> None:
+    """A fresh bench database at `url`, migrated, and Django set up on it. The process's own
+    var/ folder (settings_test makes one per process) goes when it exits, as pytest's does."""
     _prepare_database(url)
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kuaeweb.settings_test")
     import django
 
     django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    folder = Path(settings.VAR_DIR)
+    if folder.name == f"test-{os.getpid()}":
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    call_command("migrate", verbosity=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gpus", type=int, default=10240)
+    parser.add_argument("--days", type=float, default=30)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--seeds", type=int, default=20, help="detection-quality clusters")
+    args = parser.parse_args()
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    django_ready(url)
     from django.core.management import call_command
     from django.db import connection
     from django.test import Client
@@ -53,7 +70,6 @@ def main() -> None:
     from apps.jobs.models import Job, JobMetric
     from tests.bench.timing import median_ms, raw_write_seconds
 
-    call_command("migrate", verbosity=0)
     print(f"KUAE Ops bench — {connection.vendor} ({url.rsplit('@', 1)[-1]})\n")
 
     # 1. simulate, against a raw bulk write of the same step samples.
@@ -136,6 +152,9 @@ def main() -> None:
     from tests.bench.incidents import bench_incidents
 
     bench_incidents(client)
+    from tests.bench.detection import bench_detection
+
+    bench_detection(args.seeds)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""The detection-quality bench on a few seeds, as a regression guard: every injected fault
+found, nothing else flagged, one incident per fault (`tests.bench.detection`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from apps.health.choices import SCHEDULED_KINDS
+from tests.bench.detection import run_seed
+from tests.bench.detection_script import script_for
+from tests.bench.detection_sim import WIDE_SCENARIOS
+
+SEEDS = (0, 1)
+
+
+def test_the_seeds_cover_every_kind_and_every_fault() -> None:
+    end = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+    scripts = [script_for(seed, end) for seed in SEEDS]
+    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS)
+    scenarios = {job.scenario for s in scripts for job in s.jobs}
+    assert scenarios >= {*WIDE_SCENARIOS, "node_only", "hang_node_only", "starting"} - {"healthy"}
+    assert {f.label for s in scripts for f in s.faults} >= {
+        "hang, job-wide reporter",
+        "hang, per-node-only reporter",
+        "hang, same step re-reported",
+        "hang, no step since it started",
+        "straggler 1.12–1.40× compute",
+        "slow GEMM (≤ 0.85× median)",
+        "checksum flip",
+        "non-finite loss or grad norm",
+        "fatal XID on the gauge",
+        "XID storm, 30 kernel-log lines",
+        "application XID (warn, no incident)",
+        "vanished GPU (missing two runs)",
+        "silent node (> 180 s)",
+        "hot for two runs",
+        "NVLink CRC growth > 100",
+    }
+    assert {d.label for s in scripts for d in s.decoys} >= {
+        "progress just under the hang limit",
+        "healthy per-node-only reporter",
+        "started < 1,800 s ago, no step yet",
+        "node at 1.08× its job's median compute",
+        "GEMM at 0.91× median",
+        "GPU at 89 °C",
+        "HBM at 94 °C",
+        "one 91 °C spike",
+        "NVLink CRC growth of exactly 100",
+        "node silent for 170 s",
+        "agent down, ranks still reporting",
+        "GPU missing for one run",
+    }
+    assert script_for(1, end).faults == scripts[1].faults  # seeded: the same every time
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_fault_found_nothing_else_flagged_one_incident_each(seed: int) -> None:
+    outcome = run_seed(seed)
+    assert outcome.errors == []
+    assert outcome.misses == [], "\n".join(outcome.misses)
+    assert outcome.false_alarms == [], "\n".join(outcome.false_alarms)
+    for kind, tally in outcome.tallies.items():
+        assert (tally.fp, tally.fn) == (0, 0), kind
+        assert tally.tp == tally.injected
+    assert outcome.duplicates == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 os.environ.setdefault("KUAE_TESTING", "1")
@@ -10,9 +11,11 @@ os.environ.setdefault("DJANGO_HTTPS", "0")
 # Each test run keeps its SQLite file and filesystem broker in a folder of its own, so two
 # runs at once (two checkouts' worth of work on one machine) never share a database. Set
 # in the environment, so the worker and server processes a test starts find the same one.
-os.environ.setdefault(
-    "KUAE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / f"test-{os.getpid()}")
-)
+# (Only under pytest: other tools that load these settings, like mypy's plugin, use var/.)
+if "pytest" in sys.modules:
+    os.environ.setdefault(
+        "KUAE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / f"test-{os.getpid()}")
+    )
 
 from kuaeweb.settings import *  # noqa: E402,F403
 

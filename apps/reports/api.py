@@ -2,65 +2,34 @@
 
 from __future__ import annotations
 
-import datetime as dt
+from typing import Any
 
-from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import READERS
-from apps.common.timeutil import parse_ts
-from apps.fleet.models import Cluster
 from apps.reports.availability import availability
 from apps.reports.inputs import node_histories
 from apps.reports.selectors import reliability_report
-from apps.reports.weekly import last_complete_week, parse_week, weekly_report
-
-DEFAULT_WINDOW = dt.timedelta(days=30)
-WINDOW_PARAMETERS = [
-    OpenApiParameter("cluster", str),
-    OpenApiParameter("start", dt.datetime),
-    OpenApiParameter("end", dt.datetime),
-]
-
-
-def _cluster(request: Request, errors: dict[str, list[str]]) -> Cluster | None:
-    """`?cluster=NAME`, or the only cluster when there is just one."""
-    name = request.query_params.get("cluster")
-    if name:
-        cluster = Cluster.objects.filter(name=name).first()
-        if cluster is None:
-            errors["cluster"] = [f"unknown cluster {name!r}"]
-        return cluster
-    clusters = list(Cluster.objects.all()[:2])
-    if len(clusters) == 1:
-        return clusters[0]
-    errors["cluster"] = ["required (there is more than one cluster, or none)"]
-    return None
+from apps.reports.serializers import (
+    AvailabilitySerializer,
+    ReliabilityQuerySerializer,
+    ReliabilitySerializer,
+    WeeklyQuerySerializer,
+    WeeklySerializer,
+    WindowQuerySerializer,
+)
+from apps.reports.weekly import weekly_report
 
 
-def window_params(request: Request) -> tuple[Cluster, dt.datetime, dt.datetime, dt.datetime]:
-    """`cluster`, `start`, `end` from the query (defaults: the only cluster, the last 30
-    days); a 400 names each bad parameter."""
-    errors: dict[str, list[str]] = {}
-    now = timezone.now()
-    cluster = _cluster(request, errors)
-    bounds = {"start": now - DEFAULT_WINDOW, "end": now}
-    for key in bounds:
-        if request.query_params.get(key):
-            try:
-                bounds[key] = parse_ts(request.query_params[key])
-            except ValueError as exc:
-                errors[key] = [str(exc)]
-    if not errors and bounds["end"] <= bounds["start"]:
-        errors["end"] = ["must be after start"]
-    if errors:
-        raise serializers.ValidationError(errors)
-    assert cluster is not None
-    return cluster, bounds["start"], bounds["end"], now
+def _query(serializer: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The validated query parameters; a 400 names each bad one."""
+    query = serializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return dict(query.validated_data)
 
 
 class ReliabilityView(APIView):
@@ -68,26 +37,17 @@ class ReliabilityView(APIView):
 
     roles = {"GET": READERS}
 
-    @extend_schema(
-        parameters=[
-            *WINDOW_PARAMETERS,
-            OpenApiParameter("job_nodes", int, description="nodes of the projected job (128)"),
-        ],
-        responses={200: dict},
-    )
+    @extend_schema(parameters=[ReliabilityQuerySerializer], responses=ReliabilitySerializer)
     def get(self, request: Request) -> Response:
-        cluster, start, end, now = window_params(request)
-        try:
-            job_nodes = int(request.query_params.get("job_nodes", 128))
-            if job_nodes < 1:
-                raise ValueError
-        except ValueError as exc:
-            raise serializers.ValidationError(
-                {"job_nodes": ["must be a positive integer"]}
-            ) from exc
-        return Response(
-            reliability_report(cluster=cluster, start=start, end=end, now=now, job_nodes=job_nodes)
+        q = _query(ReliabilityQuerySerializer, request)
+        report = reliability_report(
+            cluster=q["cluster"],
+            start=q["start"],
+            end=q["end"],
+            now=q["now"],
+            job_nodes=q["job_nodes"],
         )
+        return Response(ReliabilitySerializer(report).data)
 
 
 class WeeklyView(APIView):
@@ -96,32 +56,11 @@ class WeeklyView(APIView):
 
     roles = {"GET": READERS}
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("cluster", str),
-            OpenApiParameter(
-                "week", str, description="ISO week, e.g. 2026-W47 (default: the last complete one)"
-            ),
-        ],
-        responses={200: dict},
-    )
+    @extend_schema(parameters=[WeeklyQuerySerializer], responses=WeeklySerializer)
     def get(self, request: Request) -> Response:
-        errors: dict[str, list[str]] = {}
-        now = timezone.now()
-        cluster = _cluster(request, errors)
-        start = last_complete_week(now)
-        if request.query_params.get("week"):
-            try:
-                start = parse_week(request.query_params["week"])
-            except ValueError as exc:
-                errors["week"] = [str(exc)]
-            else:
-                if start > now:
-                    errors["week"] = ["is in the future"]
-        if errors:
-            raise serializers.ValidationError(errors)
-        assert cluster is not None
-        return Response(weekly_report(cluster=cluster, start=start, now=now))
+        q = _query(WeeklyQuerySerializer, request)
+        report = weekly_report(cluster=q["cluster"], start=q["start"], now=q["now"])
+        return Response(WeeklySerializer(report).data)
 
 
 class AvailabilityView(APIView):
@@ -130,13 +69,12 @@ class AvailabilityView(APIView):
 
     roles = {"GET": READERS}
 
-    @extend_schema(
-        parameters=WINDOW_PARAMETERS,
-        responses={200: dict},
-    )
+    @extend_schema(parameters=[WindowQuerySerializer], responses=AvailabilitySerializer)
     def get(self, request: Request) -> Response:
-        cluster, start, end, now = window_params(request)
+        q = _query(WindowQuerySerializer, request)
+        cluster, start, end, now = q["cluster"], q["start"], q["end"], q["now"]
         report = availability(
             node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
         )
-        return Response({"cluster": cluster.name, "start": start, "end": min(end, now), **report})
+        answer = {"cluster": cluster.name, "start": start, "end": min(end, now), **report}
+        return Response(AvailabilitySerializer(answer).data)

@@ -182,6 +182,9 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # The API speaks JSON (the Prometheus intake's text/plain is its own parser): a form or
+    # multipart body is a 415, and the schema advertises JSON only.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "apps.common.errors.exception_handler",
     "PAGE_SIZE": 100,
 }

@@ -146,8 +146,12 @@ class PostmortemSerializer(serializers.Serializer):
     contributing_factors = serializers.CharField(allow_blank=True, required=False, default="")
     action_items = ActionItemSerializer(many=True, required=False)
     status = serializers.CharField(read_only=True)
-    author = serializers.CharField(read_only=True, source="author.username", default=None)
-    reviewer = serializers.CharField(read_only=True, source="reviewer.username", default=None)
+    author = serializers.CharField(
+        read_only=True, source="author.username", default=None, allow_null=True
+    )
+    reviewer = serializers.CharField(
+        read_only=True, source="reviewer.username", default=None, allow_null=True
+    )
     review_comment = serializers.CharField(read_only=True)
 
 

@@ -11,6 +11,7 @@ from itertools import groupby
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 
+from apps.common.weeks import WEEK, week_label, week_start
 from apps.fleet.models import Cluster, Node
 from apps.fleet.selectors import GpuAccount, StateCount, gpu_account, state_counts
 from apps.incidents.choices import ACTIVE_STATUSES, Severity
@@ -104,9 +105,7 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
             job=job,
             health=health[job.pk],
             mfu=job.mfu_now(stopped=health[job.pk].stopped),
-            since_progress_s=(now - job.progress_at).total_seconds()
-            if job.progress_at
-            else None,
+            since_progress_s=(now - job.progress_at).total_seconds() if job.progress_at else None,
             since_checkpoint_s=(now - job.last_checkpoint_at).total_seconds()
             if job.last_checkpoint_at
             else None,
@@ -208,24 +207,21 @@ def weekly_reliability(
     *, cluster: Cluster, weeks: int, now: dt.datetime
 ) -> list[dict[str, object]]:
     """§4.1 for each of the last `weeks` ISO weeks (two queries in all)."""
-    monday = (now - dt.timedelta(days=now.weekday())).replace(
-        hour=0, minute=0, second=0, microsecond=0
-    )
-    first = monday - dt.timedelta(weeks=weeks - 1)
+    first = week_start(now) - (weeks - 1) * WEEK
     incidents = _incident_times(cluster, first, now)
     in_service = list(Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True))
     out = []
     for k in range(weeks):
-        start = first + dt.timedelta(weeks=k)
+        start = first + k * WEEK
         week = reliability(
             start=start,
-            end=start + dt.timedelta(weeks=1),
+            end=start + WEEK,
             now=now,
             incidents=incidents,
             in_service=in_service,
         )
-        week["week"] = f"{start.isocalendar().year}-W{start.isocalendar().week:02d}"
-        week["complete"] = start + dt.timedelta(weeks=1) <= now
+        week["week"] = week_label(start)
+        week["complete"] = start + WEEK <= now
         out.append(week)
     return out
 

@@ -9,8 +9,8 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.common.weeks import last_complete_week, parse_week
 from apps.fleet.models import Cluster
-from apps.reports.weekly import last_complete_week, parse_week
 
 DEFAULT_WINDOW = dt.timedelta(days=30)
 

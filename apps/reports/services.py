@@ -8,10 +8,11 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
 
+from apps.common.weeks import WEEK, week_label
 from apps.fleet.models import Cluster
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.models import ReportDelivery
-from apps.reports.weekly import WEEK, week_label, weekly_report
+from apps.reports.weekly import weekly_report
 
 
 def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:

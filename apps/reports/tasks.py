@@ -5,9 +5,10 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+from apps.common.weeks import WEEK, parse_week, week_start
 from apps.fleet.models import Cluster
 from apps.reports.services import weekly_report_send
-from apps.reports.weekly import WEEK, parse_week, week_so_far_compute, week_start
+from apps.reports.weekly import week_so_far_compute
 
 
 @shared_task(

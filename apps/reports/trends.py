@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from apps.common.dbfuncs import Epoch
+from apps.common.weeks import week_start
 from apps.fleet.models import Cluster
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Job, JobMetricHour
@@ -16,7 +17,6 @@ from apps.reports.effective import JobRun, job_week, weekly
 from apps.reports.inputs import job_runs, node_histories
 from apps.reports.planning import Advice, checkpoint_advice
 from apps.reports.selectors import node_mtbf_hours
-from apps.reports.weekly import week_start
 
 TOP_JOBS = 8
 HEATMAP_NODES = 60  # × 31 days stays under 2,000 cells

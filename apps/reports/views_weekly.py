@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
+from apps.common.weeks import WEEK, last_complete_week, parse_week, week_label
 from apps.fleet.models import Cluster
 from apps.jobs.models import Checkpoint, Job
 from apps.reports.export import headline, weekly_csv, weekly_pdf
@@ -25,14 +26,7 @@ from apps.reports.trends import (
     mfu_by_hour,
 )
 from apps.reports.views import pick_cluster
-from apps.reports.weekly import (
-    WEEK,
-    effective_by_week,
-    last_complete_week,
-    parse_week,
-    week_label,
-    weekly_report,
-)
+from apps.reports.weekly import effective_by_week, weekly_report
 from apps.reports.weekly_charts import (
     CAUSE_COLOURS,
     CAUSE_LABELS,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import defaultdict
 from typing import Any
 
+from apps.common.weeks import WEEK, week_label, week_start
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category
 from apps.reports.availability import availability
@@ -15,38 +15,6 @@ from apps.reports.inputs import incident_facts, job_runs, node_histories
 from apps.reports.models import Snapshot
 from apps.reports.selectors import reliability_report, targets_for
 from apps.reports.targets import MFU_REFERENCE
-
-WEEK = dt.timedelta(weeks=1)
-_WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
-
-
-def parse_week(text: str) -> dt.datetime:
-    """`2026-W47` → Monday 00:00 UTC of that ISO week; ValueError saying what is wrong."""
-    match = _WEEK_RE.match(text or "")
-    if not match:
-        raise ValueError("expected an ISO week like 2026-W47")
-    try:
-        day = dt.date.fromisocalendar(int(match[1]), int(match[2]), 1)
-    except ValueError as exc:
-        raise ValueError(f"no such ISO week: {exc}") from exc
-    return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
-
-
-def week_label(start: dt.datetime) -> str:
-    """Monday 00:00 → `2026-W47`."""
-    iso = start.isocalendar()
-    return f"{iso.year}-W{iso.week:02d}"
-
-
-def week_start(moment: dt.datetime) -> dt.datetime:
-    """Monday 00:00 UTC of the week holding `moment`."""
-    day = moment.astimezone(dt.UTC).date()
-    return dt.datetime.combine(day - dt.timedelta(days=day.weekday()), dt.time(), tzinfo=dt.UTC)
-
-
-def last_complete_week(now: dt.datetime) -> dt.datetime:
-    """Monday 00:00 UTC of the last ISO week that has ended by `now`."""
-    return week_start(now) - WEEK
 
 
 def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> dict[str, Any]:

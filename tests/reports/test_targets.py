@@ -13,10 +13,10 @@ import re
 import pytest
 from django.utils import timezone
 
+from apps.common.weeks import week_label, week_start
 from apps.fleet.services import cluster_create
 from apps.jobs.services import job_create
 from apps.reports.models import ClusterTargets
-from apps.reports.weekly import week_label, week_start
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import io
 import pytest
 from django.utils import timezone
 
-from apps.reports.weekly import week_label, week_start
+from apps.common.weeks import week_label, week_start
 from tests.support import simulate
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,9 @@
-"""Writes of the reports app: sending the weekly report."""
+"""Writes of the reports app: sending the weekly report, storing the overview's snapshot."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -11,8 +12,8 @@ from django.db import IntegrityError, transaction
 from apps.common.weeks import WEEK, week_label
 from apps.fleet.models import Cluster
 from apps.reports.export import headline, weekly_csv, weekly_pdf
-from apps.reports.models import ReportDelivery
-from apps.reports.weekly import weekly_report
+from apps.reports.models import ReportDelivery, Snapshot
+from apps.reports.weekly import week_so_far_compute, week_so_far_key, weekly_report
 
 
 def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
@@ -49,3 +50,13 @@ def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime
             return False
         message.send()
     return True
+
+
+def snapshot_refresh(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
+    """Compute the overview's slow KPIs for `cluster` and store them as its snapshot (the
+    only writer of the row; beat calls it every minute). Returns what was stored."""
+    data = week_so_far_compute(cluster=cluster, now=now)
+    Snapshot.objects.update_or_create(
+        key=week_so_far_key(cluster.pk), defaults={"computed_at": now, "data": data}
+    )
+    return data

@@ -7,8 +7,7 @@ from django.utils import timezone
 
 from apps.common.weeks import WEEK, parse_week, week_start
 from apps.fleet.models import Cluster
-from apps.reports.services import weekly_report_send
-from apps.reports.weekly import week_so_far_compute
+from apps.reports.services import snapshot_refresh, weekly_report_send
 
 
 @shared_task(
@@ -33,4 +32,4 @@ def refresh_snapshots() -> None:
     """Recompute the overview's slow KPIs for every cluster (beat, every minute)."""
     now = timezone.now()
     for cluster in Cluster.objects.all():
-        week_so_far_compute(cluster=cluster, now=now)
+        snapshot_refresh(cluster=cluster, now=now)

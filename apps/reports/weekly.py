@@ -104,29 +104,32 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
 SNAPSHOT_MAX_AGE = dt.timedelta(minutes=5)
 
 
+def week_so_far_key(cluster_id: int) -> str:
+    """The key of a cluster's week-so-far snapshot row."""
+    return f"week-so-far:{cluster_id}"
+
+
 def week_so_far_compute(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
-    """This week's effective rate so far and the 30-day cluster MTBF, stored as a snapshot."""
+    """This week's effective rate so far and the 30-day cluster MTBF, computed now (a read:
+    storing it is `services.snapshot_refresh`'s)."""
     start = week_start(now)
     runs = job_runs(cluster=cluster, start=start, end=now, with_mfu=False)
     rel = reliability_report(
         cluster=cluster, start=now - dt.timedelta(days=30), end=now, now=now, job_nodes=128
     )
-    data = {
+    return {
         "effective_rate": weekly(runs, start=start, end=now, now=now)["effective_rate"],
         "mtbf_hours": rel["mtbf_hours"],
         "interruptions": rel["interruptions"],
     }
-    Snapshot.objects.update_or_create(
-        key=f"week-so-far:{cluster.pk}", defaults={"computed_at": now, "data": data}
-    )
-    return {**data, "at": now}
 
 
 def week_so_far(*, cluster: Cluster, now: dt.datetime) -> dict[str, Any]:
     """The overview's slow KPIs from their snapshot (beat refreshes it every minute; the
-    overview is polled by every open screen), computed here only when it is missing or
-    older than five minutes."""
-    row = Snapshot.objects.filter(key=f"week-so-far:{cluster.pk}").first()
+    overview is polled by every open screen). When the row is missing or older than five
+    minutes — beat not running — they are computed for this answer and not stored: a read
+    never writes."""
+    row = Snapshot.objects.filter(key=week_so_far_key(cluster.pk)).first()
     if row is not None and now - row.computed_at < SNAPSHOT_MAX_AGE:
         return {**row.data, "at": row.computed_at}
-    return week_so_far_compute(cluster=cluster, now=now)
+    return {**week_so_far_compute(cluster=cluster, now=now), "at": now}

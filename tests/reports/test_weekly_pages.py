@@ -136,3 +136,30 @@ def test_overview_reads_the_snapshot_beat_refreshes(client, users, sim):
     assert "50.00%" in client.get("/").content.decode()  # read, not recomputed
     Snapshot.objects.filter(pk=row.pk).update(computed_at=row.computed_at - dt.timedelta(hours=1))
     assert "50.00%" not in client.get("/").content.decode()  # too old: recomputed
+
+
+def test_the_overview_read_never_writes_the_snapshot(client, users, sim):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.reports.models import Snapshot
+    from apps.reports.tasks import refresh_snapshots
+
+    client.force_login(users["mia"])
+    with CaptureQueriesContext(connection) as queries:
+        missing = client.get("/").content.decode()  # no snapshot yet: computed, not stored
+        client.get("/?panel=1")
+    assert not Snapshot.objects.exists()
+    writes = [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
+    assert not writes, writes
+    refresh_snapshots()  # the beat task is the one writer
+    row = Snapshot.objects.get()
+    assert f"{100 * row.data['effective_rate']:.2f}%" in missing  # the same figure either way
+    stale = row.computed_at - dt.timedelta(hours=1)
+    Snapshot.objects.filter(pk=row.pk).update(computed_at=stale)
+    client.get("/")  # too old: recomputed for the answer, the row left to beat
+    assert Snapshot.objects.get().computed_at == stale

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.common.choices import Series
+
 RANGE_BUTTONS = [
     {"count": 1, "label": "1 h", "step": "hour", "stepmode": "backward"},
     {"count": 6, "label": "6 h", "step": "hour", "stepmode": "backward"},
@@ -13,17 +15,16 @@ RANGE_BUTTONS = [
     {"step": "all", "label": "all"},
 ]
 
-# Series colours, the same on every page.
-SERIES = {
-    "mfu": "#1f77b4",
-    "tokens_per_s": "#9467bd",
-    "loss": "#8c564b",
-    "step_time_s": "#17becf",
-    "target": "#7f7f7f",
-    "reference": "#9a7b4f",
-}
+# Series colours, the same on every page (`Series.palette()`).
+SERIES = Series.colour_map()
 
 CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def translucent(colour: str, alpha: float) -> str:
+    """`Hue.GREEN`, 0.12 → `rgba(46,158,79,0.12)`: a palette colour as a fill behind a line."""
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha:g})"
 
 
 def base_layout(**extra: Any) -> dict[str, Any]:

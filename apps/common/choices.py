@@ -1,8 +1,39 @@
-"""Choices that carry their colour, so badges, tiles and chart traces agree everywhere."""
+"""Choices that carry their colour, so badges, tiles, stylesheet rules and chart traces agree
+everywhere (UI.md: one colour per state, defined next to its choices).
+
+The hex values are written once, in `Hue`; each choices class picks its members' colours
+from it in `palette()`. Every class registered with `@css_prefix` is in the stylesheet
+generated at `/ui/colours.css` (`palette_css`): a class per value setting `--c` for badges,
+tiles and swatches (`.state-down{--c:#d62728}`), and a custom property per value for the
+rules of `static/css/app.css` that need one state's colour (`var(--res-fail)`). Charts read
+`Member.colour` or `Class.colour_map()`. So a state's colour is one edit in its `palette()`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import models
+
+
+class Hue:
+    """The named colours the palettes choose from (the same in light and dark themes)."""
+
+    GREEN = "#2e9e4f"
+    AMBER = "#d9a400"
+    ORANGE = "#ef7d22"
+    RED = "#d62728"
+    GREY = "#8c8c8c"
+    DARK_GREY = "#6b6b6b"
+    STEEL = "#5b7fa6"
+    SLATE = "#6b7fa3"
+    BLUE = "#1f77b4"
+    PURPLE = "#9467bd"
+    BROWN = "#8c564b"
+    CYAN = "#17becf"
+    MID_GREY = "#7f7f7f"
+    BRONZE = "#9a7b4f"
+    VIVID_ORANGE = "#ff7f0e"
 
 
 class ColouredChoices(models.TextChoices):
@@ -10,6 +41,7 @@ class ColouredChoices(models.TextChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
+        """value → hex colour, for every member (chosen from `Hue`)."""
         raise NotImplementedError
 
     @property
@@ -23,12 +55,12 @@ class ColouredChoices(models.TextChoices):
         return {member.value: member.colour for member in cls}
 
 
-# CSS class prefix → choices: every app registers its coloured choices here, and one
-# generated stylesheet gives each value its colour (`.state-down{--c:#d62728}`).
+# CSS class prefix → choices: every app registers its coloured choices here (each app's
+# `choices` module is imported at start-up, see `CommonConfig.ready`).
 PALETTES: dict[str, type[ColouredChoices]] = {}
 
 
-def css_prefix(prefix: str):  # noqa: ANN201 - a class decorator
+def css_prefix(prefix: str) -> Callable[[type[ColouredChoices]], type[ColouredChoices]]:
     """Register coloured choices under a CSS class prefix."""
 
     def register(cls: type[ColouredChoices]) -> type[ColouredChoices]:
@@ -39,9 +71,56 @@ def css_prefix(prefix: str):  # noqa: ANN201 - a class decorator
 
 
 def palette_css() -> str:
-    """The stylesheet for every registered palette."""
-    return "".join(
-        f".{prefix}-{value}{{--c:{colour}}}\n"
+    """The stylesheet for every registered palette: on `:root` a custom property per value
+    (`--state-down:#d62728`), then a class per value setting `--c` (`.state-down{--c:…}`)."""
+    entries = [
+        (f"{prefix}-{value}", colour)
         for prefix, choices in sorted(PALETTES.items())
         for value, colour in choices.colour_map().items()
-    )
+    ]
+    root = ":root{" + "".join(f"--{name}:{colour};" for name, colour in entries) + "}\n"
+    return root + "".join(f".{name}{{--c:{colour}}}\n" for name, colour in entries)
+
+
+@css_prefix("tone")
+class Tone(ColouredChoices):
+    """What a message or a verdict says where no state of the domain applies: good (a change
+    saved, a target met) or bad (a form error, a chart that failed, a target missed)."""
+
+    GOOD = "good", "Good"
+    BAD = "bad", "Bad"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {"good": Hue.GREEN, "bad": Hue.RED}
+
+
+@css_prefix("series")
+class Series(ColouredChoices):
+    """Chart series: the same colour for the same figure on every page."""
+
+    MFU = "mfu", "MFU"
+    TOKENS_PER_S = "tokens_per_s", "tokens/s"
+    LOSS = "loss", "loss"
+    STEP_TIME_S = "step_time_s", "step time"
+    TARGET = "target", "target"
+    REFERENCE = "reference", "reference"
+    MTTR = "mttr", "MTTR"
+    TEMP_C = "temp_c", "GPU temperature"
+    GPU_UTIL = "gpu_util", "GPU utilisation"
+    POWER_W = "power_w", "power"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "mfu": Hue.BLUE,
+            "tokens_per_s": Hue.PURPLE,
+            "loss": Hue.BROWN,
+            "step_time_s": Hue.CYAN,
+            "target": Hue.MID_GREY,
+            "reference": Hue.BRONZE,
+            "mttr": Hue.RED,
+            "temp_c": Hue.RED,
+            "gpu_util": Hue.BLUE,
+            "power_w": Hue.VIVID_ORANGE,
+        }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.common.choices import ColouredChoices, css_prefix
+from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 @css_prefix("state")
@@ -18,11 +18,11 @@ class NodeState(ColouredChoices):
     @classmethod
     def palette(cls) -> dict[str, str]:
         return {
-            "healthy": "#2e9e4f",
-            "suspect": "#d9a400",
-            "drained": "#ef7d22",
-            "down": "#d62728",
-            "maintenance": "#5b7fa6",
+            "healthy": Hue.GREEN,
+            "suspect": Hue.AMBER,
+            "drained": Hue.ORANGE,
+            "down": Hue.RED,
+            "maintenance": Hue.STEEL,
         }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from apps.common.choices import ColouredChoices, css_prefix
+from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 class Category(models.TextChoices):
@@ -46,7 +46,7 @@ class Severity(ColouredChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"sev1": "#d62728", "sev2": "#ef7d22", "sev3": "#d9a400", "sev4": "#8c8c8c"}
+        return {"sev1": Hue.RED, "sev2": Hue.ORANGE, "sev3": Hue.AMBER, "sev4": Hue.GREY}
 
 
 @css_prefix("inc")
@@ -62,11 +62,11 @@ class IncidentStatus(ColouredChoices):
     @classmethod
     def palette(cls) -> dict[str, str]:
         return {
-            "open": "#d62728",
-            "investigating": "#ef7d22",
-            "mitigated": "#d9a400",
-            "resolved": "#2e9e4f",
-            "closed": "#8c8c8c",
+            "open": Hue.RED,
+            "investigating": Hue.ORANGE,
+            "mitigated": Hue.AMBER,
+            "resolved": Hue.GREEN,
+            "closed": Hue.GREY,
         }
 
 
@@ -80,7 +80,7 @@ class PostmortemStatus(ColouredChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"draft": "#8c8c8c", "in_review": "#d9a400", "approved": "#2e9e4f"}
+        return {"draft": Hue.GREY, "in_review": Hue.AMBER, "approved": Hue.GREEN}
 
 
 @css_prefix("alert")
@@ -92,7 +92,7 @@ class AlertStatus(ColouredChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"firing": "#d62728", "resolved": "#2e9e4f"}
+        return {"firing": Hue.RED, "resolved": Hue.GREEN}
 
 
 ACTIVE_STATUSES = frozenset(

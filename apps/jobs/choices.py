@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.common.choices import ColouredChoices, css_prefix
+from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 @css_prefix("job")
@@ -18,11 +18,11 @@ class JobStatus(ColouredChoices):
     @classmethod
     def palette(cls) -> dict[str, str]:
         return {
-            "pending": "#8c8c8c",
-            "running": "#1f77b4",
-            "completed": "#2e9e4f",
-            "failed": "#d62728",
-            "cancelled": "#6b6b6b",
+            "pending": Hue.GREY,
+            "running": Hue.BLUE,
+            "completed": Hue.GREEN,
+            "failed": Hue.RED,
+            "cancelled": Hue.DARK_GREY,
         }
 
 
@@ -43,10 +43,10 @@ class JobCondition(ColouredChoices):
     @classmethod
     def palette(cls) -> dict[str, str]:
         return {
-            "ok": "#2e9e4f",
-            "degraded": "#d9a400",
-            "interrupted": "#ef7d22",
-            "hung": "#d62728",
+            "ok": Hue.GREEN,
+            "degraded": Hue.AMBER,
+            "interrupted": Hue.ORANGE,
+            "hung": Hue.RED,
         }
 
 

@@ -16,12 +16,15 @@ from apps.common.charts import (
     base_layout,
     reference_line,
     target_line,
+    translucent,
 )
+from apps.common.choices import Series, Tone
 from apps.fleet.models import Node
 from apps.fleet.selectors import node_rollups
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
 from apps.jobs.selectors import job_metric_series
+from apps.reports.choices import GpuHours
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
 
 MAX_SHAPES = 300
@@ -96,7 +99,7 @@ def job_progress_figure(*, job: Job, mfu_target: float, max_points: int = 2_000)
                 "layer": "below",
                 "x0": _iso(occurred or detected),
                 "x1": _iso(recovered or job.ended_at or now),
-                "fillcolor": "#d62728",
+                "fillcolor": Tone.BAD.colour,
                 "opacity": 0.2,
                 "line": {"width": 0},
             }
@@ -123,9 +126,9 @@ def job_progress_figure(*, job: Job, mfu_target: float, max_points: int = 2_000)
 
 
 NODE_PANELS = (
-    ("temp_c", "GPU temp (°C)", "#d62728"),
-    ("gpu_util", "GPU util (%)", "#1f77b4"),
-    ("power_w", "Power per GPU (W)", "#ff7f0e"),
+    ("temp_c", "GPU temp (°C)", Series.TEMP_C.colour),
+    ("gpu_util", "GPU util (%)", Series.GPU_UTIL.colour),
+    ("power_w", "Power per GPU (W)", Series.POWER_W.colour),
 )
 
 
@@ -157,7 +160,7 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
                 "y": lows,
                 "yaxis": axis,
                 "fill": "tonexty",
-                "fillcolor": colour + "33",
+                "fillcolor": translucent(colour, 0.2),
                 "line": {"width": 0},
                 "showlegend": False,
                 "hoverinfo": "skip",
@@ -216,7 +219,7 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
             "x": x,
             "y": [w["mttr_minutes"] for w in weeks],
             "yaxis": "y2",
-            "line": {"color": "#d62728"},
+            "line": {"color": SERIES["mttr"]},
             "hovertemplate": "%{y:.1f} min<extra>MTTR</extra>",
         },
     ]
@@ -274,7 +277,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "y": [c["lost_gpu_hours"] for c in by_cost],
             "xaxis": "x2",
             "yaxis": "y3",
-            "marker": {"color": "#d62728"},
+            "marker": {"color": GpuHours.DOWNTIME.colour},
             "hovertemplate": "%{y:,.0f} GPU·h<extra></extra>",
         },
     ]

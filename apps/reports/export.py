@@ -9,8 +9,8 @@ from typing import Any
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
+from apps.reports.choices import LOSS_CAUSES
 from apps.reports.targets import target_text
-from apps.reports.weekly_charts import CAUSE_LABELS
 
 
 def _pct(value: float | None, digits: int = 2) -> str:
@@ -53,8 +53,8 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("Scheduled GPU-hours", _num(report["scheduled_gpu_hours"]), ""),
         ("Productive GPU-hours", _num(report["productive_gpu_hours"]), ""),
         *(
-            (f"Lost GPU-hours: {CAUSE_LABELS[c]}", _num(report["lost_gpu_hours"][c]), "")
-            for c in CAUSE_LABELS
+            (f"Lost GPU-hours: {c.label}", _num(report["lost_gpu_hours"][c]), "")
+            for c in LOSS_CAUSES
         ),
     ]
 

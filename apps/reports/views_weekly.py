@@ -16,6 +16,7 @@ from apps.accounts.permissions import role_required
 from apps.common.weeks import WEEK, last_complete_week, parse_week, week_label
 from apps.fleet.models import Cluster
 from apps.jobs.models import Checkpoint, Job
+from apps.reports.choices import LOSS_CAUSES
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.planning import what_if
 from apps.reports.selectors import reliability_report, targets_for
@@ -28,8 +29,6 @@ from apps.reports.trends import (
 from apps.reports.views import pick_cluster
 from apps.reports.weekly import effective_by_week, weekly_report
 from apps.reports.weekly_charts import (
-    CAUSE_COLOURS,
-    CAUSE_LABELS,
     availability_figure,
     availability_heatmap_figure,
     checkpoint_cost_figure,
@@ -105,15 +104,14 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
             targets=targets_for(cluster=cluster),
             causes=[
                 (
-                    c,
-                    CAUSE_LABELS[c],
-                    CAUSE_COLOURS[c],
+                    c.value,
+                    c.label,
                     report["lost_gpu_hours"][c],
                     report["lost_gpu_hours"][c] / report["scheduled_gpu_hours"]
                     if report["scheduled_gpu_hours"]
                     else None,
                 )
-                for c in CAUSE_LABELS
+                for c in LOSS_CAUSES
             ],
             lost_total=sum(report["lost_gpu_hours"].values()),
             prev_lost=sum(previous["lost_gpu_hours"].values()),

@@ -1,4 +1,5 @@
-"""Plotly figures of the weekly report and the trends page (plain dicts, like charts.py)."""
+"""Plotly figures of the weekly report and the trends page (plain dicts, like charts.py);
+colours from the choices: causes from `GpuHours`, availability from `NodeState`."""
 
 from __future__ import annotations
 
@@ -12,23 +13,11 @@ from apps.common.charts import (
     base_layout,
     reference_line,
     target_line,
+    translucent,
 )
+from apps.fleet.choices import NodeState
+from apps.reports.choices import LOSS_CAUSES, GpuHours
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
-
-# Where the GPU-hours went: one colour per cause, the same in every chart and table.
-CAUSE_COLOURS = {
-    "productive": "#2e9e4f",
-    "downtime": "#d62728",
-    "planned": "#6b7fa3",
-    "rework": "#ef7d22",
-    "checkpoint": "#d9a400",
-}
-CAUSE_LABELS = {
-    "downtime": "failure downtime",
-    "planned": "planned downtime",
-    "rework": "rework since checkpoint",
-    "checkpoint": "checkpoint blocking",
-}
 
 
 def _iso(t: dt.datetime) -> str:
@@ -38,7 +27,7 @@ def _iso(t: dt.datetime) -> str:
 def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
     """Scheduled GPU-hours, minus each cause of loss, down to the productive ones."""
     lost = report["lost_gpu_hours"]
-    causes = list(CAUSE_LABELS)
+    causes = [c.value for c in LOSS_CAUSES]
     trace = {
         "type": "waterfall",
         "orientation": "v",
@@ -51,9 +40,9 @@ def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
             f"{report['productive_gpu_hours']:,.0f}",
         ],
         "textposition": "outside",
-        "decreasing": {"marker": {"color": CAUSE_COLOURS["downtime"]}},
-        "increasing": {"marker": {"color": CAUSE_COLOURS["productive"]}},
-        "totals": {"marker": {"color": CAUSE_COLOURS["productive"]}},
+        "decreasing": {"marker": {"color": GpuHours.DOWNTIME.colour}},
+        "increasing": {"marker": {"color": GpuHours.PRODUCTIVE.colour}},
+        "totals": {"marker": {"color": GpuHours.PRODUCTIVE.colour}},
         "connector": {"line": {"color": SERIES["target"], "width": 1}},
         "hovertemplate": "%{x}: %{y:,.1f} GPU·h<extra></extra>",
     }
@@ -79,7 +68,7 @@ def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "y": [r["label"] for r in rows],
         "x": [r["lost_gpu_hours"] for r in rows],
         "text": [f"{r['count']} incident{'s' if r['count'] != 1 else ''}" for r in rows],
-        "marker": {"color": CAUSE_COLOURS["downtime"]},
+        "marker": {"color": GpuHours.DOWNTIME.colour},
         "hovertemplate": "%{y}: %{x:,.1f} GPU·h (%{text})<extra></extra>",
     }
     layout = base_layout(
@@ -99,14 +88,14 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
     traces: list[dict[str, Any]] = [
         {
             "type": "bar",
-            "name": CAUSE_LABELS[c],
+            "name": c.label,
             "x": x,
             "y": [w["lost_gpu_hours"][c] for w in weeks],
             "yaxis": "y2",
-            "marker": {"color": CAUSE_COLOURS[c]},
-            "hovertemplate": "%{y:,.0f} GPU·h<extra>" + CAUSE_LABELS[c] + "</extra>",
+            "marker": {"color": c.colour},
+            "hovertemplate": "%{y:,.0f} GPU·h<extra>" + c.label + "</extra>",
         }
-        for c in CAUSE_LABELS
+        for c in LOSS_CAUSES
     ]
     traces.append(
         {
@@ -183,9 +172,9 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
         "name": "GPU availability",
         "x": [_iso(h) for h in series["hours"]],
         "y": series["availability"],
-        "line": {"color": CAUSE_COLOURS["productive"], "width": 1.6, "shape": "hv"},
+        "line": {"color": NodeState.HEALTHY.colour, "width": 1.6, "shape": "hv"},
         "fill": "tozeroy",
-        "fillcolor": "rgba(46,158,79,0.12)",
+        "fillcolor": translucent(NodeState.HEALTHY.colour, 0.12),
         "hovertemplate": "%{y:.2%}<extra>available</extra>",
     }
     floor = min((v for v in series["availability"] if v is not None), default=1.0)
@@ -209,7 +198,13 @@ def availability_heatmap_figure(series: dict[str, Any]) -> dict[str, Any]:
         "z": [r["by_day"] for r in rows],
         "zmin": 0,
         "zmax": 1,
-        "colorscale": [[0, "#d62728"], [0.5, "#ef7d22"], [0.9, "#d9a400"], [1, "#2e9e4f"]],
+        # Available share as the node states read it: down → drained → suspect → healthy.
+        "colorscale": [
+            [0, NodeState.DOWN.colour],
+            [0.5, NodeState.DRAINED.colour],
+            [0.9, NodeState.SUSPECT.colour],
+            [1, NodeState.HEALTHY.colour],
+        ],
         "colorbar": {"tickformat": ".0%", "title": {"text": "available"}},
         "xgap": 1,
         "ygap": 1,
@@ -235,7 +230,7 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "name": "checkpoint GPU·h, last 7 d",
             "x": names,
             "y": [r["checkpoint_gpu_hours_7d"] for r in rows],
-            "marker": {"color": CAUSE_COLOURS["checkpoint"]},
+            "marker": {"color": GpuHours.CHECKPOINT.colour},
             "hovertemplate": "%{y:,.1f} GPU·h<extra>checkpointing</extra>",
         },
         {
@@ -243,7 +238,7 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "name": "saved a week at the advised interval",
             "x": names,
             "y": [r["advice"].gpu_hours_saved_per_week for r in rows],
-            "marker": {"color": CAUSE_COLOURS["productive"]},
+            "marker": {"color": GpuHours.PRODUCTIVE.colour},
             "hovertemplate": "%{y:,.1f} GPU·h / week<extra>advice</extra>",
         },
     ]

@@ -1,0 +1,31 @@
+"""Where scheduled GPU-hours go (CONTRACT §4.2), with the colours every report draws them in."""
+
+from __future__ import annotations
+
+from apps.common.choices import ColouredChoices, Hue, css_prefix
+
+
+@css_prefix("cause")
+class GpuHours(ColouredChoices):
+    """A share of a job's scheduled GPU-hours: productive, or lost to one of four causes
+    (the `CAUSES` of `reports/effective.py`, in the same order)."""
+
+    PRODUCTIVE = "productive", "productive"
+    DOWNTIME = "downtime", "failure downtime"
+    PLANNED = "planned", "planned downtime"
+    REWORK = "rework", "rework since checkpoint"
+    CHECKPOINT = "checkpoint", "checkpoint blocking"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "productive": Hue.GREEN,
+            "downtime": Hue.RED,
+            "planned": Hue.SLATE,
+            "rework": Hue.ORANGE,
+            "checkpoint": Hue.AMBER,
+        }
+
+
+# The causes of loss, in the order of the report's tables and charts.
+LOSS_CAUSES = (GpuHours.DOWNTIME, GpuHours.PLANNED, GpuHours.REWORK, GpuHours.CHECKPOINT)

@@ -101,7 +101,7 @@ class NodeDetailView(APIView):
         node = node_detail(hostname=hostname)
         if node is None:
             return Response({"detail": f"no node {hostname}"}, status=status.HTTP_404_NOT_FOUND)
-        node.open_incidents = open_incidents_of([node.pk]).get(node.pk, [])
+        node.open_incidents = open_incidents_of([node.pk]).get(node.pk, [])  # type: ignore[attr-defined]
         return Response(NodeDetailSerializer(node).data)
 
 

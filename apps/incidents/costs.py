@@ -68,7 +68,7 @@ def costs_at(incidents: Iterable[Incident], *, now: dt.datetime) -> list[Inciden
         if incident.interrupts_job and incident.job_id is not None:
             if incident.job_id in facts:
                 gpus, ended = facts[incident.job_id]
-            else:
+            elif incident.job is not None:
                 gpus, ended = incident.job.gpu_count, incident.job.ended_at
         cost = cost_at(
             failed_at=incident.failed_at,

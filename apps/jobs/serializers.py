@@ -65,8 +65,8 @@ class JobSerializer(serializers.ModelSerializer):
         return self._incidents(job).condition
 
     @extend_schema_field(IncidentRefSerializer(many=True))
-    def get_open_incidents(self, job: Job) -> list[dict]:
-        return IncidentRefSerializer(self._incidents(job).open_incidents, many=True).data
+    def get_open_incidents(self, job: Job) -> list[dict[str, object]]:
+        return list(IncidentRefSerializer(self._incidents(job).open_incidents, many=True).data)
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_mfu_now(self, job: Job) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -60,3 +61,14 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[str]:
+    """Parse a comma-separated list of networks (CIDRs such as `10.0.0.0/8`, or addresses)."""
+    out = []
+    for item in env_list(name, []):
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network (10.0.0.0/8)") from exc
+    return out

@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from kuaeweb.env import env_bool, env_int, env_list, env_secret, env_str
+from kuaeweb.env import env_bool, env_int, env_list, env_networks, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("KUAE_VAR_DIR", str(BASE_DIR / "var")))
@@ -145,9 +145,22 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 
-# Pull mode (seconds; 0 turns scraping off) and retention (days).
+# Pull mode (seconds; 0 turns scraping off) and retention (days). The timeout bounds each
+# exporter's whole scrape (connect to last byte).
 KUAE_SCRAPE_INTERVAL = env_int("KUAE_SCRAPE_INTERVAL", 30)
 KUAE_SCRAPE_TIMEOUT = env_int("KUAE_SCRAPE_TIMEOUT", 5, minimum=1)
+# Where exporters may be scraped (CIDRs, apps.fleet.destinations): empty → any address but
+# loopback, link-local (the cloud metadata service), unspecified, multicast and reserved
+# ones; set → only inside these networks. Loopback or link-local only when listed itself
+# (127.0.0.0/8), never through a wider entry such as 0.0.0.0/0.
+KUAE_SCRAPE_ALLOW = env_networks("KUAE_SCRAPE_ALLOW")
+# Scrapes run on a queue of their own, so a slow exporter never holds up the checks: the
+# embedded worker consumes both (Procfile: -Q celery,scrape); at scale give it its own workers.
+KUAE_SCRAPE_QUEUE = env_str("KUAE_SCRAPE_QUEUE", "scrape")
+CELERY_TASK_ROUTES = {
+    "apps.fleet.tasks.scrape_round": {"queue": KUAE_SCRAPE_QUEUE},
+    "apps.fleet.tasks.scrape_chunk": {"queue": KUAE_SCRAPE_QUEUE},
+}
 KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
 KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)
 

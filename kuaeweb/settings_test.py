@@ -8,6 +8,9 @@ from pathlib import Path
 
 os.environ.setdefault("KUAE_TESTING", "1")
 os.environ.setdefault("DJANGO_HTTPS", "0")
+# The tests' stand-in exporters listen on loopback, which the scraper refuses unless listed
+# (tests of the refusal itself override this).
+os.environ.setdefault("KUAE_SCRAPE_ALLOW", "127.0.0.0/8")
 # Each test run keeps its SQLite file and filesystem broker in a folder of its own, so two
 # runs at once (two checkouts' worth of work on one machine) never share a database. Set
 # in the environment, so the worker and server processes a test starts find the same one.

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import NodeState
+from apps.fleet.destinations import url_refusal
 from apps.fleet.models import GPU, Cluster, Node
 
 
 def validate_exporter_url(value: str) -> None:
-    """http(s)://host[:port]/path — cluster-internal hosts have no dots, so no TLD is needed."""
+    """http(s)://host[:port]/path — cluster-internal hosts have no dots, so no TLD is needed —
+    whose host is not, and does not resolve to, an address the scraper refuses
+    (KUAE_SCRAPE_ALLOW; checked again at every scrape)."""
     if not value:
         return
     parts = urlsplit(value)
@@ -23,6 +27,9 @@ def validate_exporter_url(value: str) -> None:
         raise serializers.ValidationError("has a bad port") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise serializers.ValidationError("must be an http(s) URL with a host")
+    refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW)
+    if refused:
+        raise serializers.ValidationError(f"the scraper may not connect there: {refused}")
 
 
 HOSTNAME_RE = r"^[A-Za-z0-9]([A-Za-z0-9.\-_]{0,251}[A-Za-z0-9])?$"

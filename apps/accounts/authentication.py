@@ -45,7 +45,7 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 def user_for_token(raw: str) -> tuple[User, ApiToken]:
     """The active user an unrevoked API token belongs to; AuthenticationFailed otherwise."""
     token = (
-        ApiToken.objects.select_related("user")
+        ApiToken.objects.select_related("user", "user__agent_scope__cluster")  # its scope too
         .filter(key_hash=hash_token(raw), revoked_at__isnull=True)
         .first()
     )

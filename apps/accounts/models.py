@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
+from typing import Any
 
+import hostlist as hostlist_lib
 from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from apps.accounts.choices import Role
 
@@ -21,6 +26,25 @@ class User(AbstractUser):
         if not self.is_active:
             return False
         return self.role in roles or (self.is_superuser and Role.ADMIN in roles)
+
+    def set_unusable_password(self) -> None:
+        """No password sign-in any more: a password change, as far as tokens go."""
+        self._password_dropped = self.has_usable_password()
+        super().set_unusable_password()
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save; a password set (or dropped) since the last save — create_user, the admin's
+        password form — revokes every token the user had (CONTRACT §1). A hash upgraded at
+        sign-in is no change: Django clears `_password` before that save."""
+        changed = self.pk is not None and (
+            self._password is not None or getattr(self, "_password_dropped", False)
+        )
+        self._password_dropped = False
+        super().save(*args, **kwargs)
+        if changed:
+            ApiToken.objects.filter(user=self, revoked_at__isnull=True).update(
+                revoked_at=timezone.now()
+            )
 
 
 def hash_token(raw: str) -> str:
@@ -47,6 +71,78 @@ class ApiToken(models.Model):
         raw = secrets.token_urlsafe(32)
         cls.objects.create(user=user, key_hash=hash_token(raw), prefix=raw[:8])
         return raw
+
+
+MAX_SCOPE_NODES = 20_000  # CONTRACT §1 bounds: hostlist expansion
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")  # RFC 1123
+
+
+def scope_hostnames(expression: str) -> list[str]:
+    """The hostnames a scope's hostlist (`gpu[001-004],gpu010`) names, expanded once, at most
+    MAX_SCOPE_NODES of them; ValueError naming the problem otherwise."""
+    names: dict[str, None] = {}
+    part, depth = "", 0
+    # Top-level parts one at a time, so the expansion never runs far past the bound.
+    for c in expression.strip() + ",":
+        depth += (c == "[") - (c == "]")
+        if c != "," or depth:
+            part += c
+            continue
+        try:
+            expanded = hostlist_lib.expand_hostlist(part.strip()) if part.strip() else []
+        except hostlist_lib.BadHostlist as exc:
+            raise ValueError(f"not a hostlist: {exc}") from exc
+        names.update(dict.fromkeys(expanded))
+        if len(names) > MAX_SCOPE_NODES:
+            raise ValueError(f"names more than {MAX_SCOPE_NODES:,} nodes")
+        part = ""
+    if expression.strip() and not names:
+        raise ValueError("names no node")
+    for name in names:
+        if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
+            raise ValueError(f"{name[:80]!r} is not a hostname")
+    return list(names)
+
+
+class AgentScope(models.Model):
+    """Where an agent account may write (CONTRACT §1 "Agent tokens are scoped"): only its
+    cluster and, when `hostlist` is set, only those nodes of it (and the jobs that run on
+    them). An agent without a scope is a whole-fleet relay. Checked by apps.accounts.scope."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="agent_scope")
+    # PROTECT: deleting the cluster must never widen its agents to the whole fleet.
+    cluster = models.ForeignKey("fleet.Cluster", on_delete=models.PROTECT, related_name="+")
+    hostlist = models.CharField(
+        max_length=2000,
+        blank=True,
+        default="",
+        help_text="the nodes it writes for, e.g. gpu[001-004]; blank: the whole cluster",
+    )
+    hostnames = models.JSONField(default=list, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "agent scope"
+
+    def __str__(self) -> str:
+        return describe_scope(self)
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.hostnames = scope_hostnames(self.hostlist)  # never out of step with `hostlist`
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def clean(self) -> None:
+        try:
+            self.hostnames = scope_hostnames(self.hostlist)
+        except ValueError as exc:
+            raise ValidationError({"hostlist": str(exc)}) from exc
+
+
+def describe_scope(scope: AgentScope | None) -> str:
+    """`whole fleet`, `cluster c1` or `cluster c1, nodes gpu[001-004]`."""
+    if scope is None:
+        return "whole fleet"
+    nodes = f", nodes {scope.hostlist}" if scope.hostlist else ""
+    return f"cluster {scope.cluster.name}{nodes}"
 
 
 class AuditEvent(models.Model):

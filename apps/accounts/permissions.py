@@ -16,13 +16,16 @@ if TYPE_CHECKING:
     from rest_framework.views import APIView
 
 from apps.accounts.choices import READERS
+from apps.accounts.scope import scope_of
 
 
 class RolePermission(BasePermission):
     """Allow a request when the user's role is in the view's `roles[METHOD]`.
 
     Views declare `roles = {"GET": READERS, "POST": OPERATORS}`; a method not listed is
-    refused. Unauthenticated requests fail with 401 (token auth is the first class).
+    refused. Unauthenticated requests fail with 401 (token auth is the first class). A scoped
+    agent token is refused on any view that does not declare `agent_scoped = True` — that
+    it checks the scope (apps.accounts.scope) before it writes.
     """
 
     def has_permission(self, request: Request, view: APIView) -> bool:
@@ -32,7 +35,9 @@ class RolePermission(BasePermission):
         roles: dict[str, frozenset[str]] = getattr(view, "roles", {})
         method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method
         allowed = roles.get(method or "")
-        return bool(allowed) and user.has_role(allowed)
+        if not (allowed and user.has_role(allowed)):
+            return False
+        return getattr(view, "agent_scoped", False) or scope_of(user) is None
 
 
 def role_required(

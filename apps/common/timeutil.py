@@ -9,6 +9,10 @@ import math
 from django.utils.dateparse import parse_datetime
 
 UTC = dt.UTC
+# A sample stamped further ahead is a clock error (or a forgery): stored, it would be the
+# GPU's or the job's newest forever and freeze its state (CONTRACT §1).
+FUTURE_SLACK = dt.timedelta(minutes=5)
+FUTURE_ERROR = "is more than 5 minutes in the future"
 
 
 def parse_ts(value: object) -> dt.datetime:
@@ -25,6 +29,13 @@ def parse_ts(value: object) -> dt.datetime:
             raise ValueError("timestamp must be finite")
         return dt.datetime.fromtimestamp(float(value), tz=UTC)
     raise ValueError("expected an ISO 8601 timestamp with a zone")
+
+
+def not_future(ts: dt.datetime, now: dt.datetime) -> dt.datetime:
+    """`ts` itself, or ValueError when it is more than FUTURE_SLACK after `now`."""
+    if ts > now + FUTURE_SLACK:
+        raise ValueError(FUTURE_ERROR)
+    return ts
 
 
 @functools.lru_cache(maxsize=8192)

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
+from apps.accounts.scope import require_nodes
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Node
 from apps.fleet.readers import open_incidents_of
@@ -123,11 +124,13 @@ class HeartbeatView(APIView):
     """`POST nodes/{hostname}/heartbeat/`: 204; the server's receive time counts."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
 
     @extend_schema(request=HeartbeatSerializer, responses={204: None})
     def post(self, request: Request, hostname: str) -> Response:
         data = HeartbeatSerializer(data=request.data or {})
         data.is_valid(raise_exception=True)
+        require_nodes(request.user, [hostname])
         node = get_object_or_404(Node, hostname=hostname)
         node_heartbeat(node=node)
         return Response(status=status.HTTP_204_NO_CONTENT)

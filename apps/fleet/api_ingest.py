@@ -11,8 +11,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS
+from apps.accounts.scope import require_nodes
 from apps.common.parsers import FastJSONParser, PlainTextParser
-from apps.common.timeutil import parse_ts
+from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
 from apps.fleet.services import events_ingest, telemetry_ingest
@@ -51,11 +52,13 @@ class TelemetryIngestView(APIView):
     """`POST ingest/telemetry/`: per-GPU samples, all or nothing."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
     parser_classes = [FastJSONParser]
 
     @extend_schema(request=TelemetryBatchSerializer, responses={202: IngestResultSerializer})
     def post(self, request: Request) -> Response:
-        samples = parse_telemetry_batch(request.data)
+        samples = parse_telemetry_batch(request.data, now=timezone.now())
+        require_nodes(request.user, {s.node for s in samples})
         result = telemetry_ingest(samples=samples)
         return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
 
@@ -64,6 +67,7 @@ class PrometheusIngestView(APIView):
     """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
     parser_classes = [PlainTextParser]
 
     @extend_schema(
@@ -75,10 +79,10 @@ class PrometheusIngestView(APIView):
         responses={202: IngestResultSerializer},
     )
     def post(self, request: Request) -> Response:
-        ts = timezone.now()
+        ts = now = timezone.now()
         if request.query_params.get("ts"):
             try:
-                ts = parse_ts(request.query_params["ts"])
+                ts = not_future(parse_ts(request.query_params["ts"]), now)
             except ValueError as exc:
                 raise serializers.ValidationError({"ts": [str(exc)]}) from exc
         text = request.data if isinstance(request.data, str) else ""
@@ -92,6 +96,7 @@ class PrometheusIngestView(APIView):
             raise serializers.ValidationError(
                 {"body": ["no per-GPU samples with a Hostname/hostname label (or ?node=)"]}
             )
+        require_nodes(request.user, {s.node for s in samples})
         result = telemetry_ingest(samples=samples)
         return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
 
@@ -100,10 +105,12 @@ class EventIngestView(APIView):
     """`POST ingest/events/`: XIDs from nodes' kernel logs (CONTRACT §5.1), all or nothing."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
     parser_classes = [FastJSONParser]
 
     @extend_schema(request=EventBatchSerializer, responses={202: EventResultSerializer})
     def post(self, request: Request) -> Response:
         events = parse_event_batch(request.data, now=timezone.now())
+        require_nodes(request.user, {e.node for e in events})
         result = events_ingest(events=events)
         return Response(EventResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)

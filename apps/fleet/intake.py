@@ -8,9 +8,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
 from apps.common.errors import BatchError
 from apps.common.parse import batch_items, integer, text
-from apps.common.timeutil import parse_ts
+from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
@@ -35,9 +37,11 @@ class TelemetrySample:
     pci_bus: str = ""  # normal form (apps.fleet.pcibus), '' when not reported
 
 
-def parse_telemetry_batch(payload: Any) -> list[TelemetrySample]:
+def parse_telemetry_batch(payload: Any, *, now: dt.datetime | None = None) -> list[TelemetrySample]:
     """Parse `{samples: [{node, gpu, ts, metrics: {name: number}}]}`; BatchError names
-    `samples[i].field` (and `samples[i].metrics.NAME`) for every problem."""
+    `samples[i].field` (and `samples[i].metrics.NAME`) for every problem — a `ts` more than
+    5 minutes after `now` (default: now) among them."""
+    now = now or timezone.now()
     samples = batch_items(payload, limit=MAX_SAMPLES)
     errors: dict[str, list[str]] = {}
     out: list[TelemetrySample] = []
@@ -49,7 +53,7 @@ def parse_telemetry_batch(payload: Any) -> list[TelemetrySample]:
         before = len(errors)
         node = _field(raw, "node", text, where, errors)
         gpu = _field(raw, "gpu", lambda v: integer(v, minimum=0), where, errors)
-        ts = _field(raw, "ts", parse_ts, where, errors)
+        ts = _field(raw, "ts", lambda v: not_future(parse_ts(v), now), where, errors)
         metrics = _metrics(raw.get("metrics"), where, errors)
         pci_bus = _optional(raw, "pci_bus", pci_bus_normal, where, errors) or ""
         if len(errors) == before:

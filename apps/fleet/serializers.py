@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
+from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import NodeState
 from apps.fleet.destinations import url_refusal
@@ -179,6 +182,13 @@ class NodeStateSerializer(serializers.Serializer):
 
 
 class HeartbeatSerializer(serializers.Serializer):
-    """`POST nodes/{hostname}/heartbeat/` body; `ts` is informational."""
+    """`POST nodes/{hostname}/heartbeat/` body; `ts` is informational (not more than 5
+    minutes in the future)."""
 
     ts = serializers.DateTimeField(required=False)
+
+    def validate_ts(self, value: dt.datetime) -> dt.datetime:
+        try:
+            return not_future(value, timezone.now())
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc

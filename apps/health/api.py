@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.accounts.scope import require_job
 from apps.health.choices import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
@@ -84,7 +85,10 @@ class PreflightView(APIView):
     """`POST jobs/{id}/preflight/`: may this job start on its nodes?"""
 
     roles = {"POST": OPERATORS | AGENTS}
+    agent_scoped = True
 
     @extend_schema(request=None, responses=PreflightSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        return Response(job_preflight(job=get_object_or_404(Job, pk=pk)))
+        job = get_object_or_404(Job, pk=pk)
+        require_job(request.user, job)
+        return Response(job_preflight(job=job))

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
+from apps.accounts.scope import require_cluster, scope_of
 from apps.incidents.choices import Source
 from apps.incidents.costs import costs_at, with_cost_order
 from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
@@ -111,12 +112,18 @@ class AlertmanagerView(APIView):
     webhook is always 200 — an alert placed nowhere is kept as an unrouted alert."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
 
     @extend_schema(
         request={"application/json": dict}, responses={200: AlertmanagerResultSerializer}
     )
     def post(self, request: Request) -> Response:
-        counts = alertmanager_ingest(payload=request.data)
+        scope = scope_of(request.user)
+        if scope is not None:  # a node's token: 403; a cluster's: others' alerts are unrouted
+            require_cluster(request.user, scope.cluster_name)
+        counts = alertmanager_ingest(
+            payload=request.data, within=scope.cluster_id if scope else None
+        )
         return Response(AlertmanagerResultSerializer(counts).data)
 
 
@@ -141,6 +148,7 @@ class SlurmIngestView(APIView):
     """`POST ingest/slurm/?cluster=NAME`: `sacct --json` / slurmrestd slurmdb job records."""
 
     roles = {"POST": AGENTS}
+    agent_scoped = True
 
     @extend_schema(
         request={"application/json": dict},
@@ -148,6 +156,8 @@ class SlurmIngestView(APIView):
         responses={200: SlurmResultSerializer},
     )
     def post(self, request: Request) -> Response:
+        if scope_of(request.user) is not None:  # a cluster's Slurm sync names its cluster
+            require_cluster(request.user, request.query_params.get("cluster"))
         counts = slurm_ingest(
             cluster_name=request.query_params.get("cluster"), payload=request.data
         )

@@ -30,6 +30,7 @@ from apps.incidents.services import incident_note, incident_open, incident_refre
 MAX_OPENED = 200  # CONTRACT §1: incidents opened per webhook
 ACTOR = "alertmanager"
 NOT_PLACED = "names no known node (node, hostname, Hostname, instance) and no known cluster"
+OUT_OF_SCOPE = "for a cluster its sender's token does not write for"
 OVER_CAP = (
     f"its webhook had already opened {MAX_OPENED} incidents; "
     "opened when Alertmanager sends it again"
@@ -88,9 +89,12 @@ def alerts_place(alerts: Sequence[Alert]) -> dict[str, Placed]:
 
 
 @transaction.atomic
-def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> dict[str, int]:
+def alertmanager_ingest(
+    *, payload: object, now: dt.datetime | None = None, within: int | None = None
+) -> dict[str, int]:
     """Apply one webhook; returns what happened to its alerts: `opened`, `updated`,
-    `reopened`, `folded` (into a check's incident), `resolved`, `unrouted` (placed nowhere),
+    `reopened`, `folded` (into a check's incident), `resolved`, `unrouted` (placed nowhere, or,
+    from a token scoped to cluster id `within`, placed in or feeding an incident of another),
     `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `ignored`
     (a stale or repeated copy)."""
     now = now or timezone.now()
@@ -110,15 +114,19 @@ def alertmanager_ingest(*, payload: object, now: dt.datetime | None = None) -> d
     )
     counts: Counter[str] = Counter()
     for alert in ordered:
-        where = placed[alert.fingerprint]
-        if where.cluster is None:
-            unrouted_alert_upsert(alert=alert, reason=NOT_PLACED, now=now)
+        where, link = placed[alert.fingerprint], links.get(alert.fingerprint)
+        if where.cluster is None or (
+            within is not None
+            and {where.cluster.pk, link.incident.cluster_id if link else within} != {within}
+        ):
+            reason = NOT_PLACED if where.cluster is None else OUT_OF_SCOPE
+            unrouted_alert_upsert(alert=alert, reason=reason, now=now)
             counts["unrouted"] += 1
             continue
         outcome = _apply(
             alert,
             where,
-            links.get(alert.fingerprint),
+            link,
             on_incident,
             may_open=counts["opened"] < MAX_OPENED,
             now=now,

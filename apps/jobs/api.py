@@ -14,6 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.accounts.schema import AGENT_ACCEPTED, AGENT_JOB_ID, person_or_agent
+from apps.accounts.scope import answers_objects, require_job, require_job_nodes, require_nodes
 from apps.common.parsers import LenientJSONParser
 from apps.common.timeutil import parse_ts
 from apps.jobs.filters import JobFilter
@@ -44,7 +46,12 @@ def hostnames_by_job(job_ids: Iterable[int]) -> dict[int, list[str]]:
     return out
 
 
-def _job_response(job: Job, code: int = status.HTTP_200_OK) -> Response:
+def _job_response(
+    job: Job, code: int = status.HTTP_200_OK, request: Request | None = None
+) -> Response:
+    """The job as readers see it; an agent, who never reads, gets only its `id`."""
+    if request is not None and not answers_objects(request.user):
+        return Response({"id": job.pk}, status=code)
     context = {"hostnames": hostnames_by_job([job.pk]), "incidents": job_incidents([job.pk])}
     return Response(JobSerializer(job, context=context).data, status=code)
 
@@ -53,6 +60,7 @@ class JobListView(generics.ListAPIView):
     """`GET jobs/?cluster=&status=` (paginated); `POST jobs/` registers a run."""
 
     roles = {"GET": READERS, "POST": JOB_WRITERS}
+    agent_scoped = True
     serializer_class = JobSerializer
     filterset_class = JobFilter
 
@@ -67,41 +75,61 @@ class JobListView(generics.ListAPIView):
             kwargs["context"]["incidents"] = job_incidents(ids)
         return super().get_serializer(*args, **kwargs)
 
-    @extend_schema(request=JobWriteSerializer, responses={201: JobSerializer, 200: JobSerializer})
+    @extend_schema(
+        request=JobWriteSerializer,
+        responses={
+            201: person_or_agent("Job", AGENT_JOB_ID),
+            200: person_or_agent("Job", AGENT_JOB_ID),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = JobWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        job, created = job_create(
-            cluster=values.pop("cluster"), nodes=values.pop("nodes", ()), **values
+        nodes = values.pop("nodes", ())
+        require_job_nodes(request.user, values["cluster"], [n.hostname for n in nodes])
+        if values.get("external_id"):  # a known external id updates that job: it too
+            known = Job.objects.filter(cluster=values["cluster"], external_id=values["external_id"])
+            existing = known.first()
+            if existing is not None:
+                require_job(request.user, existing)
+        job, created = job_create(cluster=values.pop("cluster"), nodes=nodes, **values)
+        return _job_response(
+            job, status.HTTP_201_CREATED if created else status.HTTP_200_OK, request
         )
-        return _job_response(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class JobDetailView(APIView):
     """`GET jobs/{id}/`, `PATCH jobs/{id}/`."""
 
     roles = {"GET": READERS, "PATCH": JOB_WRITERS}
+    agent_scoped = True
 
     @extend_schema(responses=JobSerializer)
     def get(self, request: Request, pk: int) -> Response:
         return _job_response(get_object_or_404(Job.objects.select_related("cluster"), pk=pk))
 
-    @extend_schema(request=JobWriteSerializer, responses=JobSerializer)
+    @extend_schema(
+        request=JobWriteSerializer, responses={200: person_or_agent("Job", AGENT_JOB_ID)}
+    )
     def patch(self, request: Request, pk: int) -> Response:
         job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        require_job(request.user, job)
         data = JobWriteSerializer(instance=job, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         values.pop("cluster", None)
         nodes = values.pop("nodes", None)
-        return _job_response(job_update(job=job, nodes=nodes, **values))
+        if nodes is not None:
+            require_job_nodes(request.user, job.cluster, [n.hostname for n in nodes])
+        return _job_response(job_update(job=job, nodes=nodes, **values), request=request)
 
 
 class JobMetricsView(APIView):
     """`POST jobs/{id}/metrics/` (agents) and `GET` the downsampled job-wide series."""
 
     roles = {"GET": READERS, "POST": AGENTS}
+    agent_scoped = True
     parser_classes = [LenientJSONParser]
 
     @extend_schema(
@@ -157,7 +185,9 @@ class JobMetricsView(APIView):
     @extend_schema(request=MetricBatchSerializer, responses={202: AcceptedSerializer})
     def post(self, request: Request, pk: int) -> Response:
         job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        require_job(request.user, job)
         samples = parse_metric_batch(request.data)
+        require_nodes(request.user, {s.node for s in samples if s.node is not None})
         accepted = job_metrics_ingest(job=job, samples=samples)
         return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
 
@@ -166,6 +196,7 @@ class JobCheckpointsView(generics.ListAPIView):
     """`POST jobs/{id}/checkpoints/` (agents); `GET` lists them."""
 
     roles = {"GET": READERS, "POST": AGENTS}
+    agent_scoped = True
     serializer_class = CheckpointSerializer
 
     queryset = Checkpoint.objects.none()
@@ -175,13 +206,20 @@ class JobCheckpointsView(generics.ListAPIView):
             return Checkpoint.objects.none()
         return get_object_or_404(Job, pk=self.kwargs["pk"]).checkpoints.order_by("-saved_at")
 
-    @extend_schema(request=CheckpointSerializer, responses={201: CheckpointSerializer})
+    @extend_schema(
+        request=CheckpointSerializer,
+        responses={
+            201: person_or_agent("Checkpoint", AGENT_ACCEPTED),
+            200: person_or_agent("Checkpoint", AGENT_ACCEPTED),
+        },
+    )
     def post(self, request: Request, pk: int) -> Response:
         job = get_object_or_404(Job, pk=pk)
+        require_job(request.user, job)
         data = CheckpointSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         checkpoint, created = checkpoint_record(job=job, **data.validated_data)
-        return Response(
-            CheckpointSerializer(checkpoint).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        if not answers_objects(request.user):
+            return Response({"accepted": 1}, status=code)
+        return Response(CheckpointSerializer(checkpoint).data, status=code)

@@ -7,9 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
 from apps.common.errors import BatchError
 from apps.common.parse import batch_items, integer, number, text
-from apps.common.timeutil import parse_ts
+from apps.common.timeutil import not_future, parse_ts
 
 MAX_SAMPLES = 100_000
 
@@ -43,13 +45,15 @@ def _word(value: float) -> str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
-def parse_metric_batch(payload: Any) -> list[MetricSample]:
-    """Parse `{samples: [...]}`; raise BatchError naming `samples[i].field` for every problem."""
+def parse_metric_batch(payload: Any, *, now: dt.datetime | None = None) -> list[MetricSample]:
+    """Parse `{samples: [...]}`; raise BatchError naming `samples[i].field` for every problem
+    (a `ts` more than 5 minutes after `now`, default now, among them)."""
+    now = now or timezone.now()
     samples = batch_items(payload, limit=MAX_SAMPLES)
     errors: dict[str, list[str]] = {}
     parsed: list[MetricSample] = []
     for i, raw in enumerate(samples):
-        sample = _parse_one(raw, f"samples[{i}]", errors)
+        sample = _parse_one(raw, f"samples[{i}]", errors, now)
         if sample is not None:
             parsed.append(sample)
         if len(errors) >= 100:
@@ -60,7 +64,9 @@ def parse_metric_batch(payload: Any) -> list[MetricSample]:
     return parsed
 
 
-def _parse_one(raw: Any, where: str, errors: dict[str, list[str]]) -> MetricSample | None:
+def _parse_one(
+    raw: Any, where: str, errors: dict[str, list[str]], now: dt.datetime
+) -> MetricSample | None:
     if not isinstance(raw, dict):
         errors[where] = ["must be an object"]
         return None
@@ -78,7 +84,7 @@ def _parse_one(raw: Any, where: str, errors: dict[str, list[str]]) -> MetricSamp
         except ValueError as exc:
             errors[f"{where}.{name}"] = [str(exc)]
 
-    field("ts", parse_ts, required=True)
+    field("ts", lambda v: not_future(parse_ts(v), now), required=True)
     field("step", lambda v: integer(v, minimum=0), required=True)
     field("step_time_s", lambda v: number(v, minimum=0), required=True)
     field("tokens_per_s", lambda v: number(v, minimum=0), required=node is None)

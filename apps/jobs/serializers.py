@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
+from apps.common.timeutil import not_future
 from apps.fleet.models import Node
 from apps.fleet.serializers import IncidentRefSerializer
 from apps.jobs.choices import JobCondition, JobStatus
@@ -129,6 +132,12 @@ class CheckpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = Checkpoint
         fields = ["step", "saved_at", "blocking_s", "size_bytes"]
+
+    def validate_saved_at(self, value: dt.datetime) -> dt.datetime:
+        try:
+            return not_future(value, timezone.now())
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 class MetricPointsSerializer(serializers.Serializer):

@@ -238,7 +238,7 @@ class World:
             if batches is None:
                 continue
             if batches.telemetry:
-                samples = parse_telemetry_batch({"samples": batches.telemetry})
+                samples = parse_telemetry_batch({"samples": batches.telemetry}, now=received)
                 telemetry_ingest(samples=samples, now=received)
             if batches.exposition:
                 # The relay stamps what it scraped with the scrape time (`?ts=`).
@@ -248,6 +248,8 @@ class World:
                 events = parse_event_batch({"events": batches.events}, now=received)
                 events_ingest(events=events, now=received)
             for j, rows in batches.metrics.items():
-                job_metrics_ingest(job=self.jobs[j], samples=parse_metric_batch({"samples": rows}))
+                job_metrics_ingest(
+                    job=self.jobs[j], samples=parse_metric_batch({"samples": rows}, now=received)
+                )
         # Heartbeats, stamped with their receive time, in one write (as the simulator does).
         nodes_touch_bulk(rows=[(self.nodes[host].pk, at, at) for host, at in tick.beats])

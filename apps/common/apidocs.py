@@ -48,7 +48,12 @@ credentials → **401**; a role that may not call the endpoint → **403**.
 - `engineer` — reliability engineers: what an operator may, and file and edit incidents,
   write postmortems and review someone else's.
 - `agent` — machines (node agents, launchers, Alertmanager, Slurm hooks): the ingest
-  endpoints, `POST jobs/`, `PATCH jobs/{{id}}/` and `POST jobs/{{id}}/preflight/`; no reads.
+  endpoints, `POST jobs/`, `PATCH jobs/{{id}}/` and `POST jobs/{{id}}/preflight/`; no reads —
+  a write answers its status and counts (`{{id}}` for a job), never the object. An agent
+  token may be scoped (`create_user NAME --role agent --cluster NAME [--nodes HOSTLIST]`):
+  a node's token writes only for its nodes and the jobs that run on them, a cluster's only
+  for its cluster (Slurm's `?cluster=` must name it; its Alertmanager's alerts for other
+  clusters are kept as unrouted); outside its scope → **403**, nothing stored.
 - `admin` — site administrators: everything, including creating clusters and the Django
   admin.
 
@@ -60,10 +65,12 @@ kept in UTC. Durations are seconds unless the field name says `_minutes` or `_ho
 Report figures are not rounded; pages round them for display.
 
 **Errors.** Bad input is a **400** whose JSON body names every bad field, with the index of
-each bad sample: `{{"samples[3].ts": ["is more than 5 minutes in the future"]}}`. An unknown
-cluster, node or job inside a body is a 400 naming it (register nodes first). A missing
-object in the path is a **404**. A transient failure (the database restarting) is a **503**
-with `Retry-After`; clients retry 5xx answers and timeouts, never 4xx.
+each bad sample: `{{"samples[3].ts": ["is more than 5 minutes in the future"]}}` (no sample,
+event, checkpoint or heartbeat, nor a Prometheus `?ts=`, may be stamped further ahead: it
+would freeze a GPU's or a job's state). An unknown cluster, node or job inside a body is a
+400 naming it (register nodes first). A missing object in the path is a **404**. A
+transient failure (the database restarting) is a **503** with `Retry-After`; clients retry
+5xx answers and timeouts, never 4xx.
 
 **Batches.** A batch (telemetry, metrics, events, Slurm records) is all-or-nothing: one bad
 item rejects the whole batch and nothing is stored. A 2xx means the data is stored in the

@@ -1,7 +1,9 @@
-"""Plotly conventions shared by every chart (UI.md): no logo, responsive, range buttons."""
+"""Plotly conventions shared by every chart (UI.md): no logo, responsive, range buttons,
+series colours from the palette, target and reference lines."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from apps.common.choices import Series
@@ -19,6 +21,13 @@ RANGE_BUTTONS = [
 SERIES = Series.colour_map()
 
 CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def iso(ts: float | dt.datetime) -> str:
+    """Epoch seconds or an aware datetime → `2026-11-23T14:05:00Z`, as Plotly's x values."""
+    if not isinstance(ts, dt.datetime):
+        ts = dt.datetime.fromtimestamp(ts, tz=dt.UTC)
+    return ts.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def translucent(colour: str, alpha: float) -> str:

@@ -78,6 +78,11 @@ def node_list(
     return qs
 
 
+def node_get(*, hostname: str) -> Node | None:
+    """One node by hostname, or None."""
+    return Node.objects.filter(hostname=hostname).first()
+
+
 def node_detail(*, hostname: str) -> Node | None:
     """One node with its cluster and GPUs loaded."""
     return (

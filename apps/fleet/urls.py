@@ -1,4 +1,4 @@
-"""Fleet pages."""
+"""Fleet pages and the node page's chart."""
 
 from django.urls import path
 
@@ -8,4 +8,9 @@ urlpatterns = [
     path("nodes/", views.node_list_page, name="node-list"),
     path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
     path("nodes/<str:hostname>/state/", views.node_state_page, name="node-state"),
+    path(
+        "charts/nodes/<str:hostname>/telemetry.json",
+        views.node_telemetry_chart,
+        name="chart-node-telemetry",
+    ),
 ]

@@ -1,10 +1,10 @@
-"""Fleet pages: the nodes list and a node's page."""
+"""Fleet pages: the nodes list, a node's page and its telemetry chart."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -13,6 +13,7 @@ from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
+from apps.fleet.charts import node_telemetry_figure
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
@@ -20,6 +21,7 @@ from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_detail,
     node_event_rows,
+    node_get,
     node_list,
     node_state_history,
     rack_list,
@@ -119,3 +121,12 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
     else:
         messages.error(request, errors_text(form.errors))
     return redirect("node-detail", hostname=hostname)
+
+
+@role_required()
+def node_telemetry_chart(request: HttpRequest, hostname: str) -> JsonResponse:
+    """A node's telemetry rollups over the last 24 h as Plotly JSON (the node page polls it)."""
+    node = node_get(hostname=hostname)
+    if node is None:
+        raise Http404(f"no node {hostname}")
+    return JsonResponse(node_telemetry_figure(node=node))

@@ -86,3 +86,14 @@ def unrouted_alerts(*, status: str = "") -> QuerySet[UnroutedAlert]:
 def unrouted_firing_count() -> int:
     """How many unrouted alerts are still firing."""
     return UnroutedAlert.objects.filter(status=UnroutedAlert.Status.FIRING).count()
+
+
+def job_interruptions(job_id: int, limit: int) -> list[tuple[dt.datetime, dt.datetime | None]]:
+    """The incidents that interrupted a job as (f(i), recovery or None), newest first, at
+    most `limit` (one query; lent to the jobs app for its progress chart)."""
+    rows = (
+        Incident.objects.filter(job_id=job_id, interrupts_job=True)
+        .order_by("-detected_at")
+        .values_list("occurred_at", "detected_at", "recovered_at")[:limit]
+    )
+    return [(occurred or detected, recovered) for occurred, detected, recovered in rows]

@@ -1,16 +1,21 @@
-"""What a job's open incidents say of it (CONTRACT §6), read through the incidents app.
+"""Reads a job's answers need from the apps above it: what its open incidents say of it
+(CONTRACT §6) and when it was interrupted (the incidents app), its cluster's MFU target
+(the reports app).
 
-Jobs import no incident (DESIGN: dependencies point one way); the incidents app lends its
-reader here from its `AppConfig.ready()`. Every surface that shows a job's condition or its
-MFU now — the job API, the job list and page, the overview — reads it through
-`job_incidents`, a fixed number of queries for any number of jobs.
+Jobs import no incident and no report (DESIGN: dependencies point one way); those apps lend
+their readers here from their `AppConfig.ready()`. Every surface that shows a job's
+condition or its MFU now — the job API, the job list and page, the overview — reads it
+through `job_incidents`, a fixed number of queries for any number of jobs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from apps.fleet.models import Cluster
 from apps.fleet.readers import IncidentRef
 from apps.jobs.choices import STOPPED_CONDITIONS, JobCondition
 
@@ -35,17 +40,65 @@ class JobIncidents:
         return JobCondition(self.condition)
 
 
+@dataclass(frozen=True)
+class Line:
+    """A level drawn across a chart: a target (a floor) or a reference, with its label."""
+
+    value: float
+    label: str
+
+
+@dataclass(frozen=True)
+class MfuLines:
+    """The MFU levels a job's chart draws: its cluster's target and the public reference."""
+
+    target: Line | None = None
+    reference: Line | None = None
+
+
 OK = JobIncidents()
 Reader = Callable[[Sequence[int]], dict[int, JobIncidents]]
-_lent: dict[str, Reader] = {"job_incidents": lambda job_ids: {}}
+# (start of the interruption, its recovery or None), newest first, at most `limit`.
+Interruptions = Callable[[int, int], list[tuple[dt.datetime, dt.datetime | None]]]
+MfuLinesReader = Callable[[Cluster], MfuLines]
+
+_lent: dict[str, Callable[..., Any]] = {
+    "job_incidents": lambda job_ids: {},
+    "interruptions": lambda job_id, limit: [],
+    "mfu_lines": lambda cluster: MfuLines(),
+}
 
 
-def lend(*, job_incidents: Reader) -> None:
-    """Register the reader of jobs' open incidents (the incidents app does, at start-up)."""
-    _lent["job_incidents"] = job_incidents
+def lend(
+    *,
+    job_incidents: Reader | None = None,
+    interruptions: Interruptions | None = None,
+    mfu_lines: MfuLinesReader | None = None,
+) -> None:
+    """Register the reader of jobs' open incidents or of a job's interruptions (the
+    incidents app does, at start-up), or of a cluster's MFU levels (the reports app)."""
+    for name, reader in (
+        ("job_incidents", job_incidents),
+        ("interruptions", interruptions),
+        ("mfu_lines", mfu_lines),
+    ):
+        if reader is not None:
+            _lent[name] = reader
 
 
 def job_incidents(job_ids: Sequence[int]) -> dict[int, JobIncidents]:
     """job id → its condition and open incidents; a job without any is `OK`."""
-    found = _lent["job_incidents"](list(job_ids))
+    found: dict[int, JobIncidents] = _lent["job_incidents"](list(job_ids))
     return {pk: found.get(pk, OK) for pk in job_ids}
+
+
+def job_interruptions(job_id: int, *, limit: int) -> list[tuple[dt.datetime, dt.datetime | None]]:
+    """The job's interruptions as (start, recovery or None), newest first, at most `limit`."""
+    spans: list[tuple[dt.datetime, dt.datetime | None]] = _lent["interruptions"](job_id, limit)
+    return spans
+
+
+def mfu_lines(cluster: Cluster) -> MfuLines:
+    """The cluster's MFU target and the public reference, as a job's chart draws them."""
+    lines: MfuLines = _lent["mfu_lines"](cluster)
+    return lines

@@ -108,3 +108,13 @@ def _loss(value: float | None, nonfinite: str) -> float | str | None:
     if value is not None or "loss=" not in nonfinite:
         return value
     return nonfinite.split("loss=", 1)[1].split()[0]
+
+
+def job_detail(*, pk: int) -> Job | None:
+    """One job with its cluster loaded, or None."""
+    return Job.objects.select_related("cluster").filter(pk=pk).first()
+
+
+def checkpoint_times(*, job: Job, limit: int) -> list[dt.datetime]:
+    """When the job's latest `limit` checkpoints were saved, newest first."""
+    return list(job.checkpoints.order_by("-saved_at").values_list("saved_at", flat=True)[:limit])

@@ -1,4 +1,4 @@
-"""Job pages."""
+"""Job pages and the job page's chart."""
 
 from django.urls import path
 
@@ -7,4 +7,5 @@ from apps.jobs import views
 urlpatterns = [
     path("jobs/", views.job_list_page, name="job-list"),
     path("jobs/<int:pk>/", views.job_detail_page, name="job-detail"),
+    path("charts/jobs/<int:pk>/progress.json", views.job_progress_chart, name="chart-job-progress"),
 ]

@@ -1,19 +1,20 @@
-"""Job pages: the jobs list and a job's page."""
+"""Job pages: the jobs list, a job's page and its progress chart."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
+from apps.jobs.charts import job_progress_figure
 from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
 from apps.jobs.readers import job_incidents
-from apps.jobs.selectors import job_list
+from apps.jobs.selectors import job_detail, job_list
 
 SORTS = {
     "started": "started_at",
@@ -78,3 +79,12 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "now": timezone.now(),
         },
     )
+
+
+@role_required()
+def job_progress_chart(request: HttpRequest, pk: int) -> JsonResponse:
+    """The job page's progress chart as Plotly JSON (≤ 2,000 points per trace)."""
+    job = job_detail(pk=pk)
+    if job is None:
+        raise Http404(f"no job {pk}")
+    return JsonResponse(job_progress_figure(job=job))

@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class ReportsConfig(AppConfig):
     name = "apps.reports"
     label = "reports"
+
+    def ready(self) -> None:
+        # Jobs may not import reports: a job's chart reads its cluster's MFU target through this.
+        from apps.jobs import readers as job_readers
+        from apps.reports.selectors import mfu_lines
+
+        job_readers.lend(mfu_lines=mfu_lines)

@@ -19,11 +19,11 @@ from apps.incidents.costs import cost_order
 from apps.incidents.models import Incident
 from apps.jobs.choices import JobCondition
 from apps.jobs.models import Job
-from apps.jobs.readers import JobIncidents, job_incidents
+from apps.jobs.readers import JobIncidents, Line, MfuLines, job_incidents
 from apps.jobs.selectors import running_jobs, running_node_ids
 from apps.reports.models import ClusterTargets
 from apps.reports.reliability import IncidentTimes, reliability
-from apps.reports.targets import Targets
+from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, Targets, target_text
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,16 @@ def targets_for(*, cluster: Cluster) -> Targets:
         return cluster.targets.as_targets()
     except ClusterTargets.DoesNotExist:
         return Targets()
+
+
+def mfu_lines(cluster: Cluster) -> MfuLines:
+    """The cluster's MFU target (its floor) and the best public figure (a reference), as
+    the job page's chart draws them (lent to the jobs app)."""
+    floor = targets_for(cluster=cluster).mean_mfu
+    return MfuLines(
+        target=Line(floor, f"target {target_text('mean_mfu', floor)}"),
+        reference=Line(MFU_REFERENCE, MFU_REFERENCE_LABEL),
+    )
 
 
 def reliability_report(

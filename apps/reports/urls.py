@@ -32,8 +32,4 @@ urlpatterns = [
     path(
         "charts/reports/checkpoints.json", views_weekly.checkpoint_chart, name="chart-checkpoints"
     ),
-    path("charts/jobs/<int:pk>/progress.json", views.job_figure, name="chart-job-progress"),
-    path(
-        "charts/nodes/<str:hostname>/telemetry.json", views.node_figure, name="chart-node-telemetry"
-    ),
 ]

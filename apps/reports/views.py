@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
-from apps.fleet.models import Cluster, Node
-from apps.jobs.models import Job
-from apps.reports.charts import (
-    job_progress_figure,
-    node_telemetry_figure,
-    pareto_figure,
-    reliability_trend_figure,
-)
+from apps.fleet.models import Cluster
+from apps.reports.reliability_charts import pareto_figure, reliability_trend_figure
 from apps.reports.selectors import (
     category_costs,
     lemon_nodes,
@@ -50,21 +44,6 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )
     return render(request, template, context)
-
-
-@role_required()
-def job_figure(request: HttpRequest, pk: int) -> JsonResponse:
-    """The job page's progress chart as Plotly JSON (≤ 2,000 points per trace)."""
-    job = get_object_or_404(Job.objects.select_related("cluster__targets"), pk=pk)
-    target = targets_for(cluster=job.cluster).mean_mfu
-    return JsonResponse(job_progress_figure(job=job, mfu_target=target))
-
-
-@role_required()
-def node_figure(request: HttpRequest, hostname: str) -> JsonResponse:
-    """A node's telemetry rollups over the last 24 h as Plotly JSON."""
-    node = get_object_or_404(Node, hostname=hostname)
-    return JsonResponse(node_telemetry_figure(node=node))
 
 
 @role_required()

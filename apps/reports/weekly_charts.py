@@ -3,7 +3,6 @@ colours from the choices: causes from `GpuHours`, availability from `NodeState`.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from apps.common.charts import (
@@ -11,6 +10,7 @@ from apps.common.charts import (
     RANGE_BUTTONS,
     SERIES,
     base_layout,
+    iso,
     reference_line,
     target_line,
     translucent,
@@ -18,10 +18,6 @@ from apps.common.charts import (
 from apps.fleet.choices import NodeState
 from apps.reports.choices import LOSS_CAUSES, GpuHours
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
-
-
-def _iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +120,7 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
 def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
     """Cluster MFU (GPU-weighted) and the largest jobs' MFU per hour, with the cluster's
     MFU target (a floor) and the best public figure (a reference, not a limit)."""
-    x = [_iso(h) for h in series["hours"]]
+    x = [iso(h) for h in series["hours"]]
     traces = [
         {
             "type": "scatter",
@@ -170,7 +166,7 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
         "type": "scatter",
         "mode": "lines",
         "name": "GPU availability",
-        "x": [_iso(h) for h in series["hours"]],
+        "x": [iso(h) for h in series["hours"]],
         "y": series["availability"],
         "line": {"color": NodeState.HEALTHY.colour, "width": 1.6, "shape": "hv"},
         "fill": "tozeroy",

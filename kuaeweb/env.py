@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -72,3 +73,23 @@ def env_networks(name: str) -> list[str]:
         except ValueError as exc:
             raise ImproperlyConfigured(f"{name}: {item!r} is not a network (10.0.0.0/8)") from exc
     return out
+
+
+def local_secret(path: Path) -> str:
+    """A random secret kept in `path` (mode 600), made on first use: every process that
+    shares the folder shares it, and no two folders (or checkouts) have the same one."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    made = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(50))
+    try:
+        os.link(made, path)  # atomic: the first process to get here wins
+    except FileExistsError:
+        pass
+    finally:
+        made.unlink()
+    return path.read_text().strip()

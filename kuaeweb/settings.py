@@ -11,7 +11,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from kuaeweb.env import env_bool, env_int, env_list, env_networks, env_secret, env_str
+from kuaeweb.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_networks,
+    env_secret,
+    env_str,
+    local_secret,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("KUAE_VAR_DIR", str(BASE_DIR / "var")))
@@ -20,14 +28,15 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 DEMO = env_bool("KUAE_DEMO", False)
 
-_INSECURE_KEY = "insecure-dev-key-only-for-debug-and-demo-do-not-use-in-production-0123456789"
 SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
     if not (DEBUG or DEMO or env_bool("KUAE_TESTING", False)):
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set unless DJANGO_DEBUG=1"
         )
-    SECRET_KEY = _INSECURE_KEY
+    # Debug, demo and tests: a random key made once per var/ folder (its processes share
+    # it), never one written in the source.
+    SECRET_KEY = local_secret(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -59,6 +68,7 @@ MIDDLEWARE = [
     "apps.common.middleware.BodyLimitMiddleware",
     "apps.common.middleware.NulQueryMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "apps.accounts.sessions.SessionIdleTimeoutMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -71,6 +81,17 @@ MIDDLEWARE = [
 ROOT_URLCONF = "kuaeweb.urls"
 WSGI_APPLICATION = "kuaeweb.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
+# Username and password behind the sign-in throttle, whichever page asks (/login/, /admin/).
+AUTHENTICATION_BACKENDS = ["apps.accounts.backends.ThrottledModelBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env_int("KUAE_PASSWORD_MIN_LENGTH", 12, minimum=8)},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -246,6 +267,11 @@ SECURE_HSTS_PRELOAD = HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_HTTPONLY = True
+# A browser's session ends after this long without a request (SessionIdleTimeoutMiddleware
+# keeps one in use alive); API tokens expire KUAE_TOKEN_TTL_DAYS after they were issued.
+KUAE_SESSION_IDLE_S = env_int("KUAE_SESSION_IDLE_MINUTES", 60, minimum=1) * 60
+SESSION_COOKIE_AGE = max(KUAE_SESSION_IDLE_S, 12 * 3600)  # the backstop: 12 h from last use
+KUAE_TOKEN_TTL_DAYS = env_int("KUAE_TOKEN_TTL_DAYS", 90, minimum=1)
 # Sign-in throttle: this many failures for one username (4× for one address) within the
 # window refuse further attempts with 429 until older failures age out.
 KUAE_LOGIN_FAILURES = env_int("KUAE_LOGIN_FAILURES", 5, minimum=1)

@@ -41,6 +41,7 @@ urlpatterns = [
     path("metrics", report_metrics.metrics, name="metrics"),
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/login/", account_views.admin_login),  # the sign-in throttle, as /login/
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),
     path("", include("apps.fleet.urls")),

@@ -43,21 +43,26 @@ PERSONAS = {
 
 @pytest.fixture
 def users(db) -> dict[str, User]:  # noqa: ANN001
-    """The personas, created with password 'pw'."""
+    """The personas, created with password 'pw' (past the password policy, which
+    tests/accounts/test_hardening.py tests)."""
     return {
-        name: user_create_or_update(username=name, role=role, password="pw")
+        name: user_create_or_update(username=name, role=role, password="pw", check_password=False)
         for name, role in PERSONAS.items()
     }
 
 
 @pytest.fixture
 def api(users: dict[str, User]) -> Callable[[str | None], APIClient]:
-    """`api("otto")` → an API client authenticated with otto's token; `api(None)` → anonymous."""
+    """`api("otto")` → an API client authenticated with otto's token; `api(None)` → anonymous.
+    One token per persona and test (issuing another would revoke the first)."""
+    tokens: dict[str, str] = {}
 
     def make(name: str | None) -> APIClient:
         client = APIClient()
         if name is not None:
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=users[name])}")
+            if name not in tokens:
+                tokens[name] = token_issue(user=users[name])
+            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[name]}")
         return client
 
     return make

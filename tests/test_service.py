@@ -15,16 +15,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.embedded
-def test_healthz_and_readyz(client, db):
+def test_healthz_and_readyz(client, users):
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    body = ready.json()
+    assert ready.json() == {"status": "ok", "broker": "ok"}  # anonymous: ok / not ok only
+    client.force_login(users["mia"])
+    body = client.get("/readyz").json()
     assert body["database"] == "ok" and body["broker_ok"] is True, body
 
 
-def test_readyz_reports_a_dead_broker_without_failing(client, db, settings):
+def test_readyz_reports_a_dead_broker_without_failing(client, users, settings):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    body = client.get("/readyz")
+    assert body.status_code == 200 and body.json() == {"status": "ok", "broker": "not ok"}
+    client.force_login(users["mia"])
     body = client.get("/readyz")
     assert body.status_code == 200 and body.json()["broker_ok"] is False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -43,15 +44,20 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 
 
 def user_for_token(raw: str) -> tuple[User, ApiToken]:
-    """The active user an unrevoked API token belongs to; AuthenticationFailed otherwise."""
+    """The active user an unrevoked, unexpired API token belongs to (a token lives
+    KUAE_TOKEN_TTL_DAYS from its issue); AuthenticationFailed otherwise."""
+    now = timezone.now()
     token = (
         ApiToken.objects.select_related("user", "user__agent_scope__cluster")  # its scope too
-        .filter(key_hash=hash_token(raw), revoked_at__isnull=True)
+        .filter(
+            key_hash=hash_token(raw),
+            revoked_at__isnull=True,
+            created_at__gt=now - dt.timedelta(days=settings.KUAE_TOKEN_TTL_DAYS),
+        )
         .first()
     )
     if token is None or not token.user.is_active:
-        raise exceptions.AuthenticationFailed("invalid or revoked token")
-    now = timezone.now()
+        raise exceptions.AuthenticationFailed("invalid, revoked or expired token")
     if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user, token

@@ -37,7 +37,8 @@ class User(AbstractUser):
         password form — revokes every token the user had (CONTRACT §1). A hash upgraded at
         sign-in is no change: Django clears `_password` before that save."""
         changed = self.pk is not None and (
-            self._password is not None or getattr(self, "_password_dropped", False)
+            getattr(self, "_password", None) is not None
+            or getattr(self, "_password_dropped", False)
         )
         self._password_dropped = False
         super().save(*args, **kwargs)

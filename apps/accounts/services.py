@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -11,8 +12,12 @@ from apps.accounts.models import AgentScope, ApiToken, User
 
 
 @transaction.atomic
-def user_create_or_update(*, username: str, role: str, password: str | None = None) -> User:
-    """Create the user (or update its role and password) — used by `create_user`."""
+def user_create_or_update(
+    *, username: str, role: str, password: str | None = None, check_password: bool = True
+) -> User:
+    """Create the user (or update its role and password) — used by `create_user`. A password
+    must pass AUTH_PASSWORD_VALIDATORS (ValueError saying why), unless `check_password` is
+    off: for the demo's published login and the tests' personas only."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(Role.values)}")
     user, _ = User.objects.get_or_create(username=username)
@@ -20,15 +25,23 @@ def user_create_or_update(*, username: str, role: str, password: str | None = No
     user.is_staff = role == Role.ADMIN
     user.is_superuser = role == Role.ADMIN
     if password:
-        user.set_password(password)
+        if check_password:
+            try:
+                validate_password(password, user)
+            except ValidationError as exc:
+                raise ValueError("password refused: " + " ".join(exc.messages)) from exc
+        user.set_password(password)  # saving it revokes the user's tokens (User.save)
     elif not user.has_usable_password():
         user.set_unusable_password()
     user.save()
     return user
 
 
+@transaction.atomic
 def token_issue(*, user: User) -> str:
-    """Issue a new API token and return its raw value."""
+    """Issue a new API token and return its raw value; the user's older tokens are revoked
+    (CONTRACT §1: re-issue is how a token is rotated)."""
+    token_revoke(user=user)
     return ApiToken.issue(user)
 
 

@@ -1,13 +1,24 @@
-"""Sign-in with a throttle: too many failures for a username or an address → 429."""
+"""Sign-in with a throttle: too many failures for a username or an address → 429, on the
+dashboard's sign-in page and the admin's alike."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
-from apps.accounts.audit import Kind, audit, login_throttled
+from apps.accounts.audit import Kind, audit, login_key, login_throttled, remember_device
+
+
+def _refused(request: HttpRequest, username: str) -> bool:
+    """Audit and say so when a sign-in attempt is throttled."""
+    if not login_throttled(request, username):
+        return False
+    audit(Kind.LOGIN_THROTTLED, request, login_key(username))
+    return True
 
 
 class LoginView(auth_views.LoginView):
@@ -15,10 +26,25 @@ class LoginView(auth_views.LoginView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         username = request.POST.get("username", "")[:150]
-        if login_throttled(request, username):
-            audit(Kind.LOGIN_THROTTLED, request, username)
+        if _refused(request, username):
             # An unbound form: the password is not even looked at.
             form = self.get_form_class()(request, initial={"username": username})
             context = self.get_context_data(form=form, throttled=True)
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        remember_device(self.request, response, form.get_user().get_username())
+        return response
+
+
+def admin_login(request: HttpRequest) -> HttpResponse:
+    """The admin's sign-in (`/admin/login/`) behind the same throttle: a throttled attempt
+    gets the dashboard's "too many failed sign-ins" page, 429, the password unchecked."""
+    if request.method == "POST" and _refused(request, request.POST.get("username", "")[:150]):
+        return render(request, "registration/login.html", {"throttled": True}, status=429)
+    response = admin.site.login(request)
+    if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+        remember_device(request, response, request.user.get_username())
+    return response

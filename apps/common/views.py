@@ -29,7 +29,10 @@ def _broker_ok(url: str) -> tuple[bool, str]:
 
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """200 while the database answers, else 503; the broker is reported but never fails it."""
+    """200 while the database answers, else 503; the broker is reported but never fails it.
+
+    Anyone not signed in (a load balancer, the open network) reads only ok / not ok: the
+    errors name the database's host, port, role and name. Signed-in users read them."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -37,9 +40,20 @@ def readyz(request: HttpRequest) -> JsonResponse:
     except Exception as exc:  # the database being down is exactly what this reports
         database, db_ok = f"{type(exc).__name__}: {exc}"[:200], False
     broker_ok, broker = _broker_ok(settings.CELERY_BROKER_URL)
+    status = 200 if db_ok else 503
+    word = {True: "ok", False: "not ok"}
+    if not (db_ok and request.user.is_authenticated):
+        # (With the database down no user can be read: the same short answer for all.)
+        return JsonResponse({"status": word[db_ok], "broker": word[broker_ok]}, status=status)
     return JsonResponse(
-        {"ready": db_ok, "database": database, "broker": broker, "broker_ok": broker_ok},
-        status=200 if db_ok else 503,
+        {
+            "status": "ok",
+            "ready": db_ok,
+            "database": database,
+            "broker": broker,
+            "broker_ok": broker_ok,
+        },
+        status=status,
     )
 
 

@@ -118,10 +118,21 @@ class Postmortem(models.Model):
         related_name="postmortems_reviewed",
     )
     review_comment = models.TextField(blank=True, default="")
+    # Everyone who changed its content; `author` is the last of them. None may review it.
+    editors = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="postmortems_edited"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"postmortem of #{self.incident_id} ({self.status})"
+
+    def reviewable_by(self, user_id: int | None) -> bool:
+        """Whether that user may approve or reject it: never its author, nor anyone who
+        changed its content (the two-person rule: a reviewer wrote none of it)."""
+        if user_id is None or user_id == self.author_id:
+            return False
+        return not self.editors.filter(pk=user_id).exists()
 
 
 class ActionItem(models.Model):

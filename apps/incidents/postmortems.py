@@ -1,5 +1,11 @@
 """Postmortem writes: save a draft, submit, approve or reject (never your own), tick off
-action items."""
+action items.
+
+The two-person rule: the author is who wrote it — whoever last changed its content (a save
+that changes nothing changes no author) — and submitting does not make anyone its author.
+Approval or rejection needs an engineer who changed none of its content (`editors`): an
+engineer who edits someone else's draft has written part of it and leaves review to a third.
+"""
 
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ def postmortem_save(
 ) -> Postmortem:
     """Write the draft (or create it). Only a draft can be edited: a reviewer rejects it back."""
     postmortem, _ = Postmortem.objects.select_for_update().get_or_create(incident=incident)
+    before = _content(postmortem)
     if postmortem.status != Status.DRAFT:
         raise ValidationError(
             {"status": [f"the postmortem is {postmortem.status}; only a draft is edited"]}
@@ -67,7 +74,29 @@ def postmortem_save(
             for a in action_items
         ]
     )
+    if _content(postmortem) != before:
+        postmortem.author = by
+        postmortem.save(update_fields=["author"])
+        postmortem.editors.add(by)
     return postmortem
+
+
+def _content(postmortem: Postmortem) -> tuple[object, ...]:
+    """What its author wrote, to tell a change from a save of the same text (`done` on an
+    action item is progress, not content)."""
+    items = (
+        tuple(postmortem.action_items.order_by("pk").values_list("text", "owner_id", "due"))
+        if postmortem.pk
+        else ()
+    )
+    return (
+        postmortem.summary,
+        postmortem.root_cause,
+        postmortem.category,
+        postmortem.timeline,
+        postmortem.contributing_factors,
+        items,
+    )
 
 
 def _move(postmortem: Postmortem, *, by: User, to: str, note: str) -> Postmortem:
@@ -81,12 +110,14 @@ def _move(postmortem: Postmortem, *, by: User, to: str, note: str) -> Postmortem
 
 @transaction.atomic
 def postmortem_submit(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
-    """The author submits the draft for review."""
+    """An engineer submits the draft for review; its author stays who wrote it."""
     if postmortem.status != Status.DRAFT:
         raise ValidationError(
             {"status": [f"only a draft is submitted (it is {postmortem.status})"]}
         )
-    postmortem.author, postmortem.reviewer, postmortem.review_comment = by, None, ""
+    if postmortem.author_id is None:
+        raise ValidationError({"status": ["nothing is written yet: save the draft first"]})
+    postmortem.reviewer, postmortem.review_comment = None, ""
     return _move(
         postmortem,
         by=by,
@@ -96,13 +127,15 @@ def postmortem_submit(*, postmortem: Postmortem, by: User, comment: str = "") ->
 
 
 def _review(postmortem: Postmortem, *, by: User, comment: str, to: str, said: str) -> Postmortem:
-    """Another engineer than the author reviews a postmortem in review."""
+    """An engineer who wrote none of it reviews a postmortem in review."""
     if postmortem.status != Status.IN_REVIEW:
         raise ValidationError(
             {"status": [f"only a postmortem in review is reviewed (it is {postmortem.status})"]}
         )
     if postmortem.author_id == by.pk:
         raise PermissionDenied("the author cannot review their own postmortem")
+    if not postmortem.reviewable_by(by.pk):
+        raise PermissionDenied("an engineer who edited the postmortem cannot review it")
     postmortem.reviewer, postmortem.review_comment = by, comment
     return _move(postmortem, by=by, to=to, note=said + (f": {comment}" if comment else ""))
 

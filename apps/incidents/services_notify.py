@@ -86,7 +86,8 @@ def notification_text(incident: Incident, purpose: str) -> tuple[str, str]:
     """Subject and body of the message about `incident`."""
     nodes = ", ".join(incident.nodes.values_list("hostname", flat=True)) or "—"
     prefix = "ESCALATED " if purpose == "escalated" else ""
-    subject = f"[{prefix}{incident.severity.upper()}] {incident.title}"
+    # One line: a newline in the title must not become a header break (BadHeaderError).
+    subject = " ".join(f"[{prefix}{incident.severity.upper()}] {incident.title}".split())
     body = (
         f"{incident.get_category_display()} on {incident.cluster.name}, nodes {nodes}\n"
         f"detected {incident.detected_at:%Y-%m-%d %H:%M:%S} UTC"

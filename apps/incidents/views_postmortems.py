@@ -131,7 +131,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             "can_review": engineer
             and postmortem is not None
             and postmortem.status == Postmortem.Status.IN_REVIEW
-            and postmortem.author_id != user.pk,
+            and postmortem.reviewable_by(user.pk),
             "review_form": ReviewForm(),
             "today": timezone.now().date(),
         },
@@ -142,7 +142,8 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(ENGINEERS)
 def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
-    """Submit, approve or reject with an optional comment; the author cannot review (403)."""
+    """Submit, approve or reject with an optional comment; nobody who wrote it reviews it
+    (403)."""
     if step not in STEPS:
         raise Http404(step)
     postmortem = get_object_or_404(Postmortem.objects.select_related("author"), incident_id=pk)

@@ -16,12 +16,12 @@ pytestmark = pytest.mark.django_db
 
 def test_create_user_prints_token_last_and_stores_only_its_hash(monkeypatch):
     out = io.StringIO()
-    monkeypatch.setenv("KUAE_PASSWORD", "s3cret-pw")
+    monkeypatch.setenv("KUAE_PASSWORD", "long-enough-s3cret-pw")
     call_command("create_user", "nina", "--role", "operator", stdout=out, stderr=io.StringIO())
     token = out.getvalue().strip().splitlines()[-1]
     user = User.objects.get(username="nina")
     assert user.role == "operator"
-    assert user.check_password("s3cret-pw")
+    assert user.check_password("long-enough-s3cret-pw")
     stored = ApiToken.objects.get(user=user)
     assert stored.key_hash == hash_token(token) and token not in stored.key_hash
     client = APIClient()
@@ -39,7 +39,7 @@ def test_create_user_updates_role_of_existing_user():
         "--role",
         "engineer",
         "--password",
-        "x",
+        "another long s3cret",
         stdout=io.StringIO(),
         stderr=io.StringIO(),
     )

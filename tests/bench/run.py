@@ -99,7 +99,7 @@ def main() -> None:
     )
 
     # 2. Page server times, against /healthz through the same client.
-    user = user_create_or_update(username="bench", role="manager", password="x")
+    user = user_create_or_update(username="bench", role="manager")
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
     flagship = Job.objects.get(external_id="sim-0")

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_operator_signs_in_and_sees_the_cluster(chromium, live_server, tmp_path):
     simulate(gpus=256, days=3, seed=1)
-    user_create_or_update(username="otto", role="operator", password="pw-otto")
+    user_create_or_update(
+        username="otto", role="operator", password="pw-otto", check_password=False
+    )
     flagship = Job.objects.get(external_id="sim-0")
     page = chromium.new_page(viewport={"width": 1400, "height": 900})
     seen = watch(page, live_server.url)

@@ -30,7 +30,7 @@ def test_operator_drains_a_suspect_node_from_the_health_grid(chromium, live_serv
         reason="slow_node: compute 1.4× the job median",
         source="check",
     )
-    user_create_or_update(username="otto", role="operator", password="pw")
+    user_create_or_update(username="otto", role="operator", password="pw", check_password=False)
     page = chromium.new_page(viewport={"width": 1400, "height": 900})
     seen = watch(page, live_server.url)
 

@@ -26,7 +26,7 @@ def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_
         specs=[NodeSpec(hostname=f"gpu{i:03d}", rack="r0", in_service_at=start) for i in range(4)],
     )
     for name in ("erin", "eve"):
-        user_create_or_update(username=name, role="engineer", password="pw")
+        user_create_or_update(username=name, role="engineer", password="pw", check_password=False)
 
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tmp_path):
     simulate(gpus=256, days=10, seed=5, failure_rate=0.05)
-    user_create_or_update(username="mia", role="manager", password="pw-mia")
+    user_create_or_update(username="mia", role="manager", password="pw-mia", check_password=False)
     context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
     page = context.new_page()
     seen = watch(page, live_server.url)

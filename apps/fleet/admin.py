@@ -1,6 +1,24 @@
+from django import forms
+from django.conf import settings
 from django.contrib import admin
 
+from apps.fleet.destinations import url_refusal
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+
+
+class NodeForm(forms.ModelForm):
+    """A node as the admin edits it: its exporter_url judged as `POST nodes/` judges it."""
+
+    class Meta:
+        model = Node
+        fields = "__all__"  # noqa: DJ007 - the admin's own choice of fields applies
+
+    def clean_exporter_url(self) -> str:
+        value = self.cleaned_data.get("exporter_url") or ""
+        refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW) if value else None
+        if refused:
+            raise forms.ValidationError(f"the scraper may not connect there: {refused}")
+        return value
 
 
 @admin.register(Cluster)
@@ -10,6 +28,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
+    form = NodeForm
     list_display = ("hostname", "cluster", "rack", "state", "last_seen_at")
     list_filter = ("cluster", "state")
     search_fields = ("hostname", "rack")

@@ -156,6 +156,8 @@ class NodeCreateSerializer(serializers.Serializer):
         default="",
         max_length=500,
         validators=[validate_exporter_url],
+        help_text="http(s) URL of the node's dcgm-exporter, for pull mode; not an address "
+        "the scraper refuses (loopback, link-local, outside KUAE_SCRAPE_ALLOW when set)",
     )
     in_service_at = serializers.DateTimeField(required=False)
     addresses = serializers.ListField(

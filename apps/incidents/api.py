@@ -175,7 +175,8 @@ def _postmortem_body(postmortem: Postmortem) -> dict:
 
 
 class PostmortemView(APIView):
-    """`GET/PUT incidents/{id}/postmortem/`: engineers write the draft."""
+    """`GET/PUT incidents/{id}/postmortem/`: engineers write the draft. Whoever last changed
+    its content is its `author`."""
 
     roles = {"GET": READERS, "PUT": ENGINEERS}
 
@@ -208,7 +209,9 @@ class PostmortemView(APIView):
 
 
 class PostmortemActionView(APIView):
-    """`POST incidents/{id}/postmortem/submit|approve|reject/`."""
+    """`POST incidents/{id}/postmortem/submit|approve|reject/`: any engineer submits a
+    written draft (its author stays whoever last changed its content); approving or
+    rejecting needs an engineer who changed none of it, else 403."""
 
     roles = {"POST": ENGINEERS}
     action = ""

@@ -103,6 +103,20 @@ def test_a_name_that_resolves_to_loopback_is_refused_at_registration(api, cluste
     assert "127.0.0.1" in response.json()["exporter_url"][0]
 
 
+@NO_ALLOW
+def test_the_admin_form_judges_exporter_url_the_same_way():
+    from django import forms
+
+    from apps.fleet.admin import NodeForm
+
+    form = NodeForm()
+    form.cleaned_data = {"exporter_url": FORBIDDEN[0]}
+    with pytest.raises(forms.ValidationError, match="link-local"):
+        form.clean_exporter_url()
+    form.cleaned_data = {"exporter_url": "http://10.20.1.5:9400/metrics"}
+    assert form.clean_exporter_url() == "http://10.20.1.5:9400/metrics"
+
+
 def test_listing_loopback_does_not_open_link_local_or_ipv6_loopback(api, cluster):
     # The tests list 127.0.0.0/8 (settings_test); that opens exactly that range.
     for url in (FORBIDDEN[0], FORBIDDEN[2], FORBIDDEN[3]):

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "apps.incidents",
     "apps.health",
     "apps.reports",
+    "apps.metrics",
     "apps.simulator",
 ]
 

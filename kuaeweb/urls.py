@@ -11,7 +11,7 @@ from apps.accounts import views as account_views
 from apps.accounts.permissions import role_required
 from apps.accounts.schema import ReaderSchemaView
 from apps.common import views as common_views
-from apps.reports import metrics as report_metrics
+from apps.metrics import views as metrics_views
 
 # The schema and its Swagger UI: readers only, unless KUAE_PUBLIC_DOCS makes them public.
 schema_view = (
@@ -38,7 +38,7 @@ urlpatterns = [
     path("ui/colours.css", common_views.colours_css, name="colours-css"),
     path("api/v1/", include(api_v1)),
     path("api/docs/", docs_view, name="api-docs"),
-    path("metrics", report_metrics.metrics, name="metrics"),
+    path("metrics", metrics_views.metrics, name="metrics"),
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/login/", account_views.admin_login),  # the sign-in throttle, as /login/

@@ -1,28 +1,18 @@
-"""`/metrics`: the dashboard's own state for Prometheus (fleet by state, open incidents,
-unrouted Alertmanager alerts, running jobs, age of each check's last run), read from the
-database at scrape time.
+"""What `/metrics` reports, read from the database at scrape time: the fleet by state, open
+incidents, unrouted Alertmanager alerts, running jobs, the age of each check's last run.
 
-Not public: a scraper sends `Authorization: Bearer KUAE_METRICS_TOKEN` (or an admin's API
-token), or an admin is signed in; KUAE_PUBLIC_METRICS is not offered on purpose — the token
-is the switch.
+This app sits above the others (it reads the fleet, jobs, incidents and health apps, and
+none of them imports it): the dashboard's own state, exposed for Prometheus.
 """
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterator
 
-from django.conf import settings
 from django.db.models import Count, Max, Sum
-from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from django.views.decorators.cache import never_cache
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
-from rest_framework.exceptions import AuthenticationFailed
 
-from apps.accounts.authentication import user_for_token
-from apps.accounts.choices import ADMINS
 from apps.fleet.models import Node
 from apps.health.models import CheckRun
 from apps.incidents.choices import ACTIVE_STATUSES
@@ -35,6 +25,7 @@ class FleetCollector:
     """Gauges computed from the database on each scrape (a handful of grouped queries)."""
 
     def collect(self) -> Iterator[Metric]:
+        """The gauges, read now."""
         nodes = GaugeMetricFamily(
             "kuae_nodes", "Nodes by cluster and state", labels=["cluster", "state"]
         )
@@ -53,12 +44,12 @@ class FleetCollector:
             "Open incidents by cluster and severity",
             labels=["cluster", "severity"],
         )
-        for row in (
+        for open_row in (
             Incident.objects.filter(status__in=ACTIVE_STATUSES)
             .values("cluster__name", "severity")
             .annotate(n=Count("id"))
         ):
-            incidents.add_metric([row["cluster__name"], row["severity"]], row["n"])
+            incidents.add_metric([open_row["cluster__name"], open_row["severity"]], open_row["n"])
         yield incidents
         unrouted = GaugeMetricFamily(
             "kuae_unrouted_alerts",
@@ -72,12 +63,12 @@ class FleetCollector:
             unrouted.add_metric([status], by_status.get(status, 0))
         yield unrouted
         jobs = GaugeMetricFamily("kuae_running_jobs", "Running jobs by cluster", labels=["cluster"])
-        for row in (
+        for job_row in (
             Job.objects.filter(status=JobStatus.RUNNING)
             .values("cluster__name")
             .annotate(n=Count("id"))
         ):
-            jobs.add_metric([row["cluster__name"]], row["n"])
+            jobs.add_metric([job_row["cluster__name"]], job_row["n"])
         yield jobs
         age = GaugeMetricFamily(
             "kuae_check_last_run_age_seconds",
@@ -85,50 +76,14 @@ class FleetCollector:
             labels=["cluster", "kind"],
         )
         now = timezone.now()
-        for row in (
+        for run_row in (
             CheckRun.objects.filter(status="done")
             .values("cluster__name", "kind")
             .annotate(last=Max("started_at"))
         ):
-            if row["last"] is not None:
+            if run_row["last"] is not None:
                 age.add_metric(
-                    [row["cluster__name"], row["kind"]], (now - row["last"]).total_seconds()
+                    [run_row["cluster__name"], run_row["kind"]],
+                    (now - run_row["last"]).total_seconds(),
                 )
         yield age
-
-
-def _caller(request: HttpRequest) -> tuple[bool, bool]:
-    """(allowed, identified): the metrics token, or an admin by session or API token."""
-    token = settings.KUAE_METRICS_TOKEN
-    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
-    credential = credential.strip()
-    if scheme.lower() in ("bearer", "token") and credential:
-        if token and hmac.compare_digest(credential.encode(), token.encode()):
-            return True, True
-        try:
-            token_user, _ = user_for_token(credential)
-        except AuthenticationFailed:
-            pass
-        else:  # a valid API token: who it is decides, as on the API
-            return token_user.has_role(ADMINS), True
-    user = request.user
-    if user.is_authenticated:
-        return user.has_role(ADMINS), True  # type: ignore[union-attr]
-    return False, False
-
-
-@never_cache
-def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus text; 401 without valid credentials, 403 for a known non-admin (signed in,
-    or sending another role's API token — an agent's Bearer token is no anonymous caller)."""
-    allowed, identified = _caller(request)
-    if not allowed:
-        status = 403 if identified else 401
-        return HttpResponse(
-            "metrics need KUAE_METRICS_TOKEN or an admin\n",
-            status=status,
-            content_type="text/plain",
-        )
-    registry = CollectorRegistry()
-    registry.register(FleetCollector())
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -28,6 +28,18 @@ def cluster_list() -> QuerySet[Cluster]:
     ).order_by("name")
 
 
+def cluster_names() -> list[str]:
+    """Every cluster's name, in name order."""
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+
+
+def cluster_get(*, name: str | None = None) -> Cluster | None:
+    """The cluster called `name`, or without a name the first by name; None if there is
+    no such cluster."""
+    clusters = Cluster.objects.order_by("name")
+    return (clusters.filter(name=name) if name else clusters).first()
+
+
 @dataclass(frozen=True)
 class GpuAccount:
     """Where a cluster's GPUs are (CONTRACT §6): `allocated` to a running job, `idle` on a

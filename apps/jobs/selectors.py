@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Avg, QuerySet
 
 from apps.common.downsample import downsample_indices
 from apps.common.sql import epoch_seconds
 from apps.jobs.choices import JobStatus
-from apps.jobs.models import Job, JobMetric
+from apps.jobs.models import Checkpoint, Job, JobMetric
 
 MAX_POINTS_DEFAULT = 2_000
 MAX_POINTS_LIMIT = 10_000
@@ -118,3 +118,12 @@ def job_detail(*, pk: int) -> Job | None:
 def checkpoint_times(*, job: Job, limit: int) -> list[dt.datetime]:
     """When the job's latest `limit` checkpoints were saved, newest first."""
     return list(job.checkpoints.order_by("-saved_at").values_list("saved_at", flat=True)[:limit])
+
+
+def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None:
+    """The mean blocking time (seconds) of the cluster's checkpoints saved since `since`
+    that blocked at all; None when there is none."""
+    cost: float | None = Checkpoint.objects.filter(
+        job__cluster_id=cluster_id, saved_at__gte=since, blocking_s__gt=0
+    ).aggregate(c=Avg("blocking_s"))["c"]
+    return cost

@@ -7,7 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from apps.fleet.models import Cluster
-from apps.reports.targets import DEFAULTS, HOURS_PER_DAY, Targets
+from apps.reports.targets import DEFAULTS, HOURS_PER_DAY, MFU_REFERENCE, Targets
 
 
 class ReportDelivery(models.Model):
@@ -66,8 +66,8 @@ class ClusterTargets(models.Model):
     mfu = models.FloatField(
         default=DEFAULTS["mean_mfu"],
         validators=_ratio("MFU"),
-        help_text="GPU-weighted MFU, at least (0.5 = 50%); 60% is the best public figure, "
-        "shown as a reference",
+        help_text="GPU-weighted MFU, at least (0.5 = 50%); "
+        f"{MFU_REFERENCE:.0%} is the best public figure, shown as a reference",
     )
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -7,6 +7,7 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
@@ -20,8 +21,9 @@ from apps.incidents.models import Incident
 from apps.jobs.choices import JobCondition
 from apps.jobs.models import Job
 from apps.jobs.readers import JobIncidents, Line, MfuLines, job_incidents
-from apps.jobs.selectors import running_jobs, running_node_ids
+from apps.jobs.selectors import checkpoint_cost_mean, running_jobs, running_node_ids
 from apps.reports.models import ClusterTargets
+from apps.reports.planning import what_if
 from apps.reports.reliability import IncidentTimes, reliability
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, Targets, target_text
 
@@ -171,6 +173,28 @@ def reliability_report(
     )
     report["cluster"] = cluster.name
     return report
+
+
+DEFAULT_CHECKPOINT_COST_S = 60.0  # what-if without any checkpoint measured
+
+
+def whatif_projection(*, cluster: Cluster, now: dt.datetime, gpus: int) -> dict[str, Any]:
+    """The weekly page's what-if: a job of `gpus` GPUs projected from the last 30 days' node
+    MTBF, MTTR and mean checkpoint cost (`p` only when a node failed in those days)."""
+    start = now - dt.timedelta(days=30)
+    rel = reliability_report(cluster=cluster, start=start, end=now, now=now, job_nodes=1)
+    cost = checkpoint_cost_mean(cluster_id=cluster.pk, since=start) or DEFAULT_CHECKPOINT_COST_S
+    out: dict[str, Any] = {"gpus": gpus, "rel": rel, "cost_s": cost}
+    node_mtbf, mttr = rel["node_mtbf_hours"], rel["mttr_minutes"]
+    if isinstance(node_mtbf, float) and node_mtbf:
+        out["p"] = what_if(
+            gpus=gpus,
+            gpus_per_node=cluster.gpus_per_node,
+            node_mtbf_hours=node_mtbf,
+            mttr_minutes=mttr if isinstance(mttr, float) else 0.0,
+            checkpoint_cost_s=cost,
+        )
+    return out
 
 
 def node_mtbf_hours(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> float | None:

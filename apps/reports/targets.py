@@ -20,7 +20,7 @@ TABLE: dict[str, tuple[str, float]] = {
 }
 DEFAULTS = {key: floor for key, (_, floor) in TABLE.items()}
 MFU_REFERENCE = 0.60  # the best public figure: a reference line, not a target
-MFU_REFERENCE_LABEL = "best public figure 60%"
+MFU_REFERENCE_LABEL = f"best public figure {MFU_REFERENCE:.0%}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,44 @@
+"""What the report pages read from their query string: the cluster, a bounded number, the
+week — each answered through the selectors, a bad value a 404 or the default."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.http import Http404, HttpRequest
+
+from apps.common.weeks import last_complete_week, parse_week
+from apps.fleet.models import Cluster
+from apps.fleet.selectors import cluster_get, cluster_names
+
+
+def pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
+    """`?cluster=NAME` (404 if unknown), else the first cluster by name; and every name."""
+    names = cluster_names()
+    wanted = request.GET.get("cluster")
+    if wanted and wanted not in names:
+        raise Http404(f"no cluster {wanted}")
+    return cluster_get(name=wanted), names
+
+
+def int_param(request: HttpRequest, key: str, default: int, lo: int, hi: int) -> int:
+    """`?key=N` clamped to [lo, hi]; the default when it is missing or not a number."""
+    try:
+        return min(max(int(request.GET.get(key, default)), lo), hi)
+    except ValueError:
+        return default
+
+
+def week_param(request: HttpRequest, now: dt.datetime) -> dt.datetime:
+    """`?week=2026-W47` (404 for a malformed or future week), else the last complete week
+    (CONTRACT §6: the report opens on a finished week, not on one still in progress)."""
+    text = request.GET.get("week")
+    if not text:
+        return last_complete_week(now)
+    try:
+        start = parse_week(text)
+    except ValueError as exc:
+        raise Http404(str(exc)) from exc
+    if start > now:
+        raise Http404("that week has not started")
+    return start

@@ -1,0 +1,32 @@
+"""The overview page: KPIs, node grid, running jobs, latest incidents (and its panel, which
+every open screen polls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from apps.accounts.permissions import role_required
+from apps.reports.params import pick_cluster
+from apps.reports.selectors import overview, targets_for
+from apps.reports.weekly import week_so_far
+
+
+@role_required()
+def overview_page(request: HttpRequest) -> HttpResponse:
+    """The cluster overview: KPIs, node grid, running jobs, latest incidents; `?panel=1`
+    answers the polled panels alone."""
+    cluster, names = pick_cluster(request)
+    now = timezone.now()
+    context: dict[str, Any] = {"clusters": names, "cluster": cluster, "now": now}
+    if cluster is not None:
+        context["o"] = overview(cluster=cluster, now=now)
+        context["week"] = week_so_far(cluster=cluster, now=now)
+        context["targets"] = targets_for(cluster=cluster)
+    template = (
+        "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
+    )
+    return render(request, template, context)

@@ -66,7 +66,7 @@ class ClusterDetailView(generics.RetrieveAPIView):
 
 
 class NodeListView(generics.ListAPIView):
-    """`GET nodes/?cluster=&state=&rack=` (paginated); operators register with POST."""
+    """`GET nodes/?cluster=&state=&rack=&sort=` (paginated); operators register with POST."""
 
     roles = {"GET": READERS, "POST": OPERATORS}
     serializer_class = NodeSerializer

@@ -29,30 +29,11 @@ from apps.fleet.selectors import (
 from apps.fleet.services import node_set_state
 from apps.fleet.telemetry import GPU_COLUMNS, reporting_gaps
 
-SORTS = {
-    "hostname": "hostname",
-    "-hostname": "-hostname",
-    "rack": "rack",
-    "-rack": "-rack",
-    "state": "state",
-    "-state": "-state",
-    "last_seen": "last_seen_at",
-    "-last_seen": "-last_seen_at",
-    "changed": "state_changed_at",
-    "-changed": "-state_changed_at",
-}
-
 
 @role_required()
 def node_list_page(request: HttpRequest) -> HttpResponse:
     """All nodes, filterable by cluster/state/rack/host, sortable, paginated."""
-    listing = list_page(
-        request,
-        NodeFilter(request.GET, queryset=node_list()),
-        sorts=SORTS,
-        default_sort="hostname",
-        tiebreak="hostname",
-    )
+    listing = list_page(request, NodeFilter(request.GET, queryset=node_list()))
     return render(
         request,
         "fleet/node_list.html",

@@ -40,8 +40,9 @@ from apps.incidents.services_alerts import alertmanager_ingest
 
 
 class IncidentListView(generics.ListAPIView):
-    """`GET incidents/?cluster=&status=&category=&start=&end=&order=-cost`; engineers file
-    with POST. Costs are read at one instant: an open incident's run up to it (§6)."""
+    """`GET incidents/?cluster=&status=&category=&start=&end=&sort=-cost` (`order`, the
+    former name of `sort`, is still read); engineers file with POST. Costs are read at one
+    instant: an open incident's run up to it (§6)."""
 
     roles = {"GET": READERS, "POST": ENGINEERS}
     serializer_class = IncidentSerializer
@@ -128,7 +129,8 @@ class AlertmanagerView(APIView):
 
 
 class UnroutedAlertListView(generics.ListAPIView):
-    """`GET alerts/unrouted/?since=`: alerts kept without an incident, latest delivery first."""
+    """`GET alerts/unrouted/?since=&status=&sort=`: alerts kept without an incident, latest
+    delivery first."""
 
     roles = {"GET": READERS}
     serializer_class = UnroutedAlertSerializer

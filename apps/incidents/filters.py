@@ -1,17 +1,18 @@
-"""Incident list filters, shared by the API and (later) the incidents page."""
+"""Incident and unrouted-alert list filters and sorting, shared by the pages and the API."""
 
 from __future__ import annotations
 
 import django_filters
 from django.db.models import Q, QuerySet
 
-from apps.common.filters import IdFilter
+from apps.common.filters import IdFilter, SortedFilterSet, SortFilter
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, UnroutedAlert
 
 
-class IncidentFilter(django_filters.FilterSet):
-    """By cluster, status, category, severity, node, job, and failure time (start/end)."""
+class IncidentFilter(SortedFilterSet):
+    """By cluster, status, category, severity, node, job, and failure time (start/end);
+    sorted by cost, detection time or severity (newest first by default)."""
 
     cluster = django_filters.CharFilter(field_name="cluster__name")
     status = django_filters.MultipleChoiceFilter(choices=IncidentStatus.choices)
@@ -22,9 +23,11 @@ class IncidentFilter(django_filters.FilterSet):
     start = django_filters.IsoDateTimeFilter(method="filter_start")
     end = django_filters.IsoDateTimeFilter(method="filter_end")
 
-    order = django_filters.OrderingFilter(
+    sort = SortFilter(
         # `cost_now`: lost GPU-hours at this instant, annotated by `costs.with_cost_order`.
-        fields=(("cost_now", "cost"), ("detected_at", "detected"), ("severity", "severity"))
+        fields=(("cost_now", "cost"), ("detected_at", "detected"), ("severity", "severity")),
+        default="-detected",
+        tiebreak="-id",
     )
 
     class Meta:
@@ -38,7 +41,7 @@ class IncidentFilter(django_filters.FilterSet):
             "job",
             "start",
             "end",
-            "order",
+            "sort",
         ]
 
     def filter_start(self, queryset: QuerySet, name: str, value: object) -> QuerySet:
@@ -54,12 +57,22 @@ class IncidentFilter(django_filters.FilterSet):
         )
 
 
-class UnroutedAlertFilter(django_filters.FilterSet):
-    """`since`: alerts delivered at or after it; `status`: firing or resolved."""
+class UnroutedAlertFilter(SortedFilterSet):
+    """`since`: alerts delivered at or after it; `status`: firing or resolved; sorted by
+    last delivery (newest first by default), start, or number of deliveries."""
 
     since = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
     status = django_filters.ChoiceFilter(choices=UnroutedAlert.Status.choices)
+    sort = SortFilter(
+        fields=(
+            ("received_at", "received"),
+            ("starts_at", "started"),
+            ("deliveries", "deliveries"),
+        ),
+        default="-received",
+        tiebreak="-id",
+    )
 
     class Meta:
         model = UnroutedAlert
-        fields = ["since", "status"]
+        fields = ["since", "status", "sort"]

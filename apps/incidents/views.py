@@ -16,7 +16,7 @@ from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.costs import costs_at, with_cost_order
-from apps.incidents.filters import IncidentFilter
+from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
 from apps.incidents.forms import CommentForm, IncidentEditForm, IncidentFileForm
 from apps.incidents.models import Incident, Postmortem, TimelineEntry, UnroutedAlert
 from apps.incidents.selectors import (
@@ -28,29 +28,14 @@ from apps.incidents.selectors import (
 )
 from apps.incidents.services import TIMES, incident_note, incident_open, incident_update
 
-SORTS = {
-    "-cost": "-cost_now",  # lost GPU-hours at this instant (open incidents keep costing)
-    "cost": "cost_now",
-    "-detected": "-detected_at",
-    "detected": "detected_at",
-    "severity": "severity",
-    "-severity": "-severity",
-}
-
 
 @role_required()
 def incident_list_page(request: HttpRequest) -> HttpResponse:
     """Incidents filterable by status, category, severity, node, job, time; sortable by
     cost. Costs are read at one instant: an open incident's run up to it."""
     now = timezone.now()
-    listing = list_page(
-        request,
-        IncidentFilter(request.GET, queryset=with_cost_order(incident_list(), now=now)),
-        sorts=SORTS,
-        default_sort="-detected",
-        tiebreak="-id",
-        per_page=50,
-    )
+    incidents = with_cost_order(incident_list(), now=now)
+    listing = list_page(request, IncidentFilter(request.GET, queryset=incidents), per_page=50)
     listing["page"].object_list = costs_at(listing["page"].object_list, now=now)
     return render(
         request,
@@ -70,35 +55,12 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-UNROUTED_SORTS = {
-    "-received": "-received_at",
-    "received": "received_at",
-    "-started": "-starts_at",
-    "started": "starts_at",
-    "-deliveries": "-deliveries",
-    "deliveries": "deliveries",
-}
-
-
-class _Unrouted:
-    """The list_page filter protocol over unrouted_alerts() (status only)."""
-
-    def __init__(self, status: str) -> None:
-        self.qs = unrouted_alerts(status=status)
-
-
 @role_required()
 def unrouted_alert_list_page(request: HttpRequest) -> HttpResponse:
     """Alertmanager alerts that named no known node or cluster, labels shown as sent."""
     status = request.GET.get("status", "")
-    listing = list_page(
-        request,
-        _Unrouted(status),
-        sorts=UNROUTED_SORTS,
-        default_sort="-received",
-        tiebreak="-id",
-        per_page=50,
-    )
+    alerts = UnroutedAlertFilter(request.GET, queryset=unrouted_alerts())
+    listing = list_page(request, alerts, per_page=50)
     return render(
         request,
         "incidents/unrouted_alerts.html",

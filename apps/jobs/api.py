@@ -57,7 +57,7 @@ def _job_response(
 
 
 class JobListView(generics.ListAPIView):
-    """`GET jobs/?cluster=&status=` (paginated); `POST jobs/` registers a run."""
+    """`GET jobs/?cluster=&status=&sort=` (paginated); `POST jobs/` registers a run."""
 
     roles = {"GET": READERS, "POST": JOB_WRITERS}
     agent_scoped = True

@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import django_filters
 
+from apps.common.filters import SortedFilterSet, SortFilter
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 
 
-class JobFilter(django_filters.FilterSet):
-    """Filter jobs by cluster name, status, or a name fragment."""
+class JobFilter(SortedFilterSet):
+    """Filter jobs by cluster name, status, or a name fragment; sort by start, GPUs, name,
+    status or last progress (newest first by default)."""
 
     cluster = django_filters.CharFilter(field_name="cluster__name")
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name")
+    sort = SortFilter(
+        fields=(
+            ("started_at", "started"),
+            ("gpu_count", "gpus"),
+            ("name", "name"),
+            ("status", "status"),
+            ("progress_at", "progress"),
+        ),
+        default="-started",
+        tiebreak="-id",
+    )
 
     class Meta:
         model = Job
-        fields = ["cluster", "status", "q"]
+        fields = ["cluster", "status", "q", "sort"]

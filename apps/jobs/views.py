@@ -16,31 +16,12 @@ from apps.jobs.models import Job
 from apps.jobs.readers import job_incidents
 from apps.jobs.selectors import job_detail, job_list
 
-SORTS = {
-    "started": "started_at",
-    "-started": "-started_at",
-    "gpus": "gpu_count",
-    "-gpus": "-gpu_count",
-    "name": "name",
-    "-name": "-name",
-    "status": "status",
-    "-status": "-status",
-    "progress": "progress_at",
-    "-progress": "-progress_at",
-}
-
 
 @role_required()
 def job_list_page(request: HttpRequest) -> HttpResponse:
     """All jobs, filterable by cluster/status/name, sortable, paginated; each with its
     condition (what its open incidents say) and MFU now."""
-    listing = list_page(
-        request,
-        JobFilter(request.GET, queryset=job_list()),
-        sorts=SORTS,
-        default_sort="-started",
-        tiebreak="-id",
-    )
+    listing = list_page(request, JobFilter(request.GET, queryset=job_list()))
     page = listing["page"]
     page.object_list = list(page.object_list)
     health = job_incidents([j.pk for j in page.object_list])

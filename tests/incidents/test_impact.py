@@ -91,7 +91,7 @@ def test_cost_is_stored_and_sortable(api, job):
         .json()
     )
     assert small["lost_gpu_hours"] == 0
-    order = [i["id"] for i in api("mia").get("/api/v1/incidents/?order=-cost").json()["results"]]
+    order = [i["id"] for i in api("mia").get("/api/v1/incidents/?sort=-cost").json()["results"]]
     assert order == [big["id"], small["id"]]
 
 

@@ -179,9 +179,9 @@ def test_an_open_incident_keeps_costing_and_sorts_by_its_cost_now(world, client,
     # costs more, and both sorts say so.
     closed = Incident.objects.get(pk=world["closed"])
     assert Incident.objects.get(pk=pk).lost_gpu_hours < closed.lost_gpu_hours < before
-    api_order = [i["id"] for i in client.get("/api/v1/incidents/?order=-cost").json()["results"]]
+    api_order = [i["id"] for i in client.get("/api/v1/incidents/?sort=-cost").json()["results"]]
     assert api_order == [pk, world["closed"]]
-    assert [i["id"] for i in client.get("/api/v1/incidents/?order=cost").json()["results"]] == [
+    assert [i["id"] for i in client.get("/api/v1/incidents/?sort=cost").json()["results"]] == [
         world["closed"],
         pk,
     ]

@@ -1,4 +1,4 @@
-"""Plotly figures of the weekly report and the trends page (plain dicts, like charts.py);
+"""Plotly figures of the weekly report and the trends page (plain dicts, like every chart);
 colours from the choices: causes from `GpuHours`, availability from `NodeState`."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts.models import User
-from apps.accounts.services import token_issue, user_create_or_update
+from apps.accounts.models import ApiToken, User
+from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Job
@@ -53,16 +53,14 @@ def users(db) -> dict[str, User]:  # noqa: ANN001
 
 @pytest.fixture
 def api(users: dict[str, User]) -> Callable[[str | None], APIClient]:
-    """`api("otto")` → an API client authenticated with otto's token; `api(None)` → anonymous.
-    One token per persona and test (issuing another would revoke the first)."""
-    tokens: dict[str, str] = {}
+    """`api("otto")` → an API client authenticated with a new token of otto's; `api(None)` →
+    anonymous. (The model's issue, one INSERT: unlike `token_issue` it leaves the persona's
+    other tokens live, so a test may hold several clients.)"""
 
     def make(name: str | None) -> APIClient:
         client = APIClient()
         if name is not None:
-            if name not in tokens:
-                tokens[name] = token_issue(user=users[name])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[name]}")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(users[name])}")
         return client
 
     return make

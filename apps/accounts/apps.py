@@ -6,4 +6,8 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self) -> None:
-        from apps.accounts import audit, schema  # noqa: F401 - signal receivers, OpenAPI extension
+        from apps.accounts import (  # noqa: F401 - signal receivers, OpenAPI extension
+            audit,
+            schema,
+            sessions,
+        )

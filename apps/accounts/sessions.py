@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
+from django.contrib.auth.signals import user_logged_in
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 
 SEEN = "_kuae_seen"  # when this session last made a request (epoch seconds)
 TOUCH_EVERY_S = 60  # write the session at most once a minute for it
+
+
+@receiver(user_logged_in)
+def _signed_in(sender: Any, request: HttpRequest | None, **kwargs: Any) -> None:
+    """A session starts in use (written with the sign-in, not by the next request)."""
+    if request is not None and hasattr(request, "session"):
+        request.session[SEEN] = int(time.time())
 
 
 class SessionIdleTimeoutMiddleware:

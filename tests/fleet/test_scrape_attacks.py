@@ -215,6 +215,20 @@ def test_a_drip_fed_answer_ends_at_the_whole_scrape_deadline(cluster, server):
     assert Node.objects.get(hostname="drip").scrape_error == "timeout"
 
 
+def test_a_slow_name_lookup_ends_at_the_deadline_too(cluster, server, monkeypatch):
+    real = socket.getaddrinfo
+
+    def slow(host: str, *args: object, **kwargs: object) -> list:
+        if host == "slow.dns.example":
+            time.sleep(3)
+            return real("127.0.0.1", *args, **kwargs)  # type: ignore[arg-type]
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(destinations.socket, "getaddrinfo", slow)
+    node, _, took = _scrape(cluster, f"http://slow.dns.example:{server.port}/metrics", 1.0)
+    assert node.scrape_error == "timeout" and took < 2, took
+
+
 def test_a_gzip_bomb_is_refused_at_the_cap_with_memory_flat(cluster, server):
     from tests.support import gzip_bomb
 

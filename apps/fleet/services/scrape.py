@@ -6,8 +6,8 @@ says or where its URL points:
 - it connects only where KUAE_SCRAPE_ALLOW lets it (apps.fleet.destinations): it resolves
   the name itself, checks every address and connects to a checked one — no second lookup
   a rebinding DNS server could answer differently, no proxy from the environment;
-- one deadline covers the whole scrape of a target (connect, TLS, headers, body): a
-  server that drips a byte a second is cut off at `timeout_s`;
+- one deadline covers the whole scrape of a target (name lookup, connect, TLS, headers,
+  body): a server that drips a byte a second is cut off at `timeout_s`;
 - the answer is streamed and refused past MAX_BYTES, counted before and after
   decompression (a declared Content-Length over it is refused before the body is read),
   and past MAX_LINES before it is parsed;
@@ -24,6 +24,7 @@ import time
 import zlib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import httpcore
@@ -36,6 +37,7 @@ from apps.common.bulk import update_many
 from apps.common.errors import BatchError
 from apps.fleet.destinations import (
     DestinationRefused,
+    IPAddress,
     IPNetwork,
     Unresolvable,
     checked_addresses,
@@ -107,6 +109,11 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
+# Name lookups, off the scraping threads (a lookup cannot be cancelled; it is waited for
+# only until the scrape's deadline).
+_RESOLVER = ThreadPoolExecutor(max_workers=32, thread_name_prefix="scrape-dns")
+
+
 class _GuardedBackend(httpcore.NetworkBackend):
     """Connects only to addresses the destination policy allows, and to the very address
     it checked; every connection it makes ends by `deadline`."""
@@ -124,7 +131,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
         error: Exception = httpcore.ConnectError("no address to connect to")
-        for address in checked_addresses(host, port, self._allow):
+        for address in self._resolve(host, port):
             left = self._deadline - time.monotonic()
             if left <= 0:
                 raise httpcore.ConnectTimeout("scrape deadline passed")
@@ -141,6 +148,16 @@ class _GuardedBackend(httpcore.NetworkBackend):
                 continue
             return _DeadlineStream(stream, self._deadline)
         raise error
+
+    def _resolve(self, host: str, port: int) -> list[IPAddress]:
+        """The checked addresses of `host`, by the deadline: the resolver runs in a thread
+        of its own, so a name that takes long to resolve cannot hold the scrape past it."""
+        left = self._deadline - time.monotonic()
+        future = _RESOLVER.submit(checked_addresses, host, port, self._allow)
+        try:
+            return future.result(timeout=max(left, 0))
+        except FutureTimeout as exc:
+            raise httpcore.ConnectTimeout("name resolution passed the scrape deadline") from exc
 
     def connect_unix_socket(
         self,

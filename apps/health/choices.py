@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from apps.common.choices import ColouredChoices, css_prefix
+from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 class CheckKind(models.TextChoices):
@@ -32,7 +32,7 @@ class ResultStatus(ColouredChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"pass": "#2e9e4f", "warn": "#d9a400", "fail": "#d62728"}
+        return {"pass": Hue.GREEN, "warn": Hue.AMBER, "fail": Hue.RED}
 
 
 SEVERITY_ORDER = {"pass": 0, "warn": 1, "fail": 2}
@@ -49,4 +49,4 @@ class RunStatus(ColouredChoices):
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"queued": "#8c8c8c", "running": "#1f77b4", "done": "#2e9e4f", "error": "#d62728"}
+        return {"queued": Hue.GREY, "running": Hue.BLUE, "done": Hue.GREEN, "error": Hue.RED}

@@ -6,6 +6,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.common.hostnames import hostname_clean
+from apps.common.limits import HOSTNAME_LENGTH
+
 
 class ClusterNameField(serializers.SlugRelatedField):
     """A cluster named by `name`; a NUL character is refused before any lookup (PostgreSQL
@@ -22,3 +25,20 @@ class ClusterNameField(serializers.SlugRelatedField):
         if isinstance(data, str) and "\x00" in data:
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class HostnameField(serializers.CharField):
+    """A hostname that names a node for the first time: a DNS name (RFC 1123 labels, at most
+    253 characters; apps.common.hostnames), or a 400 for this field saying why not."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", HOSTNAME_LENGTH)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        """The hostname as given."""
+        value = super().to_internal_value(data)
+        try:
+            return hostname_clean(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc

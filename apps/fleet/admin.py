@@ -2,16 +2,24 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin
 
+from apps.common.hostnames import hostname_clean
 from apps.fleet.destinations import url_refusal
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 
 
 class NodeForm(forms.ModelForm):
-    """A node as the admin edits it: its exporter_url judged as `POST nodes/` judges it."""
+    """A node as the admin edits it: its hostname and exporter_url judged as `POST nodes/`
+    judges them."""
 
     class Meta:
         model = Node
         fields = "__all__"  # noqa: DJ007 - the admin's own choice of fields applies
+
+    def clean_hostname(self) -> str:
+        try:  # a DNS name, as everywhere a node is named (CONTRACT §1)
+            return hostname_clean(self.cleaned_data.get("hostname") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_exporter_url(self) -> str:
         value = self.cleaned_data.get("exporter_url") or ""

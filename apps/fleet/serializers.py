@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
+from apps.common.fields import ClusterNameField, HostnameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import NodeState
@@ -33,9 +33,6 @@ def validate_exporter_url(value: str) -> None:
     refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW)
     if refused:
         raise serializers.ValidationError(f"the scraper may not connect there: {refused}")
-
-
-HOSTNAME_RE = r"^[A-Za-z0-9]([A-Za-z0-9.\-_]{0,251}[A-Za-z0-9])?$"
 
 
 class IncidentRefSerializer(serializers.Serializer):
@@ -146,7 +143,7 @@ class NodeDetailSerializer(NodeSerializer):
 class NodeCreateSerializer(serializers.Serializer):
     """`POST nodes/` body."""
 
-    hostname = serializers.RegexField(HOSTNAME_RE, max_length=253)
+    hostname = HostnameField()
     cluster = ClusterNameField()
     rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
+from apps.common.limits import NEW_NODES
 from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
@@ -267,6 +268,15 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
     if elsewhere:
         raise BatchError({"nodes": [f"already in another cluster: {', '.join(elsewhere[:20])}"]})
     new = sorted(wanted - set(known))
+    if len(new) > NEW_NODES:
+        raise BatchError(
+            {
+                "nodes": [
+                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES:,} new nodes "
+                    "per request (register them in smaller requests)"
+                ]
+            }
+        )
     if new:
         for node in nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in new]):
             known[node.hostname] = node

@@ -6,9 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-import hostlist
-
 from apps.common.errors import BatchError
+from apps.common.hostnames import HostlistError, Hostlists, HostlistTooLarge
 
 STATES = {
     "RUNNING": "running",
@@ -70,23 +69,26 @@ def parse_slurm(payload: Any) -> list[SlurmJob]:
         raise BatchError({"jobs": [f"at most {MAX_JOBS} job records per request"]})
     errors: dict[str, list[str]] = {}
     out = []
+    hostlists = Hostlists()  # one bound on names for the whole request (CONTRACT §1)
     for i, raw in enumerate(payload["jobs"]):
         try:
-            out.append(_parse_one(raw))
+            out.append(_parse_one(raw, hostlists))
         except _FieldError as exc:
             errors[f"jobs[{i}].{exc.field}"] = [exc.message]
+            if exc.bound:  # past the request's bound: nothing more is expanded
+                break
     if errors:
         raise BatchError(errors)
     return out
 
 
 class _FieldError(Exception):
-    def __init__(self, field_name: str, message: str) -> None:
+    def __init__(self, field_name: str, message: str, *, bound: bool = False) -> None:
         super().__init__(message)
-        self.field, self.message = field_name, message
+        self.field, self.message, self.bound = field_name, message, bound
 
 
-def _parse_one(raw: Any) -> SlurmJob:
+def _parse_one(raw: Any, hostlists: Hostlists) -> SlurmJob:
     if not isinstance(raw, dict):
         raise _FieldError("", "must be an object")
     job_id = raw.get("job_id")
@@ -107,12 +109,12 @@ def _parse_one(raw: Any) -> SlurmJob:
         cluster=str(raw.get("cluster") or ""),
         status=STATES[state],
         state=state,
-        hostnames=_hosts(raw.get("nodes"), "nodes"),
+        hostnames=_hosts(raw.get("nodes"), "nodes", hostlists),
         gpus=_gpus(raw.get("tres")),
         started_at=_time(times.get("start"), "time.start"),
         ended_at=_time(times.get("end"), "time.end"),
         restart_cnt=_int(raw.get("restart_cnt", 0), "restart_cnt"),
-        failed_nodes=_hosts(raw.get("failed_node"), "failed_node"),
+        failed_nodes=_hosts(raw.get("failed_node"), "failed_node", hostlists),
     )
 
 
@@ -135,15 +137,19 @@ def _time(value: Any, name: str) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC) if seconds else None
 
 
-def _hosts(value: Any, name: str) -> list[str]:
+def _hosts(value: Any, name: str, hostlists: Hostlists) -> list[str]:
+    """The hostnames of a hostlist expression, each a DNS name, counted against the
+    request's bound before any is made."""
     if value is None or (isinstance(value, str) and value.strip() in NO_NODES):
         return []
     if not isinstance(value, str):
         raise _FieldError(name, "must be a hostlist expression such as gpu[1-2,7]")
     try:
-        return list(dict.fromkeys(hostlist.expand_hostlist(value.strip())))
-    except hostlist.BadHostlist as exc:
-        raise _FieldError(name, f"bad hostlist {value!r}: {exc}") from exc
+        return hostlists.hostnames(value.strip())
+    except HostlistTooLarge as exc:
+        raise _FieldError(name, str(exc), bound=True) from exc
+    except HostlistError as exc:
+        raise _FieldError(name, f"bad hostlist {value[:80]!r}: {exc}") from exc
 
 
 def _gpus(tres: Any) -> int | None:

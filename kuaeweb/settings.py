@@ -219,7 +219,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # The API speaks JSON (the Prometheus intake's text/plain is its own parser): a form or
     # multipart body is a 415, and the schema advertises JSON only.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.common.parsers.JSONParser"],  # nesting bounded
     "EXCEPTION_HANDLER": "apps.common.errors.exception_handler",
     "PAGE_SIZE": 100,
 }

@@ -11,12 +11,13 @@ from typing import Any
 from django.utils import timezone
 
 from apps.common.errors import BatchError
+from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
-MAX_METRICS = 200
+MAX_METRICS = METRIC_NAMES_PER_GPU  # per sample; per GPU kept: services/telemetry.py
 MAX_EVENTS = 10_000  # CONTRACT §1 bounds: events per batch
 MAX_MESSAGE = 500
 # A stamp this far ahead is a clock error; it must not be able to freeze a GPU's state.
@@ -90,7 +91,7 @@ def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, 
         errors[f"{where}.metrics"] = ["must be a non-empty object of name: number"]
         return {}
     if len(value) > MAX_METRICS:
-        errors[f"{where}.metrics"] = [f"at most {MAX_METRICS} metrics per sample"]
+        errors[f"{where}.metrics"] = [f"at most {MAX_METRICS} metric names (the bound per GPU)"]
         return {}
     out: dict[str, float] = {}
     for name, number in value.items():

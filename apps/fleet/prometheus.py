@@ -10,14 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.fleet.intake import TelemetrySample
 from apps.fleet.pcibus import pci_bus_or_blank
 from apps.fleet.telemetry import DCGM_FIELDS, DCGM_NOT_SUPPORTED
 
 HOST_LABELS = ("Hostname", "hostname")
+_CACHED = 4096  # distinct series names, and label sets, remembered per text
 
 
 class ExpositionError(ValueError):
@@ -35,9 +38,9 @@ def _library_parse(series: str) -> tuple[str, dict[str, str]]:
     return sample.name, dict(sample.labels)
 
 
-def parse_lines(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """(name, labels, value) for every sample line; ExpositionError names a bad line."""
-    out = []
+def parse_lines(text: str) -> Iterator[tuple[int, str, dict[str, str], float]]:
+    """(line number, name, labels, value) for each sample line, one at a time (a caller past
+    a bound stops reading); ExpositionError names a bad line."""
     names: dict[str, str] = {}
     label_sets: dict[str, dict[str, str]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -58,14 +61,20 @@ def parse_lines(text: str) -> list[tuple[str, dict[str, str], float]]:
             if not fields or len(fields) > 2:
                 raise ValueError("expected a value (and an optional timestamp) after the series")
             value = float(fields[0])
-            if name not in names:
-                names[name] = _library_parse(name)[0]
-            if label_text not in label_sets:
-                label_sets[label_text] = _library_parse(f"{name}{label_text}")[1]
+            series = names.get(name)
+            if series is None:
+                series = _library_parse(name)[0]
+            labels = label_sets.get(label_text)
+            if labels is None:
+                labels = _library_parse(f"{name}{label_text}")[1]
         except (ValueError, IndexError, KeyError) as exc:
             raise ExpositionError(number, str(exc) or "not a sample line") from exc
-        out.append((names[name], label_sets[label_text], value))
-    return out
+        # Cached while few: a text of a million distinct series must not fill memory.
+        if len(names) < _CACHED:
+            names[name] = series
+        if len(label_sets) < _CACHED:
+            label_sets[label_text] = labels
+        yield number, series, labels, value
 
 
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
@@ -77,7 +86,7 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
     """
     values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     identity: dict[tuple[str, int], tuple[str, str, str]] = {}
-    for name, labels, value in parse_lines(text):
+    for number, name, labels, value in parse_lines(text):
         host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
         gpu = labels.get("gpu")
         if host is None or gpu is None or not gpu.isdigit():
@@ -85,7 +94,14 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
         if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
         key = (host, int(gpu))
-        values[key][DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
+        metrics = values[key]
+        metrics[DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
+        if len(metrics) > METRIC_NAMES_PER_GPU:  # CONTRACT §1, checked as the text is read
+            raise ExpositionError(
+                number,
+                f"GPU {gpu} of {host[:80]} has more than {METRIC_NAMES_PER_GPU} metric names: "
+                "past the bound on metric names per GPU",
+            )
         if key not in identity:
             identity[key] = (
                 labels.get("UUID", ""),

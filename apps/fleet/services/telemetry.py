@@ -10,16 +10,22 @@ from dataclasses import dataclass
 
 import orjson
 from django.db import connection, transaction
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
+from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.fleet.events import changes
 from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Node, NodeRollup, TelemetryEvent
 from apps.fleet.rollup import aggregate
 from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 
+# Events derived from a batch (an XID appearing, a counter growing) are written in chunks
+# of this many, so a batch of samples that each change every counter holds no more in memory
+# (CONTRACT §1 bounds events per batch at 10,000).
+EVENTS_HELD = 10_000
 # Every column is given: INSERT OR IGNORE would also skip a row for a missing NOT NULL.
 _EVENT_COLUMNS = (
     "node_id",
@@ -65,12 +71,10 @@ def telemetry_ingest(
         gpus_qs = gpus_qs.select_for_update()  # serialise concurrent batches for one GPU
     # Only the values events are judged on are read; the merge of the rest happens in SQL.
     watched = [f"metrics__{name}" for name in EVENT_METRICS]
-    gpus = {
-        (row[1], row[2]): row
-        for row in gpus_qs.values_list(
-            "pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", "pci_bus", *watched
-        )
-    }
+    columns = ("pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", "pci_bus")
+    rows = list(gpus_qs.annotate(n_names=_names_kept()).values_list(*columns, *watched, "n_names"))
+    gpus = {(row[1], row[2]): row[:-1] for row in rows}
+    kept = {row[0]: row[-1] for row in rows}  # how many metric names each GPU keeps now
     _check_known(samples, node_ids, gpus)
 
     by_gpu: dict[tuple[int, int], list[TelemetrySample]] = defaultdict(list)
@@ -78,7 +82,8 @@ def telemetry_ingest(
         by_gpu[(node_ids[sample.node], sample.gpu)].append(sample)
     gpu_rows, event_rows, applied = [], [], []
     learned: list[tuple[int, int, str]] = []  # (node, index, PCI address) newly known
-    stale = 0
+    stale = events = 0
+    past_bound: list[tuple[int, list[dict[str, float]]]] = []  # GPUs that may keep too many
     for key, items in by_gpu.items():
         pk, node_id, index, hwm, uuid, model, probe_at, pci_bus, *values = gpus[key]
         known_bus = pci_bus
@@ -95,6 +100,9 @@ def telemetry_ingest(
                     (node_id, index, sample.ts, change.kind, change.value, change.previous)
                     + (code, "", "", "exporter", now)
                 )
+                if len(event_rows) >= EVENTS_HELD:  # written as they come: memory stays flat
+                    events += _events_insert(event_rows)
+                    event_rows = []
             seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
             prev_at, hwm = hwm, sample.ts
             uuid, model = sample.uuid or uuid, sample.model or model
@@ -103,6 +111,8 @@ def telemetry_ingest(
                 probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
             fresh.append(sample.metrics)
+        if fresh and kept[pk] + sum(len(m) for m in fresh) > METRIC_NAMES_PER_GPU:
+            past_bound.append((pk, fresh))
         if fresh:
             # previous = stored values + every fresh sample but the newest; latest adds it.
             before: dict[str, float] = {}
@@ -113,17 +123,20 @@ def telemetry_ingest(
             )
             if pci_bus != known_bus:
                 learned.append((node_id, index, pci_bus))
+    _check_names_kept(past_bound, {row[0]: key for key, row in gpus.items()}, node_ids)
     _update_gpus(gpu_rows)
-    if event_rows:
-        insert_ignore(
-            TelemetryEvent._meta.db_table,
-            _EVENT_COLUMNS,
-            event_rows,
-        )
+    events += _events_insert(event_rows)
     _place_kernel_events(learned)
     _rollup(applied)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
-    return IngestResult(len(samples), len(applied), stale, len(event_rows))
+    return IngestResult(len(samples), len(applied), stale, events)
+
+
+def _events_insert(rows: list[tuple]) -> int:
+    """Write derived events (the batch's transaction rolls them back if it fails later)."""
+    if rows:
+        insert_ignore(TelemetryEvent._meta.db_table, _EVENT_COLUMNS, rows)
+    return len(rows)
 
 
 def _update_gpus(rows: list[tuple]) -> None:
@@ -198,6 +211,42 @@ def _json(value: dict[str, float]) -> str:
         return orjson.dumps(value).decode()
     except TypeError:  # an integer beyond 64 bits (PostgreSQL's jsonb can hand one back)
         return json.dumps(value)
+
+
+def _names_kept() -> RawSQL:
+    """How many metric names a GPU keeps (the keys of its stored latest values)."""
+    table = connection.ops.quote_name(GPU._meta.db_table)
+    if connection.vendor == "postgresql":
+        return RawSQL(f"(SELECT count(*) FROM jsonb_object_keys({table}.metrics))", ())
+    return RawSQL(f"(SELECT count(*) FROM json_each({table}.metrics))", ())
+
+
+def _check_names_kept(
+    candidates: list[tuple[int, list[dict[str, float]]]],
+    keys: dict[int, tuple[int, int]],
+    node_ids: dict[str, int],
+) -> None:
+    """CONTRACT §1: a GPU keeps at most METRIC_NAMES_PER_GPU metric names. `candidates` are
+    the GPUs whose stored count plus this batch's could pass it; their names are read and
+    counted exactly, and a GPU that would pass it rejects the batch before anything is
+    written (BatchError naming the GPU and the bound)."""
+    if not candidates:
+        return
+    stored = dict(
+        GPU.objects.filter(pk__in=[pk for pk, _ in candidates]).values_list("pk", "metrics")
+    )
+    hosts = {pk: host for host, pk in node_ids.items()}
+    errors: dict[str, list[str]] = {}
+    for pk, fresh in candidates:
+        names = set(stored[pk] or {}).union(*fresh)
+        if len(names) > METRIC_NAMES_PER_GPU:
+            node_id, index = keys[pk]
+            errors[f"{hosts[node_id]}/{index}.metrics"] = [
+                f"GPU {index} of {hosts[node_id]} would keep {len(names)} metric names: past "
+                f"the bound of {METRIC_NAMES_PER_GPU} metric names per GPU"
+            ]
+    if errors:
+        raise BatchError(errors)
 
 
 def _check_known(

@@ -233,6 +233,7 @@ class Delivery(models.Model):
         SENDING = "sending", "Sending"
         SENT = "sent", "Sent"
         FAILED = "failed", "Failed (retrying)"
+        SKIPPED = "skipped", "Skipped (over the page rate)"
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries")
     channel = models.CharField(max_length=8, choices=Channel.choices)

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.common.limits import PAGES_PER_MINUTE
 from apps.incidents.models import Delivery, Incident
 
 # A claim older than this belongs to a worker that died mid-send: it may be taken again.
@@ -40,9 +41,38 @@ def deliveries_queue(*, incident: Incident, purpose: str = "opened") -> list[Del
     queued = list(
         Delivery.objects.filter(incident=incident, purpose=purpose, status=Delivery.Status.PENDING)
     )
+    queued = _within_page_rate(incident, queued)
     for delivery in queued:
         transaction.on_commit(partial(delivery_send_task.delay, delivery.pk))
     return queued
+
+
+def _within_page_rate(incident: Incident, pending: list[Delivery]) -> list[Delivery]:
+    """The deliveries that may go out: a channel that has paged PAGES_PER_MINUTE times about
+    the cluster's incidents in the last minute pages no more (CONTRACT §1); a delivery over
+    the rate is recorded as skipped, with the reason, instead of sent."""
+    since = timezone.now() - dt.timedelta(minutes=1)
+    out = []
+    for delivery in pending:
+        paged = (
+            Delivery.objects.filter(
+                incident__cluster_id=incident.cluster_id,
+                channel=delivery.channel,
+                created_at__gte=since,
+            )
+            .exclude(status=Delivery.Status.SKIPPED)
+            .exclude(pk=delivery.pk)
+            .count()
+        )
+        if paged < PAGES_PER_MINUTE:
+            out.append(delivery)
+            continue
+        reason = (
+            f"skipped: {delivery.channel} already paged {PAGES_PER_MINUTE} times in a minute "
+            f"about cluster {incident.cluster.name} (the bound on pages per cluster per minute)"
+        )
+        Delivery.objects.filter(pk=delivery.pk).update(status=Delivery.Status.SKIPPED, error=reason)
+    return out
 
 
 def delivery_send(*, delivery_id: int, now: dt.datetime | None = None) -> bool:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
+from apps.common import csvsafe
 from apps.reports.choices import LOSS_CAUSES
 from apps.reports.targets import target_text
 
@@ -82,7 +82,7 @@ def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
 def weekly_csv(report: dict[str, Any]) -> str:
     """Headline figures, then one row per job, then the incidents behind the lost hours."""
     out = io.StringIO()
-    w = csv.writer(out)
+    w = csvsafe.writer(out)  # a title or job name is never a live formula
     w.writerow(
         ["KUAE Ops weekly report", f"cluster {report['cluster']}", f"week {week_title(report)}"]
     )

@@ -23,6 +23,12 @@ SERIES = Series.colour_map()
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
+def plain(text: str) -> str:
+    """A name shown as text in a chart (legend, axis label, hover): Plotly renders a subset of
+    HTML in those, so a job named `<a href=…>` would become a link. Entities show as text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def iso(ts: float | dt.datetime) -> str:
     """Epoch seconds or an aware datetime → `2026-11-23T14:05:00Z`, as Plotly's x values."""
     if not isinstance(ts, dt.datetime):

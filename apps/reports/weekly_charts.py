@@ -11,6 +11,7 @@ from apps.common.charts import (
     SERIES,
     base_layout,
     iso,
+    plain,
     reference_line,
     target_line,
     translucent,
@@ -137,7 +138,7 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"{job['name']} ({job['gpu_count']:,} GPUs)",
+                "name": plain(f"{job['name']} ({job['gpu_count']:,} GPUs)"),
                 "x": x,
                 "y": job["mfu"],
                 "line": {"width": 1},
@@ -219,7 +220,7 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per running job: GPU-hours spent blocked on checkpoints in the last 7 days, and what
     the advised interval would save a week."""
     rows = rows[:20]
-    names = [r["name"] for r in rows]
+    names = [plain(r["name"]) for r in rows]
     traces = [
         {
             "type": "bar",

@@ -119,6 +119,22 @@ class TelemetryEvent(models.Model):
     None until the node's telemetry has said which index has that address.
     """
 
+    # The columns a bulk insert names, every one of them: INSERT OR IGNORE would also skip a
+    # row for a missing NOT NULL column.
+    INSERT_COLUMNS = (
+        "node_id",
+        "gpu",
+        "at",
+        "kind",
+        "value",
+        "previous",
+        "code",
+        "pci_bus",
+        "message",
+        "source",
+        "recorded_at",
+    )
+
     class Kind(models.TextChoices):
         XID = "xid", "XID error"
         ECC_SBE = "ecc_sbe", "ECC single-bit errors grew"

@@ -14,21 +14,6 @@ from apps.common.errors import BatchError
 from apps.fleet.intake import EventIn
 from apps.fleet.models import GPU, Node, TelemetryEvent
 
-# Every column is given: INSERT OR IGNORE would also skip a row for a missing NOT NULL.
-_COLUMNS = (
-    "node_id",
-    "gpu",
-    "at",
-    "kind",
-    "value",
-    "previous",
-    "code",
-    "pci_bus",
-    "message",
-    "source",
-    "recorded_at",
-)
-
 
 @dataclass(frozen=True)
 class EventIngestResult:
@@ -79,6 +64,6 @@ def events_ingest(
             break
     if errors:
         raise BatchError(errors)
-    stored = insert_ignore(TelemetryEvent._meta.db_table, _COLUMNS, rows)
+    stored = insert_ignore(TelemetryEvent._meta.db_table, TelemetryEvent.INSERT_COLUMNS, rows)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return EventIngestResult(len(events), stored)

@@ -26,20 +26,6 @@ from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 # of this many, so a batch of samples that each change every counter holds no more in memory
 # (CONTRACT §1 bounds events per batch at 10,000).
 EVENTS_HELD = 10_000
-# Every column is given: INSERT OR IGNORE would also skip a row for a missing NOT NULL.
-_EVENT_COLUMNS = (
-    "node_id",
-    "gpu",
-    "at",
-    "kind",
-    "value",
-    "previous",
-    "code",
-    "pci_bus",
-    "message",
-    "source",
-    "recorded_at",
-)
 
 
 @dataclass(frozen=True)
@@ -135,7 +121,7 @@ def telemetry_ingest(
 def _events_insert(rows: list[tuple]) -> int:
     """Write derived events (the batch's transaction rolls them back if it fails later)."""
     if rows:
-        insert_ignore(TelemetryEvent._meta.db_table, _EVENT_COLUMNS, rows)
+        insert_ignore(TelemetryEvent._meta.db_table, TelemetryEvent.INSERT_COLUMNS, rows)
     return len(rows)
 
 

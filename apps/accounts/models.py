@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from typing import Any
 
-import hostlist as hostlist_lib
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
 from apps.accounts.choices import Role
+from apps.common.hostnames import Hostlists
 
 
 class User(AbstractUser):
@@ -75,34 +74,16 @@ class ApiToken(models.Model):
 
 
 MAX_SCOPE_NODES = 20_000  # CONTRACT §1 bounds: hostlist expansion
-_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")  # RFC 1123
 
 
 def scope_hostnames(expression: str) -> list[str]:
-    """The hostnames a scope's hostlist (`gpu[001-004],gpu010`) names, expanded once, at most
-    MAX_SCOPE_NODES of them; ValueError naming the problem otherwise."""
-    names: dict[str, None] = {}
-    part, depth = "", 0
-    # Top-level parts one at a time, so the expansion never runs far past the bound.
-    for c in expression.strip() + ",":
-        depth += (c == "[") - (c == "]")
-        if c != "," or depth:
-            part += c
-            continue
-        try:
-            expanded = hostlist_lib.expand_hostlist(part.strip()) if part.strip() else []
-        except hostlist_lib.BadHostlist as exc:
-            raise ValueError(f"not a hostlist: {exc}") from exc
-        names.update(dict.fromkeys(expanded))
-        if len(names) > MAX_SCOPE_NODES:
-            raise ValueError(f"names more than {MAX_SCOPE_NODES:,} nodes")
-        part = ""
+    """The hostnames a scope's hostlist (`gpu[001-004],gpu010`) names, expanded once (at most
+    MAX_SCOPE_NODES, counted before expanding), each a DNS name; ValueError naming the
+    problem otherwise."""
+    names = Hostlists(MAX_SCOPE_NODES).hostnames(expression.strip())
     if expression.strip() and not names:
         raise ValueError("names no node")
-    for name in names:
-        if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
-            raise ValueError(f"{name[:80]!r} is not a hostname")
-    return list(names)
+    return names
 
 
 class AgentScope(models.Model):

@@ -13,15 +13,13 @@ from django.utils import timezone
 from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.common.parse import batch_items, integer, text
-from apps.common.timeutil import not_future, parse_ts
+from apps.common.timeutil import FUTURE_SLACK, not_future, parse_ts
 from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
 MAX_METRICS = METRIC_NAMES_PER_GPU  # per sample; per GPU kept: services/telemetry.py
 MAX_EVENTS = 10_000  # CONTRACT §1 bounds: events per batch
 MAX_MESSAGE = 500
-# A stamp this far ahead is a clock error; it must not be able to freeze a GPU's state.
-FUTURE_SLACK = dt.timedelta(minutes=5)
 EVENT_KINDS = ("xid",)
 
 

@@ -37,6 +37,13 @@ OVER_CAP = (
 )
 
 
+def _note(incident: Incident, now: dt.datetime, text: str) -> None:
+    """A line from Alertmanager in the incident's timeline."""
+    incident_note(
+        incident=incident, kind=TimelineEntry.Kind.UPDATED, actor=ACTOR, at=now, text=text
+    )
+
+
 @dataclass(frozen=True)
 class Placed:
     """Where an alert belongs: a node (and so its cluster), or only a cluster, or nowhere."""
@@ -196,12 +203,10 @@ def _start(
         return "deferred"
     incident = target or _open(alert, where)
     if target is not None:
-        incident_note(
-            incident=target,
-            kind=TimelineEntry.Kind.UPDATED,
-            actor=ACTOR,
-            at=now,
-            text=f"Alertmanager alert {_describe(alert)} fires for the same problem: "
+        _note(
+            target,
+            now,
+            f"Alertmanager alert {_describe(alert)} fires for the same problem: "
             "folded into this incident",
         )
     if link is None:
@@ -250,13 +255,7 @@ def _follow(
     if node is not None and (incident.pk, node.pk) not in on_incident:
         incident.nodes.add(node)
         on_incident.add((incident.pk, node.pk))
-        incident_note(
-            incident=incident,
-            kind=TimelineEntry.Kind.UPDATED,
-            actor=ACTOR,
-            at=now,
-            text=f"alert {_describe(alert)} also names {node.hostname}",
-        )
+        _note(incident, now, f"alert {_describe(alert)} also names {node.hostname}")
     return "updated"
 
 
@@ -308,13 +307,7 @@ def _resolved(alert: Alert, incident: Incident, ended: dt.datetime, now: dt.date
     """The alert resolved: an incident it opened resolves with it; a check's incident it
     folded into stays for the check (or an engineer) and only notes it."""
     if incident.fingerprint != f"am:{alert.fingerprint}":
-        incident_note(
-            incident=incident,
-            kind=TimelineEntry.Kind.UPDATED,
-            actor=ACTOR,
-            at=now,
-            text=f"alert {_describe(alert)} resolved at {ended.isoformat()}",
-        )
+        _note(incident, now, f"alert {_describe(alert)} resolved at {ended.isoformat()}")
         return
     # Never before a time the incident already has (the times stay in order, §4).
     times = (incident.detected_at, incident.localized_at, incident.recovered_at)
@@ -324,13 +317,7 @@ def _resolved(alert: Alert, incident: Incident, ended: dt.datetime, now: dt.date
     incident.recovered_at = incident.recovered_at or ended
     incident.save(update_fields=["status", "resolved_at", "recovered_at", "updated_at"])
     incident_refresh_impact(incident=incident, now=now)
-    incident_note(
-        incident=incident,
-        kind=TimelineEntry.Kind.UPDATED,
-        actor=ACTOR,
-        at=now,
-        text=f"alert resolved at {ended.isoformat()}",
-    )
+    _note(incident, now, f"alert resolved at {ended.isoformat()}")
 
 
 def _reopen(alert: Alert, incident: Incident, now: dt.datetime) -> None:
@@ -340,12 +327,10 @@ def _reopen(alert: Alert, incident: Incident, now: dt.datetime) -> None:
     incident.resolved_at = None
     incident.save(update_fields=["status", "resolved_at", "updated_at"])
     incident_refresh_impact(incident=incident, now=now)
-    incident_note(
-        incident=incident,
-        kind=TimelineEntry.Kind.UPDATED,
-        actor=ACTOR,
-        at=now,
-        text=f"re-opened: it was {was}, but alert {_describe(alert)} is still firing "
+    _note(
+        incident,
+        now,
+        f"re-opened: it was {was}, but alert {_describe(alert)} is still firing "
         f"(since {alert.starts_at.isoformat()})",
     )
 

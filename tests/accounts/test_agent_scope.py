@@ -379,7 +379,7 @@ def test_a_scope_names_at_most_20000_nodes_and_only_hostnames():
     with pytest.raises(ValueError, match="20,000"):
         scope_hostnames(",".join(f"r{i}n[1-99999]" for i in range(50)))
     assert MAX_SCOPE_NODES == 20_000
-    with pytest.raises(ValueError, match="not a hostname"):
+    with pytest.raises(ValueError, match="is not a DNS name"):
         scope_hostnames("gpu/1")
 
 

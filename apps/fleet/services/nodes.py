@@ -11,12 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.common.bulk import update_many
+from apps.common.timeutil import FUTURE_SLACK
 from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
-
-# A state change stamped this far in the future is a clock error, not a plan.
-_FUTURE_SLACK = dt.timedelta(minutes=5)
 
 
 def cluster_create(
@@ -174,7 +172,7 @@ def node_set_state(
         raise ValidationError({"state": [f"unknown state {state!r}; one of {NodeState.values}"]})
     if at < node.in_service_at:
         raise ValidationError({"at": ["is before the node's in_service_at"]})
-    if at > now + _FUTURE_SLACK:
+    if at > now + FUTURE_SLACK:
         raise ValidationError({"at": ["is in the future"]})
     change = NodeStateChange.objects.create(
         node=node, state=state, reason=reason, at=at, source=source, by=by

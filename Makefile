@@ -7,13 +7,14 @@ DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:
 
 .PHONY: run test lint bench fuzz load lock clean
 
-# Every dependency, transitive ones included, from the hash-checked lock; then the project.
+# Every dependency, transitive ones included, from the hash-checked lock; then the project and
+# its node agent (agent/, the kuae-agent distribution; its one dependency, httpx, is locked).
 # (`make lock` rewrites the lock after a change to pyproject.toml's pins.)
-$(VENV)/.installed: pyproject.toml requirements.lock
+$(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet --require-hashes -r requirements.lock
-	$(VENV)/bin/pip install --quiet --no-deps -e .
+	$(VENV)/bin/pip install --quiet --no-deps -e . -e ./agent
 	touch $@
 
 ## run: the dashboard on the embedded default (SQLite, filesystem broker) with a live demo cluster

@@ -20,7 +20,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "tests" / "mypy-baseline.json"
-TARGETS = ("apps", "kuaeweb", "kuae_agent")
+TARGETS = ("apps", "kuaeweb", "agent/kuae_agent")
+# Folders that hold a distribution's packages (pyproject's mypy_path): agent/kuae_agent/x.py
+# is the module kuae_agent.x.
+SOURCE_ROOTS = ("agent/",)
 ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):\d+(?::\d+)?: error: ")
 
 
@@ -37,6 +40,8 @@ def strict_modules() -> list[str]:
 
 def is_strict(path: str, patterns: list[str]) -> bool:
     """Whether the file `path` is one of the strict modules."""
+    for root in SOURCE_ROOTS:
+        path = path.removeprefix(root)
     module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
     return any(fnmatch.fnmatchcase(module, p) or module == p.removesuffix(".*") for p in patterns)
 

@@ -10,7 +10,8 @@ def test_the_pure_modules_and_the_agent_are_strict():
     assert is_strict("apps/health/detectors/job_hang.py", patterns)
     assert is_strict("apps/health/detectors/__init__.py", patterns)
     assert is_strict("apps/reports/effective.py", patterns)
-    assert is_strict("kuae_agent/cli.py", patterns)
+    assert is_strict("agent/kuae_agent/cli.py", patterns)
+    assert is_strict("agent/kuae_agent/report.py", patterns)
     assert not is_strict("apps/health/views.py", patterns)
     assert not is_strict("apps/reports/effectiveness.py", patterns)
 

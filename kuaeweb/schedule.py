@@ -31,6 +31,17 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "task": "apps.fleet.tasks.scrape_round",
             "schedule": float(settings.KUAE_SCRAPE_INTERVAL),
         }
+    if settings.KUAE_SLURM_SYNC_S:
+        schedule["slurm-sync"] = {
+            "task": "apps.scheduler.tasks.sync_round",
+            "schedule": float(settings.KUAE_SLURM_SYNC_S),
+        }
+    # The actuation outbox: drains and resumes reach Slurm within seconds, and those asked
+    # for while it was unreachable when it is back.
+    schedule["deliver-actuations"] = {
+        "task": "apps.scheduler.tasks.deliver_actuations",
+        "schedule": float(settings.KUAE_ACTUATION_TICK_S),
+    }
     if settings.DEMO:
         schedule["demo-tick"] = {"task": "apps.simulator.tasks.demo_tick", "schedule": 15.0}
     return schedule

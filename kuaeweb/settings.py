@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "apps.incidents",
     "apps.health",
     "apps.reports",
+    "apps.scheduler",
     "apps.metrics",
     "apps.simulator",
 ]
@@ -183,6 +184,16 @@ CELERY_TASK_ROUTES = {
     "apps.fleet.tasks.scrape_round": {"queue": KUAE_SCRAPE_QUEUE},
     "apps.fleet.tasks.scrape_chunk": {"queue": KUAE_SCRAPE_QUEUE},
 }
+
+# Slurm (CONTRACT §7): each cluster names its connection (admin, `slurm` on the cluster);
+# these are the worker-side settings. The JWT for slurmrestd never goes through the API.
+KUAE_SLURM_SYNC_S = env_int("KUAE_SLURM_SYNC_S", 30)  # 0 turns the live sync off
+KUAE_SLURM_TIMEOUT_S = env_int("KUAE_SLURM_TIMEOUT_S", 20, minimum=1)
+KUAE_SLURM_CONF = env_str("KUAE_SLURM_CONF", env_str("SLURM_CONF"))  # for `cli` without a path
+KUAE_SLURM_JWT = env_secret("KUAE_SLURM_JWT")
+KUAE_SLURM_USER = env_str("KUAE_SLURM_USER")  # X-SLURM-USER-NAME, for a JWT with no user
+KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)
+
 KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
 KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)
 

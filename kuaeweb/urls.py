@@ -29,6 +29,7 @@ api_v1 = [
     path("", include("apps.incidents.urls_api")),
     path("", include("apps.health.urls_api")),
     path("", include("apps.reports.urls_api")),
+    path("", include("apps.scheduler.urls_api")),
     path("schema/", schema_view, name="api-schema"),
 ]
 

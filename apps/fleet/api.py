@@ -48,11 +48,13 @@ class ClusterListView(generics.ListCreateAPIView):
         serializer.instance = cluster
 
 
-class ClusterDetailView(generics.RetrieveAPIView):
+class ClusterDetailView(generics.RetrieveUpdateAPIView):
     """One cluster by name, with `node_count`, `gpu_count` and where its GPUs are (`gpus`:
-    allocated, idle, unavailable, by node state — CONTRACT §6)."""
+    allocated, idle, unavailable, by node state — CONTRACT §6), its Slurm connection and
+    actuation mode (§7). Admins change them with PATCH."""
 
-    roles = {"GET": READERS}
+    roles = {"GET": READERS, "PATCH": ADMINS}
+    http_method_names = ["get", "patch", "head", "options"]
     serializer_class = ClusterDetailSerializer
     lookup_field = "name"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import models
+
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
@@ -36,3 +38,48 @@ class StateSource:
     CHECK = "check"
     IMPORT = "import"
     SIMULATOR = "simulator"
+    SLURM = "slurm"  # mirrored from a drain or down set in the scheduler (CONTRACT §7)
+
+
+OUT_OF_SERVICE = frozenset({NodeState.DRAINED, NodeState.DOWN})
+
+
+class ActuationMode(models.TextChoices):
+    """Whether KUAE's drains and returns reach the scheduler (CONTRACT §7, per cluster)."""
+
+    OFF = "off", "Off"
+    DRY_RUN = "dry_run", "Dry run (recorded, not sent)"
+    ON = "on", "On"
+
+
+class ActuationAction(models.TextChoices):
+    """What an actuation asks of the scheduler."""
+
+    DRAIN = "drain", "Drain"
+    RESUME = "resume", "Resume"
+
+
+@css_prefix("act")
+class ActuationResult(ColouredChoices):
+    """Where an actuation stands: pending until the scheduler took it (or refused it)."""
+
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    SKIPPED = "skipped", "Skipped"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "pending": Hue.AMBER,
+            "done": Hue.GREEN,
+            "failed": Hue.RED,
+            "skipped": Hue.STEEL,
+        }
+
+
+class SchedulerKind(models.TextChoices):
+    """How KUAE talks to a cluster's Slurm (CONTRACT §7)."""
+
+    CLI = "cli", "Slurm client commands"
+    REST = "rest", "slurmrestd"

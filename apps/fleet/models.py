@@ -5,7 +5,13 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-from apps.fleet.choices import NodeState
+from apps.fleet.choices import (
+    ActuationAction,
+    ActuationMode,
+    ActuationResult,
+    NodeState,
+    SchedulerKind,
+)
 from apps.fleet.telemetry import ROLLUP_METRICS
 
 
@@ -18,6 +24,17 @@ class Cluster(models.Model):
     gpus_per_node = models.PositiveSmallIntegerField(default=8)
     simulated = models.BooleanField(default=False, help_text="written by `simulate`")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The scheduler that places jobs on it (CONTRACT §7): how to reach it, and whether
+    # KUAE's drains and returns are sent to it. Secrets come from the environment.
+    slurm_kind = models.CharField(
+        max_length=8, choices=SchedulerKind.choices, blank=True, default=""
+    )
+    slurm_url = models.CharField(
+        max_length=500, blank=True, default="", help_text="slurmrestd: http(s)://… or unix:/path"
+    )
+    actuation = models.CharField(
+        max_length=8, choices=ActuationMode.choices, default=ActuationMode.OFF
+    )
 
     class Meta:
         ordering = ["name"]
@@ -48,6 +65,11 @@ class Node(models.Model):
     scrape_ok = models.BooleanField(null=True, blank=True)
     scrape_error = models.CharField(max_length=300, blank=True, default="")
     scrape_ms = models.FloatField(null=True, blank=True)
+    # The scheduler's own view of the node at the last sync (Slurm's state and reason),
+    # shown beside KUAE's.
+    sched_state = models.CharField(max_length=64, blank=True, default="")
+    sched_reason = models.CharField(max_length=300, blank=True, default="")
+    sched_synced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["hostname"]
@@ -82,6 +104,48 @@ class NodeStateChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.state} @ {self.at:%Y-%m-%d %H:%M}"
+
+
+class Actuation(models.Model):
+    """A request to the scheduler to drain or resume a node: the outbox (CONTRACT §7).
+
+    Written in the same transaction as the state change it follows, so it is never lost;
+    the scheduler app delivers pending rows and records the result.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="actuations")
+    state_change = models.ForeignKey(
+        NodeStateChange, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=8, choices=ActuationAction.choices)
+    reason = models.CharField(max_length=200)
+    requested_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+    result = models.CharField(
+        max_length=8, choices=ActuationResult.choices, default=ActuationResult.PENDING
+    )
+    error = models.CharField(max_length=500, blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    next_try_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [
+            models.Index(
+                fields=["next_try_at", "id"],
+                condition=models.Q(result="pending"),
+                name="actuation_pending",
+            ),
+            models.Index(fields=["node", "requested_at"], name="actuation_node"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.node_id} ({self.result})"
+
+    @property
+    def result_choice(self) -> ActuationResult:
+        """The result as its choice member (label and colour)."""
+        return ActuationResult(self.result)
 
 
 class GPU(models.Model):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField, HostnameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
-from apps.fleet.choices import NodeState
+from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 from apps.fleet.destinations import url_refusal
 from apps.fleet.models import GPU, Cluster, Node
 
@@ -86,13 +88,73 @@ class ClusterSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at"]
 
 
+class SlurmLinkSerializer(serializers.Serializer):
+    """How KUAE reaches the cluster's Slurm (CONTRACT §7): `cli` (client commands on the
+    worker; `url` optional, the path of its slurm.conf) or `rest` (slurmrestd at `url`:
+    http(s)://… or unix:/path). The JWT comes from KUAE_SLURM_JWT(_FILE), never this body."""
+
+    mode = serializers.ChoiceField(choices=SchedulerKind.choices)
+    url = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+    def to_internal_value(self, data: object) -> dict[str, str]:
+        if isinstance(data, dict):
+            secrets = sorted(set(data) & {"token", "jwt", "password", "secret"})
+            if secrets:
+                raise serializers.ValidationError(
+                    {secrets[0]: ["secrets come from KUAE_SLURM_JWT or KUAE_SLURM_JWT_FILE"]}
+                )
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, str]) -> dict[str, str]:
+        url = attrs.get("url", "")
+        if attrs["mode"] == SchedulerKind.REST:
+            if not url.startswith(("http://", "https://", "unix:/")):
+                raise serializers.ValidationError(
+                    {"url": ["slurmrestd's address: http(s)://host:port or unix:/path/to/socket"]}
+                )
+        elif url and not url.startswith("/"):
+            raise serializers.ValidationError(
+                {"url": ["for cli, the absolute path of slurm.conf (or leave it out)"]}
+            )
+        return attrs
+
+
+@extend_schema_field(SlurmLinkSerializer(allow_null=True))
+class SlurmLinkField(serializers.Field):
+    """`slurm` on a cluster: `{mode, url}` or null (no scheduler connection)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", required=False, **kwargs)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:  # null: the cluster names no scheduler
+            return True, {"slurm_kind": "", "slurm_url": ""}
+        return super().validate_empty_values(data)
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        link = SlurmLinkSerializer(data=data)
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("an object {mode, url} or null")
+        link.is_valid(raise_exception=True)
+        return {"slurm_kind": link.validated_data["mode"], "slurm_url": link.validated_data["url"]}
+
+    def to_representation(self, value: Cluster) -> dict[str, str] | None:
+        if not value.slurm_kind:
+            return None
+        return {"mode": value.slurm_kind, "url": value.slurm_url}
+
+
 class ClusterDetailSerializer(ClusterSerializer):
-    """A cluster with its GPU accounting (`gpus`, set by the view)."""
+    """A cluster with its GPU accounting (`gpus`, set by the view), its scheduler link
+    (`slurm`, null when none) and whether KUAE's drains reach it (`actuation`)."""
 
     gpus = GpuAccountSerializer(read_only=True, source="gpu_account")
+    slurm = SlurmLinkField()
+    actuation = serializers.ChoiceField(choices=ActuationMode.choices, required=False)
 
     class Meta(ClusterSerializer.Meta):
-        fields = [*ClusterSerializer.Meta.fields, "gpus"]
+        fields = [*ClusterSerializer.Meta.fields, "gpus", "slurm", "actuation"]
+        read_only_fields = ["name", "created_at"]
 
 
 class NodeSerializer(serializers.ModelSerializer):

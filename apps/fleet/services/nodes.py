@@ -15,6 +15,7 @@ from apps.common.timeutil import FUTURE_SLACK
 from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+from apps.fleet.services.actuation import actuation_request
 
 
 def cluster_create(
@@ -174,11 +175,17 @@ def node_set_state(
         raise ValidationError({"at": ["is before the node's in_service_at"]})
     if at > now + FUTURE_SLACK:
         raise ValidationError({"at": ["is in the future"]})
+    # The row lock orders concurrent changes of one node, so each transition is queued once.
+    before = (
+        Node.objects.select_for_update().filter(pk=node.pk).values_list("state", flat=True).get()
+    )
     change = NodeStateChange.objects.create(
         node=node, state=state, reason=reason, at=at, source=source, by=by
     )
     newest = NodeStateChange.objects.filter(node=node).order_by("-at", "-id").first()
     assert newest is not None
+    if newest.pk == change.pk:  # a back-filled change only adds history: nothing to send
+        actuation_request(node=node, change=change, before=before, after=state)
     Node.objects.filter(pk=node.pk).update(
         state=newest.state, state_reason=newest.reason, state_changed_at=newest.at
     )

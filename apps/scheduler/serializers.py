@@ -1,0 +1,30 @@
+"""API shapes of the scheduler app."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.fleet.models import Actuation
+
+
+class ActuationSerializer(serializers.ModelSerializer):
+    """One drain or resume KUAE asked of the scheduler, and what became of it."""
+
+    node = serializers.SlugRelatedField(slug_field="hostname", read_only=True)
+    state_change = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Actuation
+        fields = [
+            "id",
+            "node",
+            "action",
+            "reason",
+            "requested_at",
+            "sent_at",
+            "result",
+            "error",
+            "attempts",
+            "state_change",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,313 @@
+"""Every write of the scheduler app: a cluster's live sync (jobs and node states in) and
+the delivery of the actuation outbox (drains and resumes out). CONTRACT §7."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.common.bulk import update_many
+from apps.common.limits import NEW_NODES
+from apps.fleet.choices import (
+    OUT_OF_SERVICE,
+    ActuationAction,
+    ActuationMode,
+    ActuationResult,
+    NodeState,
+    StateSource,
+)
+from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.services import NodeSpec, node_set_state, nodes_register
+from apps.fleet.services.actuation import is_kuae_reason
+from apps.incidents.services import slurm_ingest
+from apps.scheduler.connection import (
+    SchedulerConnection,
+    SchedulerRefused,
+    SchedulerUnavailable,
+    connection_for,
+)
+from apps.scheduler.models import SchedulerSync
+from apps.scheduler.slurm_nodes import SlurmFormatError, SlurmNode, parse_nodes
+
+log = logging.getLogger(__name__)
+
+FIRST_LOOKBACK = dt.timedelta(days=1)  # the first sync reads jobs that ended this far back
+OVERLAP = dt.timedelta(minutes=2)  # re-read a little: accounting lags the controller
+LEASE = dt.timedelta(minutes=5)  # a claimed actuation is retried after this if its worker died
+BACKOFF_MAX_S = 300
+BATCH = 200
+
+
+@dataclass
+class SyncReport:
+    """What one sync did."""
+
+    ok: bool
+    error: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def cluster_sync(
+    *, cluster: Cluster, conn: SchedulerConnection | None = None, now: dt.datetime | None = None
+) -> SyncReport:
+    """Read the scheduler's nodes and jobs into KUAE, then deliver the cluster's pending
+    actuations. A failure is recorded on the cluster's sync row (shown on its page), never
+    swallowed; what was stored before the failure stays."""
+    conn = conn or connection_for(cluster)
+    now = now or timezone.now()
+    status, _ = SchedulerSync.objects.get_or_create(cluster=cluster)
+    if conn is None:
+        return SyncReport(ok=False, error="no scheduler connection")
+    running = status.started_at and (
+        status.finished_at is None or status.finished_at < status.started_at
+    )
+    if running and status.started_at and now - status.started_at < LEASE:
+        return SyncReport(ok=False, error="a sync of this cluster is still running")
+    began = time.perf_counter()
+    SchedulerSync.objects.filter(pk=status.pk).update(started_at=now)
+    counts: dict[str, int] = {}
+    try:
+        nodes = parse_nodes(conn.nodes())
+        counts.update(nodes_mirror(cluster=cluster, nodes=nodes, now=now))
+        for key, value in slurm_ingest(
+            cluster_name=cluster.name, payload=conn.jobs_active()
+        ).items():
+            counts[f"active_{key}"] = value
+        since = (status.ended_since or now - FIRST_LOOKBACK) - OVERLAP
+        for key, value in slurm_ingest(
+            cluster_name=cluster.name, payload=conn.jobs_since(since)
+        ).items():
+            counts[f"ended_{key}"] = value
+        counts.update(
+            {
+                f"actuations_{k}": v
+                for k, v in actuations_deliver(cluster=cluster, conn=conn).items()
+            }
+        )
+    except (SchedulerUnavailable, SchedulerRefused, SlurmFormatError) as exc:
+        return _sync_failed(status, f"{conn.describe()}: {exc}", began)
+    except Exception as exc:  # a record the intake refused (BatchError), a bug: shown, not lost
+        errors = getattr(exc, "errors", None)
+        detail = f"{errors}" if errors else f"{type(exc).__name__}: {exc}"
+        log.exception("slurm sync of %s failed", cluster.name)
+        return _sync_failed(status, f"{conn.describe()}: {detail}", began)
+    SchedulerSync.objects.filter(pk=status.pk).update(
+        finished_at=timezone.now(),
+        ok=True,
+        error="",
+        last_ok_at=now,
+        failures=0,
+        ended_since=now,
+        counts=counts,
+        duration_s=time.perf_counter() - began,
+    )
+    return SyncReport(ok=True, counts=counts)
+
+
+def _sync_failed(status: SchedulerSync, error: str, began: float) -> SyncReport:
+    log.warning("scheduler sync failed: %s", error)
+    SchedulerSync.objects.filter(pk=status.pk).update(
+        finished_at=timezone.now(),
+        ok=False,
+        error=error[:500],
+        failures=status.failures + 1,
+        duration_s=time.perf_counter() - began,
+    )
+    return SyncReport(ok=False, error=error)
+
+
+def nodes_mirror(
+    *, cluster: Cluster, nodes: Sequence[SlurmNode], now: dt.datetime
+) -> dict[str, int]:
+    """Keep Slurm's state and reason on each node; register nodes Slurm has and KUAE does
+    not; and turn a drain or down that KUAE did not write into a KUAE state change (source
+    `slurm`, Slurm's reason) — unless the node is already out of service or in maintenance."""
+    by_name = {n.name: n for n in nodes}
+    known = dict(
+        Node.objects.filter(cluster=cluster, hostname__in=list(by_name)).values_list(
+            "hostname", "pk"
+        )
+    )
+    new = [n for name, n in by_name.items() if name not in known]
+    elsewhere = set(
+        Node.objects.filter(hostname__in=[n.name for n in new]).values_list("hostname", flat=True)
+    )
+    new = [n for n in new if n.name not in elsewhere]
+    for i in range(0, len(new), NEW_NODES):
+        specs = [NodeSpec(hostname=n.name, gpu_count=n.gpus) for n in new[i : i + NEW_NODES]]
+        for node in nodes_register(cluster=cluster, specs=specs):
+            known[node.hostname] = node.pk
+    update_many(
+        Node._meta.db_table,
+        ("id",),
+        ("sched_state", "sched_reason", "sched_synced_at"),
+        [
+            (known[n.name], n.label[:64], _reason_text(n)[:300], now)
+            for n in nodes
+            if n.name in known
+        ],
+    )
+    mirrored = 0
+    outside = [
+        n for n in nodes if n.name in known and n.kuae_state and not is_kuae_reason(n.reason)
+    ]
+    if outside:
+        rows = Node.objects.filter(pk__in=[known[n.name] for n in outside]).exclude(
+            state__in=[*OUT_OF_SERVICE, NodeState.MAINTENANCE]
+        )
+        current = {node.hostname: node for node in rows}
+        for n in outside:
+            node = current.get(n.name)
+            if node is None:
+                continue
+            node_set_state(
+                node=node,
+                state=n.kuae_state or NodeState.DRAINED,
+                reason=f"Slurm {n.label}: {n.reason or 'no reason given'}",
+                at=now,
+                source=StateSource.SLURM,
+                by=f"slurm:{n.reason_by}" if n.reason_by else "slurm",
+            )
+            mirrored += 1
+    return {"nodes": len(nodes), "nodes_new": len(new), "nodes_mirrored": mirrored}
+
+
+def _reason_text(node: SlurmNode) -> str:
+    if not node.reason:
+        return ""
+    return f"{node.reason} ({node.reason_by})" if node.reason_by else node.reason
+
+
+def actuations_claim(
+    *, cluster: Cluster | None = None, now: dt.datetime | None = None
+) -> list[int]:
+    """Claim up to BATCH due actuations (oldest first) for one delivery round: their next
+    try moves a lease ahead, so another worker skips them and a worker that dies mid-way
+    leaves them to be retried, never lost."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = Actuation.objects.filter(result=ActuationResult.PENDING, next_try_at__lte=now)
+        if cluster is not None:
+            due = due.filter(node__cluster=cluster)
+        ids = list(
+            due.select_for_update(skip_locked=True)
+            .order_by("id")
+            .values_list("pk", flat=True)[:BATCH]
+        )
+        Actuation.objects.filter(pk__in=ids).update(next_try_at=now + LEASE)
+    return ids
+
+
+def actuations_deliver(
+    *, cluster: Cluster | None = None, conn: SchedulerConnection | None = None
+) -> dict[str, int]:
+    """Send due drains and resumes to their clusters' schedulers, in the order they were
+    asked for; a node's later request waits while an earlier one is still pending. A
+    resume is sent only for a drain KUAE set (Slurm's reason starts with `kuae`); a drain is
+    not laid over one a person set in Slurm."""
+    ids = actuations_claim(cluster=cluster)
+    if not ids:
+        return {}
+    rows = list(Actuation.objects.filter(pk__in=ids).select_related("node__cluster").order_by("id"))
+    counts: dict[str, int] = {}
+    for cluster_rows in _by_cluster(rows):
+        target = cluster_rows[0].node.cluster
+        link = conn if cluster is not None and conn is not None else connection_for(target)
+        for row, result, error in _deliver_cluster(target, link, cluster_rows):
+            _record(row, result, error)
+            counts[result] = counts.get(result, 0) + 1
+    return counts
+
+
+def _by_cluster(rows: Iterable[Actuation]) -> list[list[Actuation]]:
+    groups: dict[int, list[Actuation]] = {}
+    for row in rows:
+        groups.setdefault(row.node.cluster_id, []).append(row)
+    return list(groups.values())
+
+
+def _deliver_cluster(
+    cluster: Cluster, conn: SchedulerConnection | None, rows: Sequence[Actuation]
+) -> Iterable[tuple[Actuation, str, str]]:
+    if cluster.actuation != ActuationMode.ON:  # turned off or to dry run since it was asked
+        for row in rows:
+            yield row, ActuationResult.SKIPPED, f"actuation is {cluster.actuation}: not sent"
+        return
+    if conn is None:
+        for row in rows:
+            yield row, ActuationResult.FAILED, f"cluster {cluster.name} names no Slurm connection"
+        return
+    try:
+        seen = {n.name: n for n in parse_nodes(conn.nodes())}
+    except (SchedulerUnavailable, SlurmFormatError, SchedulerRefused) as exc:
+        for row in rows:
+            yield row, ActuationResult.PENDING, f"{conn.describe()}: {exc}"
+        return
+    waiting: set[int] = set()
+    for row in rows:
+        if row.node_id in waiting:
+            yield row, ActuationResult.PENDING, "waits for an earlier request for this node"
+            continue
+        result, error = _deliver_one(conn, row, seen.get(row.node.hostname))
+        if result == ActuationResult.PENDING:
+            waiting.add(row.node_id)
+        yield row, result, error
+
+
+def _deliver_one(
+    conn: SchedulerConnection, row: Actuation, slurm: SlurmNode | None
+) -> tuple[str, str]:
+    host = row.node.hostname
+    if slurm is None:
+        return ActuationResult.FAILED, f"{host} is not a node of {conn.describe()}"
+    held_by_person = slurm.kuae_state is not None and not is_kuae_reason(slurm.reason)
+    if row.action == ActuationAction.RESUME:
+        if slurm.kuae_state is None:
+            return ActuationResult.SKIPPED, f"not drained in Slurm ({slurm.label})"
+        if held_by_person:
+            return ActuationResult.SKIPPED, (
+                f"left alone: drained in Slurm by {slurm.reason_by or 'a person'}: {slurm.reason}"
+            )
+    elif held_by_person:
+        return ActuationResult.SKIPPED, (
+            f"already {slurm.label} in Slurm by {slurm.reason_by or 'a person'}: {slurm.reason}"
+        )
+    try:
+        if row.action == ActuationAction.DRAIN:
+            conn.drain(host, row.reason)
+        else:
+            conn.resume(host)
+    except SchedulerUnavailable as exc:
+        return ActuationResult.PENDING, str(exc)
+    except SchedulerRefused as exc:
+        return ActuationResult.FAILED, str(exc)
+    return ActuationResult.DONE, ""
+
+
+def _record(row: Actuation, result: str, error: str) -> None:
+    now = timezone.now()
+    if result == ActuationResult.PENDING:
+        attempts = row.attempts + 1
+        delay = min(BACKOFF_MAX_S, 5 * 2 ** min(attempts - 1, 10))
+        Actuation.objects.filter(pk=row.pk).update(
+            attempts=attempts, next_try_at=now + dt.timedelta(seconds=delay), error=error[:500]
+        )
+        return
+    Actuation.objects.filter(pk=row.pk).update(
+        result=result,
+        error=error[:500],
+        attempts=row.attempts + (result != ActuationResult.SKIPPED),
+        sent_at=now if result in (ActuationResult.DONE, ActuationResult.FAILED) else None,
+    )
+
+
+def clusters_to_sync() -> list[int]:
+    """Clusters that name a scheduler connection."""
+    return list(Cluster.objects.filter(~Q(slurm_kind="")).values_list("pk", flat=True))

@@ -1,0 +1,9 @@
+"""Scheduler API routes, mounted under /api/v1/."""
+
+from django.urls import path
+
+from apps.scheduler import api
+
+urlpatterns = [
+    path("actuations/", api.ActuationListView.as_view(), name="api-actuation-list"),
+]

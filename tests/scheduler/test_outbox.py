@@ -1,0 +1,132 @@
+"""The actuation outbox (CONTRACT §7): which state changes ask the scheduler for what, and
+the API that shows them and sets a cluster's connection."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.services import node_set_state
+
+
+def _mode(cluster: Cluster, actuation: str) -> None:
+    Cluster.objects.filter(pk=cluster.pk).update(actuation=actuation)
+
+
+def test_off_by_default_nothing_is_queued(cluster: Cluster, nodes: list[Node]) -> None:
+    assert cluster.actuation == "off"
+    node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    assert not Actuation.objects.exists()
+
+
+def test_drain_then_return_queue_a_drain_and_a_resume(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "on")
+    change = node_set_state(
+        node=nodes[0], state="drained", reason="gpu_errors: XID 79 on GPU 3", source="check"
+    )
+    node_set_state(node=nodes[0], state="down", reason="worse", source="check")  # still out
+    node_set_state(node=nodes[0], state="healthy", reason="repaired", source="user", by="otto")
+    drain, resume = Actuation.objects.order_by("id")
+    assert (drain.action, drain.result, drain.state_change_id) == ("drain", "pending", change.pk)
+    assert drain.reason == f"kuae #{change.pk}: gpu_errors: XID 79 on GPU 3"
+    assert resume.action == "resume" and resume.result == "pending"
+
+
+def test_reason_is_short_and_quote_free(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "on")
+    node_set_state(node=nodes[0], state="drained", reason='say "hi"\n' + "x" * 500, source="check")
+    (row,) = Actuation.objects.all()
+    assert len(row.reason) <= 120 and '"' not in row.reason and "\n" not in row.reason
+
+
+def test_dry_run_records_without_sending(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "dry_run")
+    node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    (row,) = Actuation.objects.all()
+    assert row.result == "skipped" and "dry run" in row.error and row.sent_at is None
+
+
+def test_a_drain_mirrored_from_slurm_is_not_sent_back(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "on")
+    node_set_state(node=nodes[0], state="drained", reason="Slurm: bad fan", source="slurm")
+    assert not Actuation.objects.exists()
+
+
+def test_a_back_filled_change_sends_nothing(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "on")
+    node_set_state(
+        node=nodes[0], state="drained", reason="last week", at=timezone.now() - dt.timedelta(days=7)
+    )
+    node_set_state(
+        node=nodes[0], state="healthy", reason="back", at=timezone.now() - dt.timedelta(days=6)
+    )
+    assert Actuation.objects.count() == 2  # each was the newest when written
+    Actuation.objects.all().delete()
+    node_set_state(
+        node=nodes[0], state="down", reason="history only", at=timezone.now() - dt.timedelta(days=8)
+    )
+    assert not Actuation.objects.exists()
+
+
+def test_suspect_is_not_an_actuation(cluster: Cluster, nodes: list[Node]) -> None:
+    _mode(cluster, "on")
+    node_set_state(node=nodes[0], state="suspect", reason="slow", source="check")
+    assert not Actuation.objects.exists()
+
+
+def test_actuations_api_lists_and_filters(api, cluster: Cluster, nodes: list[Node]) -> None:  # noqa: ANN001
+    _mode(cluster, "on")
+    node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    node_set_state(node=nodes[1], state="down", reason="gone", source="check")
+    body = api("mia").get("/api/v1/actuations/", {"cluster": "c1", "node": "gpu001"}).json()
+    assert body["count"] == 1
+    (row,) = body["results"]
+    assert row["node"] == "gpu001" and row["action"] == "drain" and row["result"] == "pending"
+    assert set(row) >= {"node", "action", "reason", "requested_at", "sent_at", "result", "error"}
+    assert api("ada").get("/api/v1/actuations/").status_code == 403  # agents never read
+
+
+def test_patch_cluster_sets_slurm_and_actuation(api, cluster: Cluster) -> None:  # noqa: ANN001
+    root = api("root")
+    r = root.patch(
+        "/api/v1/clusters/c1/",
+        {"slurm": {"mode": "rest", "url": "unix:/run/slurmrestd.sock"}, "actuation": "dry_run"},
+        format="json",
+    )
+    assert r.status_code == 200, r.content
+    assert r.json()["slurm"] == {"mode": "rest", "url": "unix:/run/slurmrestd.sock"}
+    assert r.json()["actuation"] == "dry_run"
+    cluster.refresh_from_db()
+    assert (cluster.slurm_kind, cluster.actuation) == ("rest", "dry_run")
+    r = root.patch("/api/v1/clusters/c1/", {"slurm": None}, format="json")
+    assert r.status_code == 200 and r.json()["slurm"] is None
+    assert api("mia").get("/api/v1/clusters/c1/").json()["actuation"] == "dry_run"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"slurm": {"mode": "rest"}}, "url"),
+        ({"slurm": {"mode": "rest", "url": "ftp://x"}}, "url"),
+        ({"slurm": {"mode": "cli", "url": "relative/slurm.conf"}}, "url"),
+        ({"slurm": {"mode": "k8s"}}, "mode"),
+        ({"slurm": {"mode": "rest", "url": "http://s:6820", "token": "eyJ"}}, "token"),
+        ({"slurm": "cli"}, "slurm"),
+        ({"actuation": "sometimes"}, "actuation"),
+    ],
+)
+def test_patch_cluster_names_the_bad_field(api, cluster: Cluster, body: dict, field: str) -> None:  # noqa: ANN001
+    r = api("root").patch("/api/v1/clusters/c1/", body, format="json")
+    assert r.status_code == 400
+    assert field in str(r.json())
+    cluster.refresh_from_db()
+    assert cluster.slurm_kind == "" and cluster.actuation == "off"
+
+
+def test_only_admins_patch_clusters(api, cluster: Cluster) -> None:  # noqa: ANN001
+    r = api("erin").patch("/api/v1/clusters/c1/", {"actuation": "on"}, format="json")
+    assert r.status_code == 403
+    assert api("root").put("/api/v1/clusters/c1/", {}, format="json").status_code in (403, 405)

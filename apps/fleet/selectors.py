@@ -10,7 +10,14 @@ from django.db.models import Count, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
-from apps.fleet.models import Cluster, Node, NodeRollup, NodeStateChange, TelemetryEvent
+from apps.fleet.models import (
+    Actuation,
+    Cluster,
+    Node,
+    NodeRollup,
+    NodeStateChange,
+    TelemetryEvent,
+)
 from apps.fleet.readers import busy_node_ids
 from apps.fleet.xids import (
     ACTION_LABELS,
@@ -108,6 +115,11 @@ def node_detail(*, hostname: str) -> Node | None:
 def node_state_history(*, node: Node, limit: int = 200) -> list[NodeStateChange]:
     """A node's state changes, newest first."""
     return list(NodeStateChange.objects.filter(node=node).order_by("-at", "-id")[:limit])
+
+
+def node_actuations(*, node: Node, limit: int = 20) -> list[Actuation]:
+    """The drains and resumes KUAE asked of the scheduler for a node, newest first."""
+    return list(Actuation.objects.filter(node=node).order_by("-requested_at", "-id")[:limit])
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
+    node_actuations,
     node_detail,
     node_event_rows,
     node_get,
@@ -65,6 +66,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "gpus": gpus,
             "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),
+            "actuations": node_actuations(node=node),
             "events": node_event_rows(node=node),
             "gaps": gaps,
             "silent_gpus": silent,

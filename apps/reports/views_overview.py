@@ -13,6 +13,7 @@ from apps.accounts.permissions import role_required
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
 from apps.reports.weekly import week_so_far
+from apps.scheduler.selectors import cluster_sync_status
 
 
 @role_required()
@@ -26,6 +27,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["o"] = overview(cluster=cluster, now=now)
         context["week"] = week_so_far(cluster=cluster, now=now)
         context["targets"] = targets_for(cluster=cluster)
+        context["sched"] = cluster_sync_status(cluster=cluster)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )

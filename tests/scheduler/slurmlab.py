@@ -1,0 +1,143 @@
+"""A real Slurm 22.05 on this machine for the tests (slurm/up.sh: munge, slurmdbd on the
+local MariaDB, slurmctld, two slurmd with 8 fake GPUs each, slurmrestd on a unix socket)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent / "slurm"
+PACKAGES = "slurmctld slurmd slurmdbd slurm-client slurmrestd munge"
+ACCOUNTING_DB = "kuae_slurm_test"
+
+
+def slurm_or_skip() -> None:
+    """Skip (fail under CI) when Slurm's daemons or MariaDB are not here, or not as root."""
+    missing = [
+        b for b in ("slurmctld", "slurmd", "slurmdbd", "munged", "sinfo") if not shutil.which(b)
+    ]
+    reason = ""
+    if missing:
+        reason = f"no Slurm here ({', '.join(missing)}): apt-get install {PACKAGES}"
+    elif os.geteuid() != 0:
+        reason = "Slurm's daemons run as root here"
+    elif subprocess.run(
+        ["mysql", "-h", "127.0.0.1", "-u", "root", "-e", "SELECT 1"],
+        capture_output=True,
+        check=False,
+    ).returncode:
+        reason = "no MariaDB on 127.0.0.1:3306 for slurmdbd"
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the real Slurm tests: {reason} (.ci/run installs them)")
+        pytest.skip(reason)
+
+
+@dataclass
+class SlurmLab:
+    """One running lab Slurm and the commands the tests use on it."""
+
+    base: Path
+
+    @property
+    def conf(self) -> str:
+        """Its slurm.conf: what a `cli` connection names."""
+        return str(self.base / "etc" / "slurm.conf")
+
+    @property
+    def rest_url(self) -> str:
+        """slurmrestd's unix socket, as a `rest` connection names it."""
+        return f"unix:{self.base / 'rest' / 'slurmrestd.sock'}"
+
+    def run(self, *args: str, check: bool = True) -> str:
+        """A Slurm client command against this lab; its stdout."""
+        done = subprocess.run(
+            args,
+            env={**os.environ, "SLURM_CONF": self.conf},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if check and done.returncode:
+            raise AssertionError(f"{' '.join(args)}: {done.stderr or done.stdout}")
+        return done.stdout
+
+    def node(self, name: str) -> tuple[str, str]:
+        """(`sinfo`'s long state, reason) of a node: `('drained', 'kuae #3: …')`."""
+        out = self.run("sinfo", "-h", "-N", "-n", name, "-o", "%T|%E").strip().splitlines()[0]
+        state, reason = out.split("|", 1)
+        return state, reason
+
+    def submit(self, *args: str) -> str:
+        """`sbatch --parsable ARGS` (its output thrown away); the job id."""
+        return self.run("sbatch", "--parsable", "-o", "/dev/null", *args).strip().split(";")[0]
+
+    def wait(self, predicate, timeout_s: float = 20.0) -> None:  # noqa: ANN001
+        """Poll `predicate()` until it is true (Slurm acts asynchronously)."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Slurm did not get there in {timeout_s} s")
+            time.sleep(0.25)
+
+    def stop_controller(self) -> None:
+        """Stop slurmctld (its state stays in the lab's state folder)."""
+        pid = int((self.base / "slurmctld.pidx").read_text())
+        os.kill(pid, 15)
+        self.wait(lambda: not Path(f"/proc/{pid}").exists())
+
+    def start_controller(self) -> None:
+        """Start slurmctld again from its saved state and wait until it answers."""
+        log = open(self.base / "log" / "slurmctld.restart.out", "ab")  # noqa: SIM115
+        proc = subprocess.Popen(
+            ["slurmctld", "-D"], env={**os.environ, "SLURM_CONF": self.conf}, stdout=log, stderr=log
+        )
+        (self.base / "slurmctld.pidx").write_text(str(proc.pid))
+        self.wait(lambda: self.run("scontrol", "ping", check=False).find("UP") >= 0, 30)
+
+
+def lab_up() -> SlurmLab:
+    """Bring a fresh lab up in a new folder (its accounting database too). The folder is
+    readable by all: slurmrestd runs as `nobody` and reads slurm.conf."""
+    base = Path(tempfile.mkdtemp(prefix="kuae-slurm-"))
+    base.chmod(0o755)
+    subprocess.run(
+        [
+            "mysql",
+            "-h",
+            "127.0.0.1",
+            "-u",
+            "root",
+            "-e",
+            f"DROP DATABASE IF EXISTS {ACCOUNTING_DB}",
+        ],
+        check=True,
+    )
+    lab = SlurmLab(base)
+    try:
+        subprocess.run(
+            ["bash", str(SCRIPTS / "up.sh"), str(base)],
+            env={**os.environ, "SLURM_TEST_DB": ACCOUNTING_DB},
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        lab.wait(lambda: (base / "rest" / "slurmrestd.sock").exists(), 10)
+    except BaseException:
+        lab_down(lab)
+        raise
+    return lab
+
+
+def lab_down(lab: SlurmLab) -> None:
+    """Stop everything the lab started and remove its folder."""
+    subprocess.run(["bash", str(SCRIPTS / "down.sh"), str(lab.base)], check=False, timeout=60)
+    shutil.rmtree(lab.base, ignore_errors=True)

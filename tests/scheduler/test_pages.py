@@ -1,0 +1,53 @@
+"""What operators see of Slurm: both states on the node page, what was sent, and a failing
+sync on the overview (CONTRACT §7: a failed sync is visible, never silent)."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from apps.fleet.models import Cluster, Node
+from apps.fleet.services import node_set_state
+from apps.scheduler.models import SchedulerSync
+
+
+def test_node_page_shows_slurm_state_and_what_was_sent(
+    client, users, cluster: Cluster, nodes: list[Node]
+) -> None:  # noqa: ANN001
+    Cluster.objects.filter(pk=cluster.pk).update(slurm_kind="cli", actuation="on")
+    Node.objects.filter(pk=nodes[0].pk).update(
+        sched_state="idle+drain", sched_reason="kuae #1: xid (root)", sched_synced_at=timezone.now()
+    )
+    change = node_set_state(
+        node=nodes[0], state="drained", reason="gpu_errors: XID 79", source="check"
+    )
+    client.force_login(users["otto"])  # an operator: the set-state form says what it does
+    page = client.get("/nodes/gpu000/").content.decode()
+    assert "In Slurm" in page and "idle+drain" in page and "kuae #1: xid (root)" in page
+    assert "Sent to Slurm" in page and f"kuae #{change.pk}: gpu_errors: XID 79" in page
+    assert 'class="badge act-pending"' in page
+    assert f'id="change-{change.pk}"' in page  # the number in the reason leads here
+    assert "also drains it in Slurm" in page
+
+
+def test_node_page_without_slurm_says_nothing_of_it(client, users, nodes: list[Node]) -> None:  # noqa: ANN001
+    client.force_login(users["otto"])  # an operator: the set-state form says what it does
+    page = client.get("/nodes/gpu000/").content.decode()
+    assert "In Slurm" not in page and "Sent to Slurm" not in page
+    assert "Slurm actuation is off" in page
+
+
+def test_overview_shows_a_failing_sync(client, users, cluster: Cluster, nodes: list[Node]) -> None:  # noqa: ANN001
+    SchedulerSync.objects.create(
+        cluster=cluster,
+        ok=False,
+        failures=3,
+        error="slurm cli: squeue --json: Unable to contact slurm controller",
+        last_ok_at=timezone.now(),
+    )
+    client.force_login(users["mia"])
+    page = client.get("/?cluster=c1").content.decode()
+    assert "Slurm sync failing" in page and "3 failed syncs in a row" in page
+    assert "Unable to contact slurm controller" in page
+    SchedulerSync.objects.filter(cluster=cluster).update(ok=True, failures=0, error="")
+    page = client.get("/?cluster=c1").content.decode()
+    assert "Slurm sync failing" not in page and "Slurm synced" in page

@@ -4,13 +4,16 @@
                      [--kmsg | --kmsg-file PATH]
     kuae-agent once  … (collect and deliver one round, for cron or a test)
     kuae-agent probe --server URL --node HOST [--gpus 0-7]
-    kuae-agent flush --server URL (deliver what is spooled)
+    kuae-agent flush --server URL (deliver what is spooled; a Reporter's spool too)
+    kuae-agent prolog … (Slurm's Prolog=: may a job start on this node? `prolog --help`)
+    kuae-agent launch … -- CMD (run CMD as a KUAE job, preflight first; `launch --help`)
 
 --kmsg follows the kernel log for XIDs (`journalctl -k`, or /dev/kmsg where there is no
 journal) and sends every `NVRM: Xid` line once, keeping its position in --kmsg-cursor;
 --kmsg-file reads a file instead (a kern.log, a kmsg dump, a test's file).
 
-The token comes from --token-file, or the KUAE_TOKEN environment variable (kept out of `ps`).
+The server is --server or KUAE_SERVER; the token comes from --token-file, or the KUAE_TOKEN
+environment variable (kept out of `ps`), or the file KUAE_TOKEN_FILE names.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from urllib.parse import quote
 
 import httpx
 
+from kuae_agent import config
 from kuae_agent.client import Client
 from kuae_agent.kernellog import FileLog, Journal, KmsgDevice, XidFollower
 from kuae_agent.probe import run_probe
@@ -145,8 +149,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kuae-agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("command", choices=("run", "once", "probe", "flush"))
-    p.add_argument("--server", required=True, help="KUAE Ops base URL, e.g. https://ops.example")
+    p.add_argument("command", choices=("run", "once", "probe", "flush", "prolog", "launch"))
+    p.add_argument(
+        "--server",
+        default=config.server(),
+        help="KUAE Ops base URL, e.g. https://ops.example (default KUAE_SERVER)",
+    )
     p.add_argument("--node", default=os.uname().nodename, help="this node's registered hostname")
     p.add_argument("--token-file", type=Path, help="file holding the agent's API token")
     p.add_argument("--exporter", default="http://127.0.0.1:9400/metrics")
@@ -179,12 +187,29 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kuae-agent` console script."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["prolog"]:
+        from kuae_agent import prolog
+
+        return prolog.main(argv[1:])
+    if argv[:1] == ["launch"]:
+        from kuae_agent import launch
+
+        return launch.main(argv[1:])
     args = parser().parse_args(argv)
-    token = (
-        args.token_file.read_text().strip() if args.token_file else os.environ.get("KUAE_TOKEN", "")
-    )
+    if not args.server:
+        print("kuae-agent: no server (set KUAE_SERVER or --server)", file=sys.stderr)
+        return 2
+    try:
+        token = config.token(token_file=args.token_file)
+    except OSError as exc:
+        print(f"kuae-agent: cannot read the token: {exc}", file=sys.stderr)
+        return 2
     if not token:
-        print("kuae-agent: no token (set KUAE_TOKEN or --token-file)", file=sys.stderr)
+        print(
+            "kuae-agent: no token (set KUAE_TOKEN, KUAE_TOKEN_FILE or --token-file)",
+            file=sys.stderr,
+        )
         return 2
     spool = Spool(args.spool)
     client = Client(args.server, token, timeout_s=args.timeout)

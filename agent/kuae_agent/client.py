@@ -6,6 +6,7 @@ import logging
 import random
 import time
 from enum import Enum
+from typing import Any
 
 import httpx
 
@@ -50,6 +51,26 @@ class Client:
             return Outcome.RETRY, f"{type(exc).__name__}: {exc}"
         if response.is_success:
             return Outcome.STORED, str(response.status_code)
+        if 400 <= response.status_code < 500:
+            return Outcome.REJECTED, f"HTTP {response.status_code}: {response.text[:1000]}"
+        return Outcome.RETRY, f"HTTP {response.status_code}"
+
+    def request_json(
+        self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None
+    ) -> tuple[Outcome, Any]:
+        """One JSON request (`GET`, `POST`, `PATCH`); returns the outcome and the answer's JSON
+        (None when it has none), or a short reason when it was not stored."""
+        try:
+            response = self.http.request(method, self.server + path, json=body, params=params)
+        except httpx.TimeoutException:
+            return Outcome.RETRY, "timeout"
+        except httpx.TransportError as exc:
+            return Outcome.RETRY, f"{type(exc).__name__}: {exc}"
+        if response.is_success:
+            try:
+                return Outcome.STORED, response.json() if response.content else None
+            except ValueError:
+                return Outcome.STORED, None
         if 400 <= response.status_code < 500:
             return Outcome.REJECTED, f"HTTP {response.status_code}: {response.text[:1000]}"
         return Outcome.RETRY, f"HTTP {response.status_code}"

@@ -34,6 +34,8 @@ class Spool:
         self.max_bytes = max_bytes
         self.rejected.mkdir(parents=True, exist_ok=True)
         self._seq = 0
+        self.dropped = 0  # requests trimmed to stay under max_bytes
+        self.dropped_samples = 0  # what those requests' `samples` meta counted
 
     def put(
         self, path: str, body: str, content_type: str, meta: dict[str, Any] | None = None
@@ -81,7 +83,18 @@ class Spool:
         while files and size > self.max_bytes:
             oldest = files.pop(0)
             size -= oldest.stat().st_size
+            self.dropped += 1
+            self.dropped_samples += _samples_in(oldest)
             oldest.unlink(missing_ok=True)
             log.warning(
                 "spool over %d bytes: dropped the oldest request %s", self.max_bytes, oldest.name
             )
+
+
+def _samples_in(file: Path) -> int:
+    """The `samples` count its writer noted in a spooled request's meta (0 if none)."""
+    try:
+        meta = json.loads(file.read_text()).get("meta") or {}
+        return int(meta.get("samples", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0

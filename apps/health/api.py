@@ -10,11 +10,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
-from apps.accounts.scope import require_job
+from apps.accounts.scope import require_job, require_nodes
+from apps.fleet.models import Node
 from apps.health.choices import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
+from apps.health.selectors import node_admission
 from apps.health.serializers import (
+    AdmissionSerializer,
     PreflightSerializer,
     ResultSerializer,
     RunRequestSerializer,
@@ -92,3 +95,19 @@ class PreflightView(APIView):
         job = get_object_or_404(Job, pk=pk)
         require_job(request.user, job)
         return Response(job_preflight(job=job))
+
+
+class NodeAdmissionView(APIView):
+    """`GET nodes/{hostname}/admission/`: may a job start on this node now? What
+    `kuae-agent prolog` (Slurm's `Prolog=`) asks. Readers, and agents for their own nodes:
+    the one read an agent token has, about its own node (a node-scoped token for its nodes,
+    a cluster's for that cluster's)."""
+
+    roles = {"GET": READERS | AGENTS}
+    agent_scoped = True
+
+    @extend_schema(responses=AdmissionSerializer)
+    def get(self, request: Request, hostname: str) -> Response:
+        require_nodes(request.user, [hostname])
+        node = get_object_or_404(Node, hostname=hostname)
+        return Response(node_admission(node=node))

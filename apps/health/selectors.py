@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from django.db.models import Max, QuerySet
 
+from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node, TelemetryEvent
-from apps.health.choices import SCHEDULED_KINDS, SEVERITY_ORDER, CheckKind
+from apps.health.choices import SCHEDULED_KINDS, SEVERITY_ORDER, CheckKind, ResultStatus
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.jobs.models import Job, NodeStepMetric
@@ -180,3 +181,20 @@ def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
         for pk, hostname, state in nodes
     ]
     return rank(evidence, step_time_s=job.last_step_time_s)
+
+
+def node_admission(*, node: Node) -> dict[str, object]:
+    """May a job start on `node` now (`kuae-agent prolog`, CONTRACT §7)? `{ok, state,
+    problems: [{kind, target, reason}]}`: not ok when the node is not `healthy` or any of
+    its current results (the node's or one of its GPUs') is a fail. Two queries."""
+    problems: list[dict[str, str]] = []
+    if node.state != NodeState.HEALTHY:
+        said = f"state {node.state}" + (f": {node.state_reason}" if node.state_reason else "")
+        problems.append({"kind": "state", "target": f"node:{node.hostname}", "reason": said})
+    fails = CheckResult.objects.filter(node=node, status=ResultStatus.FAIL).order_by(
+        "kind", "target"
+    )
+    for kind, target, message in fails.values_list("kind", "target", "message"):
+        reason = f"failed the {kind} check" + (f": {message}" if message else "")
+        problems.append({"kind": kind, "target": target, "reason": reason})
+    return {"ok": not problems, "state": node.state, "problems": problems}

@@ -58,3 +58,19 @@ class PreflightSerializer(serializers.Serializer):
 
     ok = serializers.BooleanField()
     problems = serializers.ListField(child=serializers.DictField())
+
+
+class AdmissionProblemSerializer(serializers.Serializer):
+    """One reason a node may not take a job: its state, or a failing result."""
+
+    kind = serializers.CharField(help_text="`state`, or the failing check's kind")
+    target = serializers.CharField(help_text="`node:HOST` or `gpu:HOST/INDEX`")
+    reason = serializers.CharField()
+
+
+class AdmissionSerializer(serializers.Serializer):
+    """`GET nodes/{hostname}/admission/`: `{ok, state, problems: [{kind, target, reason}]}`."""
+
+    ok = serializers.BooleanField(help_text="healthy and no current fail result")
+    state = serializers.CharField()
+    problems = AdmissionProblemSerializer(many=True)

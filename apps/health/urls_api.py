@@ -10,4 +10,9 @@ urlpatterns = [
     path("health/runs/<int:pk>/", api.RunDetailView.as_view(), name="api-health-run-detail"),
     path("health/results/", api.ResultListView.as_view(), name="api-health-results"),
     path("jobs/<int:pk>/preflight/", api.PreflightView.as_view(), name="api-job-preflight"),
+    path(
+        "nodes/<str:hostname>/admission/",
+        api.NodeAdmissionView.as_view(),
+        name="api-node-admission",
+    ),
 ]

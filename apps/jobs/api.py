@@ -15,7 +15,14 @@ from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
 from apps.accounts.schema import AGENT_ACCEPTED, AGENT_JOB_ID, person_or_agent
-from apps.accounts.scope import answers_objects, require_job, require_job_nodes, require_nodes
+from apps.accounts.scope import (
+    answers_objects,
+    require_cluster,
+    require_job,
+    require_job_nodes,
+    require_nodes,
+    scope_of,
+)
 from apps.common.parsers import LenientJSONParser
 from apps.common.timeutil import parse_ts
 from apps.jobs.filters import JobFilter
@@ -56,10 +63,38 @@ def _job_response(
     return Response(JobSerializer(job, context=context).data, status=code)
 
 
-class JobListView(generics.ListAPIView):
-    """`GET jobs/?cluster=&status=&sort=` (paginated); `POST jobs/` registers a run."""
+AGENT_LOOKUP_SHOWN = 10  # jobs an agent's lookup answers (newest first)
 
-    roles = {"GET": READERS, "POST": JOB_WRITERS}
+
+def agent_job_lookup(request: Request) -> Response:
+    """`GET jobs/?external_id=&cluster=` for an agent (CONTRACT §8: a training run's Reporter
+    finds its job by Slurm's id): both parameters required, the cluster within the token's
+    scope, a node agent's answer only the jobs that run on its nodes — and, as agents never
+    read, only their ids, newest first."""
+    external_id = request.query_params.get("external_id", "")
+    cluster = request.query_params.get("cluster", "")
+    missing = {
+        name: ["an agent looks a job up by external_id and cluster"]
+        for name, value in (("external_id", external_id), ("cluster", cluster))
+        if not value
+    }
+    if missing:
+        raise serializers.ValidationError(missing)
+    require_cluster(request.user, cluster, whole=False)
+    jobs = Job.objects.filter(cluster__name=cluster, external_id=external_id[:64])
+    scope = scope_of(request.user)
+    if scope is not None and scope.hostnames is not None:
+        jobs = jobs.filter(nodes__hostname__in=list(scope.hostnames)).distinct()
+    ids = list(jobs.order_by("-id").values_list("id", flat=True)[:AGENT_LOOKUP_SHOWN])
+    results = [{"id": pk} for pk in ids]
+    return Response({"count": len(results), "next": None, "previous": None, "results": results})
+
+
+class JobListView(generics.ListAPIView):
+    """`GET jobs/?cluster=&status=&external_id=&sort=` (paginated); `POST jobs/` registers a
+    run. An agent may only look its job up (`agent_job_lookup`)."""
+
+    roles = {"GET": READERS | AGENTS, "POST": JOB_WRITERS}
     agent_scoped = True
     serializer_class = JobSerializer
     filterset_class = JobFilter
@@ -76,6 +111,19 @@ class JobListView(generics.ListAPIView):
         return super().get_serializer(*args, **kwargs)
 
     @extend_schema(
+        description="Readers get the jobs. An agent token may only look its job up by "
+        "`external_id` and `cluster` (both required; its own cluster, a node agent's only jobs "
+        "on its nodes) and gets only their ids, newest first: `{count, next, previous, "
+        "results: [{id}]}`."
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        if not answers_objects(request.user):
+            return agent_job_lookup(request)
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        description="Registers a training run; a known `external_id` in the cluster names that "
+        "job, which is updated instead (201 created, 200 found). An agent gets only `{id}`.",
         request=JobWriteSerializer,
         responses={
             201: person_or_agent("Job", AGENT_JOB_ID),

@@ -10,10 +10,12 @@ from apps.jobs.models import Job
 
 
 class JobFilter(SortedFilterSet):
-    """Filter jobs by cluster name, status, or a name fragment; sort by start, GPUs, name,
-    status or last progress (newest first by default)."""
+    """Filter jobs by cluster name, status, scheduler id (`external_id`, e.g. Slurm's job
+    id) or a name fragment; sort by start, GPUs, name, status or last progress (newest first
+    by default)."""
 
     cluster = django_filters.CharFilter(field_name="cluster__name")
+    external_id = django_filters.CharFilter(field_name="external_id", max_length=64)
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name")
     sort = SortFilter(
@@ -30,4 +32,4 @@ class JobFilter(SortedFilterSet):
 
     class Meta:
         model = Job
-        fields = ["cluster", "status", "q", "sort"]
+        fields = ["cluster", "status", "external_id", "q", "sort"]

@@ -40,11 +40,12 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-ingest-slurm": {"POST": AGENT},
     "api-ingest-alertmanager": {"POST": AGENT},
     "api-alerts-unrouted": {"GET": READ},
-    "api-job-list": {"GET": READ, "POST": LAUNCH},
+    "api-job-list": {"GET": READ | AGENT, "POST": LAUNCH},  # an agent: its job's id by Slurm id
     "api-job-detail": {"GET": READ, "PATCH": LAUNCH},
     "api-job-metrics": {"GET": READ, "POST": AGENT},
     "api-job-checkpoints": {"GET": READ, "POST": AGENT},
     "api-job-preflight": {"POST": LAUNCH},
+    "api-node-admission": {"GET": READ | AGENT},  # kuae-agent prolog: about its own node
     "api-incident-list": {"GET": READ, "POST": ENG},
     "api-incident-detail": {"GET": READ, "PATCH": OPS},
     "api-postmortem": {"GET": READ, "PUT": ENG},

@@ -1,0 +1,128 @@
+"""Hugging Face `transformers`: a `TrainerCallback` that reports every optimizer step and
+every checkpoint to KUAE Ops with no other code (CONTRACT §8). Imports transformers, so
+import this module only where it is installed:
+
+    from kuae_agent.hf import KuaeCallback
+    trainer = Trainer(..., callbacks=[KuaeCallback()])
+
+Step time is the wall time between optimizer steps; tokens per second come from the
+Trainer's `num_input_tokens_seen` (`TrainingArguments(include_num_input_tokens_seen=True)`)
+or `tokens_per_step`, else 0; loss and grad norm from the Trainer's logs, on the steps it
+logs. A checkpoint is reported when the Trainer has saved it: `saved_at` when the save
+began (the end of that step's logging and evaluation), `blocking_s` the time since, and the
+size of the checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from kuae_agent.report import Reporter
+
+
+def folder_size(path: Path) -> int | None:
+    """Bytes under `path` (None when it is not there)."""
+    if not path.is_dir():
+        return None
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class KuaeCallback(TrainerCallback):
+    """Reports steps and checkpoints through `reporter` (default: a Reporter configured
+    from the environment, made when training begins and closed when it ends)."""
+
+    def __init__(
+        self, reporter: Reporter | None = None, *, tokens_per_step: float | None = None
+    ) -> None:
+        self.reporter = reporter
+        self._own = reporter is None
+        self.tokens_per_step = tokens_per_step
+        self._last: float | None = None  # perf_counter at the previous step's end
+        self._tokens_seen = 0
+        self._held: dict[str, Any] | None = None  # this step's sample, waiting for its loss
+        self._mark = time.perf_counter()
+        self._mark_wall = time.time()
+
+    def _rep(self) -> Reporter:
+        if self.reporter is None:
+            self.reporter = Reporter()
+        return self.reporter
+
+    def _emit(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._rep().step(**held)
+
+    def _marked(self) -> None:
+        self._mark, self._mark_wall = time.perf_counter(), time.time()
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Start the clock (and the Reporter)."""
+        self._rep()
+        self._last = time.perf_counter()
+        self._tokens_seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Send the previous step if no log line came for it."""
+        self._emit()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Hold this step's timing until the Trainer has logged (or not) its loss."""
+        now = time.perf_counter()
+        step_time = now - (self._last if self._last is not None else now)
+        self._last = now
+        seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
+        tokens: float = seen - self._tokens_seen if seen > self._tokens_seen else 0.0
+        self._tokens_seen = seen
+        if not tokens and self.tokens_per_step:
+            tokens = self.tokens_per_step
+        self._held = {
+            "step": int(state.global_step),
+            "step_time_s": step_time,
+            "tokens_per_s": tokens / step_time if step_time > 0 else 0.0,
+        }
+        self._marked()
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        """Attach the logged loss and grad norm to the step they belong to."""
+        if self._held is not None and logs:
+            if "loss" in logs:
+                self._held["loss"] = logs["loss"]
+            if "grad_norm" in logs:
+                self._held["grad_norm"] = logs["grad_norm"]
+            self._emit()
+        self._marked()
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """An evaluation is not part of a checkpoint's pause."""
+        self._marked()
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """The Trainer has saved `checkpoint-{step}`: report it."""
+        self._emit()
+        blocking = time.perf_counter() - self._mark
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        self._rep().checkpoint(
+            int(state.global_step),
+            saved_at=dt.datetime.fromtimestamp(self._mark_wall, tz=dt.UTC),
+            blocking_s=blocking,
+            size_bytes=folder_size(folder)
+            if os.environ.get("KUAE_CHECKPOINT_SIZE", "1") != "0"
+            else None,
+        )
+        self._last = time.perf_counter()  # the save is not the next step's time
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Send what is held; close the Reporter this callback made (it flushes)."""
+        self._emit()
+        if self._own and self.reporter is not None:
+            self.reporter.close()
+            self.reporter = None

@@ -1,0 +1,114 @@
+"""PyTorch Lightning: a `Callback` that reports every optimizer step and every checkpoint
+to KUAE Ops with no other code (CONTRACT §8). Imports Lightning (`lightning`, else
+`pytorch_lightning`), so import this module only where it is installed:
+
+    from kuae_agent.lightning import KuaeCallback
+    trainer = L.Trainer(..., callbacks=[KuaeCallback()])
+
+Step time is the wall time between optimizer steps (`trainer.global_step` moving on);
+tokens per second from `tokens_per_step`, else the batch's `input_ids` (a dict batch), else
+0; loss from the training step's output (read on the Reporter's thread, never `.item()` on
+the training thread). A checkpoint: `saved_at` when Lightning began saving it,
+`blocking_s` until training resumed (the next batch, or the end), and the file's size.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+try:
+    from lightning.pytorch import Callback
+except ImportError:  # the older package name
+    from pytorch_lightning import Callback  # type: ignore[assignment]
+
+from kuae_agent.report import Reporter
+
+
+def _tokens(batch: Any) -> float:
+    ids = batch.get("input_ids") if isinstance(batch, dict) else None
+    numel = getattr(ids, "numel", None)
+    return float(numel()) if callable(numel) else 0.0
+
+
+class KuaeCallback(Callback):
+    """Reports steps and checkpoints through `reporter` (default: a Reporter configured
+    from the environment, made when training starts and closed when it ends)."""
+
+    def __init__(
+        self, reporter: Reporter | None = None, *, tokens_per_step: float | None = None
+    ) -> None:
+        super().__init__()
+        self.reporter = reporter
+        self._own = reporter is None
+        self.tokens_per_step = tokens_per_step
+        self._last: float | None = None
+        self._step = -1
+        self._saving: tuple[int, float, float] | None = None  # step, wall, perf at save start
+
+    def _rep(self) -> Reporter:
+        if self.reporter is None:
+            self.reporter = Reporter()
+        return self.reporter
+
+    def _saved(self, trainer: Any) -> None:
+        if self._saving is None:
+            return
+        step, wall, began = self._saving
+        self._saving = None
+        path = getattr(getattr(trainer, "checkpoint_callback", None), "last_model_path", "")
+        size = None
+        if path and Path(path).is_file() and Path(path).stat().st_mtime >= wall - 1:
+            size = Path(path).stat().st_size
+        self._rep().checkpoint(
+            step,
+            saved_at=dt.datetime.fromtimestamp(wall, tz=dt.UTC),
+            blocking_s=time.perf_counter() - began,
+            size_bytes=size,
+        )
+        self._last = time.perf_counter()  # the save is not the next step's time
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        """Start the clock (and the Reporter)."""
+        self._rep()
+        self._last = time.perf_counter()
+        self._step = int(trainer.global_step)
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
+        """A checkpoint saved after the previous batch has finished blocking."""
+        self._saved(trainer)
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, idx: int
+    ) -> None:
+        """Report the step when the optimizer has stepped."""
+        step = int(trainer.global_step)
+        if step == self._step:
+            return  # accumulating gradients: not a step yet
+        self._step = step
+        now = time.perf_counter()
+        step_time = now - (self._last if self._last is not None else now)
+        self._last = now
+        tokens = self.tokens_per_step or _tokens(batch) * max(1, int(trainer.world_size))
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        detach = getattr(loss, "detach", None)
+        self._rep().step(
+            step,
+            step_time_s=step_time,
+            tokens_per_s=tokens / step_time if step_time > 0 else 0.0,
+            loss=detach() if callable(detach) else loss,
+        )
+
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        """Lightning begins saving: note when (the file is written next)."""
+        self._saved(trainer)
+        self._saving = (int(trainer.global_step), time.time(), time.perf_counter())
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        """Report a last checkpoint; close the Reporter this callback made (it flushes)."""
+        self._saved(trainer)
+        if self._own and self.reporter is not None:
+            self.reporter.close()
+            self.reporter = None

@@ -1,0 +1,622 @@
+"""The training Reporter (CONTRACT §8): step progress and checkpoints from inside a run.
+
+    from kuae_agent.report import Reporter
+    rep = Reporter()                  # server, token, job from the environment
+    for step in ...:
+        rep.step(step, step_time_s=dt, tokens_per_s=tps, loss=loss, grad_norm=gn, compute_s=c)
+    rep.checkpoint(step, saved_at=t0, blocking_s=b, size_bytes=n)
+    rep.close()                       # flushes; also at interpreter exit
+
+`step()` costs the training thread a clock read and a deque append: it never blocks, never
+raises, and does no I/O. A background thread cuts what it holds into batches (every
+`flush_every_s` = 5 s or `batch_size` = 500 samples) and posts them to
+`POST jobs/{id}/metrics/`. A 5xx, a timeout or a refused connection keeps the batch and
+retries it with exponential backoff (jittered, up to `backoff_max_s`); batches waiting past
+`memory_bytes` are spilled to a disk spool (`spool_dir`, the node agent's format, so
+`kuae-agent flush --spool DIR` can deliver what a dead run left); a 4xx drops the batch with
+one logged line. When the spool passes `spool_bytes` its oldest batches go, and when the
+in-memory buffer itself is full (the sender cannot keep up) its oldest samples go: both are
+counted in `dropped`, logged, and in `stats()`.
+
+Every sample carries its own timestamp (microseconds, strictly increasing within a
+Reporter), and the server identifies a job metric sample by (job, node or none, ts) and a
+checkpoint by (job, saved_at): a batch retried after a lost answer is stored once.
+
+Who sends what: rank 0 (`RANK`, else `SLURM_PROCID`; 0 when neither is set) sends job-wide
+samples and checkpoints; the first local rank of every node (`LOCAL_RANK`, else
+`SLURM_LOCALID`; 0 when neither is set) sends that node's sample (`node`, `compute_s`);
+other ranks send nothing (their `step()` returns at once). Explicit arguments override it all.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import datetime as dt
+import json
+import logging
+import math
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kuae_agent import config
+from kuae_agent.client import Client, Outcome
+from kuae_agent.spool import Spool
+
+log = logging.getLogger("kuae_agent.report")
+
+JOB = "{job}"  # a spooled path's placeholder until the job's id is known
+METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
+CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
+LOOKUP_PATH = "/api/v1/jobs/"
+MIB = 1024 * 1024
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+# A buffered step: (ts in µs since the epoch, step, step_time_s, tokens_per_s, loss,
+# grad_norm, compute_s), exactly as the caller gave them (converted on the sender thread).
+_Raw = tuple[int, Any, Any, Any, Any, Any, Any]
+
+
+def iso_us(us: int) -> str:
+    """Microseconds since the epoch → `2026-11-23T08:00:00.000001Z`."""
+    return (_EPOCH + dt.timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _number(value: Any, *, finite: bool) -> float | None:
+    """A caller's value (a float, an int, a 0-d tensor …) as a float; None when it is None or
+    cannot be one, or (with `finite`) is not a finite number ≥ 0."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if finite and not (math.isfinite(number) and number >= 0):
+        return None
+    return number
+
+
+@dataclass
+class _Batch:
+    """One request waiting to be delivered: in memory (`body`), or in the spool (`file`; its
+    body is read back when it is sent, so the spool costs no memory)."""
+
+    path: str  # may hold the JOB placeholder
+    body: str | None
+    samples: int
+    file: Path | None = None
+    size: int = 0
+
+
+@dataclass
+class Stats:
+    """What the Reporter has done so far (`Reporter.stats()`)."""
+
+    sent: int = 0  # samples (and checkpoints) the server stored
+    rejected: int = 0  # dropped because the server answered 4xx
+    dropped: int = 0  # dropped for want of room (buffer full, spool full)
+    invalid: int = 0  # not sent: a step time or token rate that is not a number ≥ 0
+    pending: int = 0  # held now: buffered, in memory or spooled
+    spooled_bytes: int = 0
+    job_id: int | None = None
+    last_error: str = ""
+    retries: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Reporter:
+    """Reports a training run's steps and checkpoints to KUAE Ops from a background thread.
+
+    Arguments override the environment: `server` (KUAE_SERVER), `token` (KUAE_TOKEN or the
+    file KUAE_TOKEN_FILE names), `job_id` (KUAE_JOB_ID; else the job whose `external_id` is
+    `slurm_job_id` (SLURM_JOB_ID) in `cluster` (KUAE_CLUSTER), looked up by the sender),
+    `node` (KUAE_NODE or the host name), `rank` (RANK, SLURM_PROCID), `local_rank`
+    (LOCAL_RANK, SLURM_LOCALID); `job_wide` and `per_node` override what the ranks decide.
+    Without a server, a token or a job it reports nothing and says so once in the log.
+    """
+
+    def __init__(
+        self,
+        *,
+        server: str | None = None,
+        token: str | None = None,
+        job_id: int | None = None,
+        cluster: str | None = None,
+        slurm_job_id: str | None = None,
+        node: str | None = None,
+        rank: int | None = None,
+        local_rank: int | None = None,
+        job_wide: bool | None = None,
+        per_node: bool | None = None,
+        spool_dir: Path | str | None = None,
+        flush_every_s: float = 5.0,
+        batch_size: int = 500,
+        buffer_size: int = 50_000,
+        memory_bytes: int = 8 * MIB,
+        spool_bytes: int = 256 * MIB,
+        timeout_s: float = 5.0,
+        backoff_max_s: float = 30.0,
+        close_timeout_s: float = 10.0,
+        env: Mapping[str, str] | None = None,
+        at_exit: bool = True,
+    ) -> None:
+        env = os.environ if env is None else env
+        self._on = False
+        self._buf: collections.deque[_Raw] = collections.deque(maxlen=max(1, buffer_size))
+        self._cap = max(1, buffer_size)
+        self._last_us = 0
+        self._dropped_buffer = 0  # written by step() only
+        self._ckpts: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
+        self._stats = Stats()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._pending: collections.deque[_Batch] = collections.deque()  # in memory, oldest first
+        self._pending_bytes = 0
+        self._spool: Spool | None = None
+        self._spooled: collections.deque[_Batch] = collections.deque()  # on disk, oldest first
+        self._dropped_sender = 0  # written by the sender only
+        self._lock = threading.Lock()  # the sender's state, for stats() and close()
+        self.flush_every_s = flush_every_s
+        self.batch_size = max(1, batch_size)
+        self.memory_bytes = memory_bytes
+        self.spool_bytes = spool_bytes
+        self.backoff_max_s = backoff_max_s
+        self.close_timeout_s = close_timeout_s
+        try:
+            self.server = (server or config.server(env)).rstrip("/")
+            self.token = token or config.token(env)
+        except OSError as exc:  # KUAE_TOKEN_FILE unreadable
+            self.server, self.token = "", ""
+            log.warning("kuae Reporter: cannot read the token (%s): reporting nothing", exc)
+        self.node = node or config.node(env)
+        env_job = config.integer(env, "KUAE_JOB_ID")
+        self.job_id: int | None = job_id if job_id is not None else env_job
+        self.cluster = cluster or env.get("KUAE_CLUSTER", "")
+        self.slurm_job_id = slurm_job_id or env.get("SLURM_JOB_ID", "")
+        self.rank = rank if rank is not None else config.integer(env, "RANK", "SLURM_PROCID") or 0
+        self.local_rank = (
+            local_rank
+            if local_rank is not None
+            else config.integer(env, "LOCAL_RANK", "SLURM_LOCALID") or 0
+        )
+        self.job_wide = self.rank == 0 if job_wide is None else job_wide
+        self.per_node = self.local_rank == 0 if per_node is None else per_node
+        key = str(self.job_id or f"slurm-{self.slurm_job_id}")
+        default_spool = (
+            Path(env.get("KUAE_SPOOL_DIR") or tempfile.gettempdir())
+            / "kuae-reporter"
+            / f"{key}-{self.node}-r{self.rank}-{os.getpid()}"
+        )
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool
+        if not (self.job_wide or self.per_node):
+            return  # this rank sends nothing
+        missing = [
+            name
+            for name, ok in (
+                ("KUAE_SERVER", self.server),
+                ("KUAE_TOKEN", self.token),
+                (
+                    "KUAE_JOB_ID (or SLURM_JOB_ID and KUAE_CLUSTER)",
+                    self.job_id is not None or (self.slurm_job_id and self.cluster),
+                ),
+            )
+            if not ok
+        ]
+        if missing:
+            log.warning("kuae Reporter: %s not set: reporting nothing", ", ".join(missing))
+            return
+        self._client = Client(self.server, self.token, timeout_s=timeout_s)
+        self._timeout_s = timeout_s
+        self._failures = 0
+        self._not_before = 0.0
+        self._last_cut = time.monotonic()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._flushing = 0
+        self._idle = threading.Condition()
+        self._prev_us: int | None = None
+        self._logged_dropped = 0
+        self._logged_invalid = False
+        self._lookup_logged = False
+        self._on = True
+        self._thread = threading.Thread(target=self._run, name="kuae-reporter", daemon=True)
+        self._thread.start()
+        if at_exit:
+            atexit.register(self.close)
+
+    # --- the training thread -----------------------------------------------------------
+
+    def step(
+        self,
+        step: int,
+        step_time_s: float | None = None,
+        tokens_per_s: float | None = None,
+        loss: Any = None,
+        grad_norm: Any = None,
+        compute_s: float | None = None,
+    ) -> None:
+        """Record one training step (never blocks, never raises). `step_time_s` defaults to
+        the time since the previous call; values may be tensors (read on the sender thread)."""
+        if not self._on:
+            return
+        try:
+            us = time.time_ns() // 1000
+            if us <= self._last_us:
+                us = self._last_us + 1
+            self._last_us = us
+            if len(self._buf) >= self._cap:
+                self._dropped_buffer += 1  # the deque drops its oldest sample
+            self._buf.append((us, step, step_time_s, tokens_per_s, loss, grad_norm, compute_s))
+        except Exception:  # never raise into the training loop
+            pass
+
+    def checkpoint(
+        self,
+        step: int,
+        saved_at: dt.datetime | float | None = None,
+        blocking_s: float = 0.0,
+        size_bytes: int | None = None,
+    ) -> None:
+        """Record a checkpoint: `saved_at` when the save began (a datetime, or seconds since
+        the epoch; default now − `blocking_s`), `blocking_s` how long training paused for it.
+        Rank 0's job; never blocks, never raises."""
+        if not (self._on and self.job_wide):
+            return
+        try:
+            if saved_at is None:
+                at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=float(blocking_s))
+            elif isinstance(saved_at, dt.datetime):
+                at = saved_at if saved_at.tzinfo else saved_at.astimezone()
+            else:
+                at = dt.datetime.fromtimestamp(float(saved_at), tz=dt.UTC)
+            body: dict[str, Any] = {
+                "step": int(step),
+                "saved_at": at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
+                "blocking_s": max(0.0, float(blocking_s)),
+            }
+            if size_bytes is not None:
+                body["size_bytes"] = int(size_bytes)
+            self._ckpts.append(body)
+            self._wake.set()
+        except Exception:  # never raise into the training loop
+            log.warning("kuae Reporter: checkpoint(%r …) not understood: not reported", step)
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Post everything recorded so far; True when the server has stored it all within
+        `timeout_s` (default `close_timeout_s`). Waits; call it outside the hot loop."""
+        if not self._on and self._thread is None:
+            return True
+        timeout_s = self.close_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            self._flushing += 1
+        try:
+            self._not_before = 0.0  # try now, whatever the backoff said
+            self._wake.set()
+            with self._idle:
+                while not self._empty():
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._thread is None or not self._thread.is_alive():
+                        return False
+                    self._idle.wait(min(left, 0.1))
+                    self._wake.set()
+            return True
+        finally:
+            with self._idle:
+                self._flushing -= 1
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop recording, flush (up to `timeout_s`), and keep on disk whatever the server
+        has not stored by then (the spool). Safe to call twice; also runs at exit."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        if self._thread is None:
+            return
+        try:
+            self.flush(timeout_s)
+        finally:
+            self._on = False
+            self._stop.set()
+            self._wake.set()
+            self._thread.join(timeout=self._timeout_s + 1.0)
+            if self._lock.acquire(timeout=self._timeout_s + 1.0):
+                try:
+                    self._cut_all()
+                    self._spill(everything=True)
+                finally:
+                    self._lock.release()
+            self._client.close()
+            left = self.stats()
+            if left.pending:
+                log.warning(
+                    "kuae Reporter: %d sample(s) not delivered, kept in %s "
+                    "(`kuae-agent flush --spool %s` delivers them once the job is known)",
+                    left.pending,
+                    self.spool_dir,
+                    self.spool_dir,
+                )
+
+    @property
+    def dropped(self) -> int:
+        """Samples dropped for want of room (a full buffer, a full or unwritable spool)."""
+        spool = self._spool
+        spooled = spool.dropped_samples if spool is not None else 0
+        return self._dropped_buffer + self._dropped_sender + spooled
+
+    def stats(self) -> Stats:
+        """A snapshot of what has been sent, dropped and is still held."""
+        s = Stats(**{k: v for k, v in vars(self._stats).items() if k != "extra"})
+        s.dropped = self.dropped
+        s.job_id = self.job_id
+        if self._thread is not None:
+            with self._lock:
+                held = sum(b.samples for b in self._pending) + sum(b.samples for b in self._spooled)
+                s.spooled_bytes = sum(b.size for b in self._spooled)
+            s.pending = held + len(self._buf) * self._per_step + len(self._ckpts)
+        return s
+
+    # --- the sender thread -------------------------------------------------------------
+
+    @property
+    def _per_step(self) -> int:
+        return int(self.job_wide) + int(self.per_node)
+
+    def _empty(self) -> bool:
+        return not (self._buf or self._ckpts or self._pending or self._spooled)
+
+    def _run(self) -> None:
+        self._adopt_spool()
+        while True:
+            self._wake.wait(0.25)
+            self._wake.clear()
+            try:
+                with self._lock:
+                    self._tick()
+            except Exception as exc:  # the sender must outlive any surprise
+                log.exception("kuae Reporter: sender error (%s); carrying on", exc)
+                time.sleep(0.5)
+            with self._idle:
+                self._idle.notify_all()
+            if self._stop.is_set():
+                return
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        flushing = self._flushing > 0 or self._stop.is_set()
+        if (
+            flushing
+            or len(self._buf) >= self.batch_size
+            or now - self._last_cut >= self.flush_every_s
+        ):
+            self._cut_all()
+            self._last_cut = now
+        self._spill()
+        self._report_drops()
+        if now < self._not_before or not (self._pending or self._spooled):
+            return
+        if self.job_id is None and not self._lookup():
+            return
+        self._deliver(flushing)
+
+    def _cut_all(self) -> None:
+        """Buffered steps and checkpoints → batches waiting in memory."""
+        while self._ckpts:
+            text = json.dumps(self._ckpts.popleft())
+            self._queue(_Batch(CHECKPOINTS_PATH, text, 1, size=len(text)))
+        samples: list[dict[str, Any]] = []
+        while self._buf:
+            try:
+                raw = self._buf.popleft()
+            except IndexError:
+                break
+            samples.extend(self._samples(raw))
+            if len(samples) >= self.batch_size:
+                self._queue_samples(samples)
+                samples = []
+        if samples:
+            self._queue_samples(samples)
+
+    def _queue_samples(self, samples: list[dict[str, Any]]) -> None:
+        body = json.dumps({"samples": samples})
+        self._queue(_Batch(METRICS_PATH, body, len(samples), size=len(body)))
+
+    def _queue(self, batch: _Batch) -> None:
+        self._pending.append(batch)
+        self._pending_bytes += batch.size
+
+    def _samples(self, raw: _Raw) -> list[dict[str, Any]]:
+        us, step, step_time, tps, loss, grad_norm, compute = raw
+        prev, self._prev_us = self._prev_us, us
+        try:
+            step_n = int(step)
+        except (TypeError, ValueError, RuntimeError):
+            return self._invalid(step)
+        step_time_s = _number(step_time, finite=True)
+        if step_time is None and prev is not None:
+            step_time_s = (us - prev) / 1e6
+        if step_time_s is None or step_n < 0:
+            return self._invalid(step)
+        out = []
+        ts = iso_us(us)
+        if self.job_wide:
+            tokens = _number(tps, finite=True)
+            if tokens is None:
+                return self._invalid(step)
+            sample: dict[str, Any] = {
+                "ts": ts,
+                "step": step_n,
+                "step_time_s": step_time_s,
+                "tokens_per_s": tokens,
+            }
+            for name, value in (("loss", loss), ("grad_norm", grad_norm)):
+                number = _number(value, finite=False)
+                if number is not None:
+                    sample[name] = number
+            out.append(sample)
+        if self.per_node:
+            mine: dict[str, Any] = {
+                "ts": ts,
+                "step": step_n,
+                "step_time_s": step_time_s,
+                "node": self.node,
+            }
+            compute_s = _number(compute, finite=True)
+            if compute_s is not None:
+                mine["compute_s"] = compute_s
+            out.append(mine)
+        return out
+
+    def _invalid(self, step: Any) -> list[dict[str, Any]]:
+        self._stats.invalid += 1
+        if not self._logged_invalid:
+            self._logged_invalid = True
+            log.warning(
+                "kuae Reporter: step %r has no step time or token rate that is a number ≥ 0: "
+                "not sent (further ones are counted, not logged)",
+                step,
+            )
+        return []
+
+    def _spill(self, *, everything: bool = False) -> None:
+        """Batches waiting in memory past `memory_bytes` (all, with `everything`) → spool."""
+        while self._pending and (everything or self._pending_bytes > self.memory_bytes):
+            batch = self._pending.popleft()
+            self._pending_bytes -= batch.size
+            spool = self._open_spool()
+            body = batch.body or ""
+            if spool is None:
+                self._dropped_sender += batch.samples
+                continue
+            path = batch.path.replace(JOB, str(self.job_id)) if self.job_id else batch.path
+            before = spool.dropped
+            try:
+                file = spool.put(path, body, "application/json", {"samples": batch.samples})
+            except OSError as exc:
+                log.error("kuae Reporter: cannot spool %d sample(s): %s", batch.samples, exc)
+                self._dropped_sender += batch.samples
+                continue
+            self._spooled.append(_Batch(path, None, batch.samples, file, len(body)))
+            if spool.dropped != before:  # trimmed: forget what is gone
+                self._spooled = collections.deque(
+                    b for b in self._spooled if b.file is not None and b.file.exists()
+                )
+
+    def _open_spool(self) -> Spool | None:
+        if self._spool is None:
+            try:
+                self._spool = Spool(self.spool_dir, max_bytes=self.spool_bytes)
+            except OSError as exc:
+                log.error("kuae Reporter: no spool at %s (%s)", self.spool_dir, exc)
+                return None
+        return self._spool
+
+    def _adopt_spool(self) -> None:
+        """What an earlier Reporter with this spool directory left: deliver it first."""
+        if self.spool_dir.is_dir() and any(self.spool_dir.glob("*.json")):
+            spool = self._open_spool()
+            if spool is not None:
+                for item in spool.pending():
+                    samples = int(item.meta.get("samples", 1))
+                    size = len(item.body)
+                    self._spooled.append(_Batch(item.path, None, samples, item.file, size))
+
+    def _lookup(self) -> bool:
+        """Find the job by its Slurm id; False (and backoff) until the server knows it."""
+        outcome, answer = self._client.request_json(
+            "GET",
+            LOOKUP_PATH,
+            params={"external_id": self.slurm_job_id, "cluster": self.cluster},
+        )
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if outcome is Outcome.STORED and results:
+            self.job_id = int(results[0]["id"])
+            log.info("kuae Reporter: Slurm job %s is job %d", self.slurm_job_id, self.job_id)
+            return True
+        reason = answer if isinstance(answer, str) else "no such job (yet)"
+        if not self._lookup_logged:
+            self._lookup_logged = True
+            log.warning(
+                "kuae Reporter: job with Slurm id %s in cluster %s not found (%s); retrying",
+                self.slurm_job_id,
+                self.cluster,
+                reason,
+            )
+        self._back_off(reason, flushing=False)
+        return False
+
+    def _deliver(self, flushing: bool) -> None:
+        """Spooled batches first (oldest), then those in memory, until one must wait."""
+        while self._spooled or self._pending:
+            on_disk = bool(self._spooled)
+            batch = self._spooled[0] if on_disk else self._pending[0]
+            path = batch.path.replace(JOB, str(self.job_id))
+            body = batch.body if batch.body is not None else _read_spooled(batch.file)
+            if body is None:  # trimmed from the spool meanwhile (counted there)
+                self._spooled.popleft()
+                continue
+            outcome, reason = self._client.send(path, body, "application/json")
+            if outcome is Outcome.RETRY:
+                self._back_off(reason, flushing)
+                return
+            if on_disk:
+                self._spooled.popleft()
+                if batch.file is not None:
+                    batch.file.unlink(missing_ok=True)
+            else:
+                self._pending.popleft()
+                self._pending_bytes -= batch.size
+            self._failures = 0
+            if outcome is Outcome.STORED:
+                self._stats.sent += batch.samples
+            else:
+                self._stats.rejected += batch.samples
+                self._stats.last_error = reason
+                log.error(
+                    "kuae Reporter: server refused %d sample(s) for %s, dropped: %s",
+                    batch.samples,
+                    path,
+                    reason[:300],
+                )
+
+    def _back_off(self, reason: str, flushing: bool) -> None:
+        self._failures += 1
+        self._stats.retries += 1
+        self._stats.last_error = reason
+        cap = min(self.backoff_max_s, 1.0) if flushing else self.backoff_max_s
+        delay = min(cap, 0.5 * 2 ** min(self._failures, 16)) * random.uniform(0.5, 1.0)
+        self._not_before = time.monotonic() + delay
+        if self._failures == 1 or self._failures % 10 == 0:
+            log.warning(
+                "kuae Reporter: server unavailable (%s); %d sample(s) held, retrying in %.1f s",
+                reason,
+                sum(b.samples for b in self._pending) + sum(b.samples for b in self._spooled),
+                delay,
+            )
+
+    def _report_drops(self) -> None:
+        dropped = self.dropped
+        if dropped > self._logged_dropped:
+            log.warning(
+                "kuae Reporter: %d sample(s) dropped so far (buffer or spool full)", dropped
+            )
+            self._logged_dropped = dropped
+
+
+def _read_spooled(file: Path | None) -> str | None:
+    """A spooled request's body; None when the file is gone."""
+    if file is None:
+        return None
+    try:
+        body = json.loads(file.read_text())["body"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return body if isinstance(body, str) else None

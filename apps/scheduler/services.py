@@ -127,14 +127,17 @@ def nodes_mirror(
     *, cluster: Cluster, nodes: Sequence[SlurmNode], now: dt.datetime
 ) -> dict[str, int]:
     """Keep Slurm's state and reason on each node; register nodes Slurm has and KUAE does
-    not; and turn a drain or down that KUAE did not write into a KUAE state change (source
-    `slurm`, Slurm's reason) — unless the node is already out of service or in maintenance."""
+    not; and turn a new drain or down that KUAE did not write into a KUAE state change
+    (source `slurm`, Slurm's reason) — unless the node is already out of service or in
+    maintenance."""
     by_name = {n.name: n for n in nodes}
-    known = dict(
-        Node.objects.filter(cluster=cluster, hostname__in=list(by_name)).values_list(
-            "hostname", "pk"
-        )
-    )
+    before = {
+        host: (pk, f"{label}|{reason}")
+        for host, pk, label, reason in Node.objects.filter(
+            cluster=cluster, hostname__in=list(by_name)
+        ).values_list("hostname", "pk", "sched_state", "sched_reason")
+    }
+    known = {host: pk for host, (pk, _) in before.items()}
     new = [n for name, n in by_name.items() if name not in known]
     elsewhere = set(
         Node.objects.filter(hostname__in=[n.name for n in new]).values_list("hostname", flat=True)
@@ -155,8 +158,16 @@ def nodes_mirror(
         ],
     )
     mirrored = 0
+    # A drain or down a person (or slurmctld) set, seen for the first time: mirrored once,
+    # so an operator who returns the node in KUAE is not overruled at every sync while the
+    # same Slurm drain stands (both states stay on the node page).
     outside = [
-        n for n in nodes if n.name in known and n.kuae_state and not is_kuae_reason(n.reason)
+        n
+        for n in nodes
+        if n.name in known
+        and n.kuae_state
+        and not is_kuae_reason(n.reason)
+        and before.get(n.name, (0, ""))[1] != f"{n.label[:64]}|{_reason_text(n)[:300]}"
     ]
     if outside:
         rows = Node.objects.filter(pk__in=[known[n.name] for n in outside]).exclude(

@@ -36,6 +36,9 @@ class SlurmCli:
         return f"slurm cli ({self.conf or 'SLURM_CONF of the worker'})"
 
     def _run(self, *args: str) -> str:
+        return self._exec(*args)[0]
+
+    def _exec(self, *args: str) -> tuple[str, str]:
         env = dict(os.environ)
         if self.conf:
             env["SLURM_CONF"] = self.conf
@@ -60,14 +63,39 @@ class SlurmCli:
             if any(marker in message.lower() for marker in UNREACHABLE):
                 raise SchedulerUnavailable(text)
             raise SchedulerRefused(text)
-        return done.stdout
+        return done.stdout, done.stderr or ""
 
     def _json(self, *args: str) -> Any:
-        out = self._run(*args)
+        out, err = self._exec(*args)
         try:
-            return json.loads(out)
+            doc = json.loads(out)
         except ValueError as exc:
             raise SchedulerRefused(f"{args[0]} --json printed no JSON: {out[:120]!r}") from exc
+        # With slurmctld away, 22.05's --json commands exit 0 with an error in the document
+        # and an empty list: that is a failed read, not an empty cluster.
+        errors = doc.get("errors") if isinstance(doc, dict) else None
+        problems = [
+            str(e.get("description") or e.get("error") or e)
+            for e in errors or []
+            if not (isinstance(e, dict) and e.get("error_number") == 9003)  # nothing found
+        ]
+        if problems:
+            message = " ".join(err.split())[:300] or "; ".join(problems)[:300]
+            if not err:  # 22.05 says only "Unspecified error": ask the controller's state
+                message += f" ({self._ping()})"
+            text = f"{args[0]} --json: {message}"
+            if any(marker in message.lower() for marker in UNREACHABLE) or not err:
+                raise SchedulerUnavailable(text)
+            raise SchedulerRefused(text)
+        return doc
+
+    def _ping(self) -> str:
+        try:
+            out, err = self._exec("scontrol", "ping")
+        except (SchedulerUnavailable, SchedulerRefused) as exc:
+            return str(exc)
+        first = (out or err).strip().splitlines()[:1]  # not the banner of asterisks after it
+        return "scontrol ping: " + " ".join(first[0].split())[:200] if first else "scontrol ping: —"
 
     def jobs_active(self) -> Any:
         """`squeue --json`: running and pending jobs."""

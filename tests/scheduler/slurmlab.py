@@ -71,10 +71,11 @@ class SlurmLab:
         return done.stdout
 
     def node(self, name: str) -> tuple[str, str]:
-        """(`sinfo`'s long state, reason) of a node: `('drained', 'kuae #3: …')`."""
+        """(`sinfo`'s long state, reason) of a node: `('drained', 'kuae #3: …')`; the
+        not-responding marker (`idle*` while slurmctld re-pings it) is left out."""
         out = self.run("sinfo", "-h", "-N", "-n", name, "-o", "%T|%E").strip().splitlines()[0]
         state, reason = out.split("|", 1)
-        return state, reason
+        return state.rstrip("*~#!%$@^-"), reason
 
     def submit(self, *args: str) -> str:
         """`sbatch --parsable ARGS` (its output thrown away); the job id."""

@@ -16,6 +16,7 @@ from apps.fleet.models import Node
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import cluster_gpus, cluster_list, node_detail, node_list
 from apps.fleet.serializers import (
+    AutomationSerializer,
     ClusterDetailSerializer,
     ClusterSerializer,
     HeartbeatSerializer,
@@ -26,6 +27,7 @@ from apps.fleet.serializers import (
 )
 from apps.fleet.services import (
     NodeSpec,
+    cluster_automation_set,
     cluster_create,
     node_heartbeat,
     node_register,
@@ -65,6 +67,25 @@ class ClusterDetailView(generics.RetrieveUpdateAPIView):
         cluster = super().get_object()
         cluster.gpu_account = cluster_gpus(cluster=cluster)
         return cluster
+
+
+class ClusterAutomationView(APIView):
+    """`POST clusters/{name}/automation/` `{paused, reason}`: while paused, the checks run,
+    store results and open incidents, but change no node state and nothing is sent to the
+    scheduler (CONTRACT §9.2). Every page shows the pause and who set it."""
+
+    roles = {"POST": OPERATORS}
+
+    @extend_schema(request=AutomationSerializer, responses=ClusterDetailSerializer)
+    def post(self, request: Request, name: str) -> Response:
+        cluster = get_object_or_404(cluster_list(), name=name)
+        data = AutomationSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cluster_automation_set(
+            cluster=cluster, by=request.user.get_username(), **data.validated_data
+        )
+        cluster.gpu_account = cluster_gpus(cluster=cluster)
+        return Response(ClusterDetailSerializer(cluster).data)
 
 
 class NodeListView(generics.ListAPIView):

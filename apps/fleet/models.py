@@ -35,6 +35,13 @@ class Cluster(models.Model):
     actuation = models.CharField(
         max_length=8, choices=ActuationMode.choices, default=ActuationMode.OFF
     )
+    # Paused automation (CONTRACT §9.2): checks still run and open incidents, but change no
+    # node state and nothing is sent to the scheduler. Who, when and why are shown on
+    # every page while it lasts.
+    automation_paused = models.BooleanField(default=False)
+    automation_reason = models.CharField(max_length=300, blank=True, default="")
+    automation_by = models.CharField(max_length=150, blank=True, default="")
+    automation_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

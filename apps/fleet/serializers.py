@@ -153,8 +153,24 @@ class ClusterDetailSerializer(ClusterSerializer):
     actuation = serializers.ChoiceField(choices=ActuationMode.choices, required=False)
 
     class Meta(ClusterSerializer.Meta):
-        fields = [*ClusterSerializer.Meta.fields, "gpus", "slurm", "actuation"]
-        read_only_fields = ["name", "created_at"]
+        fields = [
+            *ClusterSerializer.Meta.fields,
+            "gpus",
+            "slurm",
+            "actuation",
+            "automation_paused",
+            "automation_reason",
+            "automation_by",
+            "automation_at",
+        ]
+        read_only_fields = [
+            "name",
+            "created_at",
+            "automation_paused",
+            "automation_reason",
+            "automation_by",
+            "automation_at",
+        ]
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -232,6 +248,18 @@ class NodeCreateSerializer(serializers.Serializer):
             return tuple(addresses_clean(value))
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from exc
+
+
+class AutomationSerializer(serializers.Serializer):
+    """`POST clusters/{name}/automation/` body: pause or resume automation (§9.2)."""
+
+    paused = serializers.BooleanField()
+    reason = serializers.CharField(max_length=300, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["paused"] and not attrs["reason"].strip():
+            raise serializers.ValidationError({"reason": ["say why automation is paused"]})
+        return attrs
 
 
 class NodeStateSerializer(serializers.Serializer):

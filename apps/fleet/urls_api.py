@@ -7,6 +7,11 @@ from apps.fleet import api, api_ingest
 urlpatterns = [
     path("clusters/", api.ClusterListView.as_view(), name="api-cluster-list"),
     path("clusters/<slug:name>/", api.ClusterDetailView.as_view(), name="api-cluster-detail"),
+    path(
+        "clusters/<slug:name>/automation/",
+        api.ClusterAutomationView.as_view(),
+        name="api-cluster-automation",
+    ),
     path("nodes/", api.NodeListView.as_view(), name="api-node-list"),
     path("nodes/<str:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
     path("nodes/<str:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),

@@ -17,7 +17,7 @@ from django.db.models import Max, Q
 
 from apps.common.bulk import update_many
 from apps.fleet.choices import NodeState, StateSource
-from apps.fleet.models import Node, NodeStateChange
+from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
 from apps.health import detectors as d
 from apps.health.choices import CheckKind, ResultStatus
@@ -366,6 +366,12 @@ def _node_states(
         if held is None or STATE_RANK[state] > STATE_RANK[held[0]]:
             wanted[f.node] = (state, f)
     if not wanted:
+        return 0
+    if Cluster.objects.filter(pk=run.cluster_id, automation_paused=True).exists():
+        # §9.2: results and incidents stand; no node changes state while paused
+        log.warning(
+            "automation paused on %s: %d node(s) keep their state", run.cluster, len(wanted)
+        )
         return 0
     cap = max(1, int(limits.drain_cap_share * len(nodes)))
     used = NodeStateChange.objects.filter(

@@ -43,6 +43,7 @@ OVERLAP = dt.timedelta(minutes=2)  # re-read a little: accounting lags the contr
 LEASE = dt.timedelta(minutes=5)  # a claimed actuation is retried after this if its worker died
 BACKOFF_MAX_S = 300
 BATCH = 200
+HELD = "held"  # a delivery outcome, not a stored result: stays pending, no try counted
 
 
 @dataclass
@@ -247,6 +248,10 @@ def _by_cluster(rows: Iterable[Actuation]) -> list[list[Actuation]]:
 def _deliver_cluster(
     cluster: Cluster, conn: SchedulerConnection | None, rows: Sequence[Actuation]
 ) -> Iterable[tuple[Actuation, str, str]]:
+    if cluster.automation_paused:  # §9.2: held, not sent, not counted as a try
+        for row in rows:
+            yield row, HELD, f"held: automation paused by {cluster.automation_by}"
+        return
     if cluster.actuation != ActuationMode.ON:  # turned off or to dry run since it was asked
         for row in rows:
             yield row, ActuationResult.SKIPPED, f"actuation is {cluster.actuation}: not sent"
@@ -304,6 +309,11 @@ def _deliver_one(
 
 def _record(row: Actuation, result: str, error: str) -> None:
     now = timezone.now()
+    if result == HELD:
+        Actuation.objects.filter(pk=row.pk).update(
+            next_try_at=now + dt.timedelta(seconds=30), error=error[:500]
+        )
+        return
     if result == ActuationResult.PENDING:
         attempts = row.attempts + 1
         delay = min(BACKOFF_MAX_S, 5 * 2 ** min(attempts - 1, 10))

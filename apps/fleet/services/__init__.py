@@ -2,6 +2,7 @@
 (`telemetry`), kernel-log events (`events`), pull-mode scraping (`scrape`), retention
 (`retention`)."""
 
+from apps.fleet.services.clusters import cluster_automation_set
 from apps.fleet.services.events import EventIngestResult, events_ingest
 from apps.fleet.services.nodes import (
     NodeSpec,
@@ -21,6 +22,7 @@ __all__ = [
     "EventIngestResult",
     "events_ingest",
     "NodeSpec",
+    "cluster_automation_set",
     "cluster_create",
     "node_heartbeat",
     "node_register",

@@ -41,7 +41,9 @@ def actuation_request(
     neither left nor re-entered service."""
     if change.source == StateSource.SLURM:
         return None  # mirrored from Slurm: sending it back would echo
-    cluster = Cluster.objects.only("actuation").get(pk=node.cluster_id)
+    cluster = Cluster.objects.only(
+        "actuation", "automation_paused", "automation_by", "automation_reason"
+    ).get(pk=node.cluster_id)
     if cluster.actuation == ActuationMode.OFF:
         return None
     was_out, is_out = before in OUT_OF_SERVICE, after in OUT_OF_SERVICE
@@ -52,6 +54,11 @@ def actuation_request(
     else:
         return None
     dry = cluster.actuation == ActuationMode.DRY_RUN
+    held = ""
+    if cluster.automation_paused:  # §9.2: nothing goes to the scheduler; the row says why
+        held = f"automation paused by {cluster.automation_by}: {cluster.automation_reason}"
+    elif dry:
+        held = "dry run: recorded, not sent"
     return Actuation.objects.create(
         node=node,
         state_change=change,
@@ -59,6 +66,6 @@ def actuation_request(
         reason=actuation_reason(change),
         requested_at=change.recorded_at,
         next_try_at=change.recorded_at,
-        result=ActuationResult.SKIPPED if dry else ActuationResult.PENDING,
-        error="dry run: recorded, not sent" if dry else "",
+        result=ActuationResult.SKIPPED if held else ActuationResult.PENDING,
+        error=held[:500],
     )

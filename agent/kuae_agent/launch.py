@@ -4,9 +4,9 @@
                       [--gpu-count N] [--model-name M] [--n-params N] [--job-id ID] [--force]
                       -- torchrun … train.py …
 
-1. Registers the job (`POST jobs/`, status `running`) — or finds it: a job of the cluster
-   with the same `external_id` (default SLURM_JOB_ID) is that job, updated, not a second
-   one; `--job-id`/KUAE_JOB_ID names a job outright.
+1. Finds the job — the newest of the cluster with this `external_id` (default
+   SLURM_JOB_ID), marked `running` again — or registers it (`POST jobs/`, status `running`);
+   `--job-id`/KUAE_JOB_ID names a job outright.
 2. Runs preflight (`POST jobs/{id}/preflight/`) and refuses to start (exit 3, the problems
    on stderr, the job marked `cancelled`) when a node fails it, unless `--force`.
 3. Runs CMD with KUAE_JOB_ID set (so a Reporter inside needs no lookup), passing SIGINT and
@@ -152,6 +152,12 @@ def _register(args: argparse.Namespace, client: Client, env: dict[str, str]) -> 
     external_id = args.external_id or env.get("SLURM_JOB_ID", "")
     if external_id:
         body["external_id"] = external_id
+        found = _find(client, cluster, external_id)
+        if found is not None:  # a requeued or restarted run: the same job, running again
+            client.request_json(
+                "PATCH", f"/api/v1/jobs/{found}/", body={"status": "running", "ended_at": None}
+            )
+            return found
     for key in ("model_name", "n_params", "flops_per_token"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
@@ -159,6 +165,17 @@ def _register(args: argparse.Namespace, client: Client, env: dict[str, str]) -> 
     if outcome is Outcome.STORED and isinstance(answer, dict) and "id" in answer:
         return int(answer["id"])
     log.warning("kuae-agent launch: job not registered: %s", answer)
+    return None
+
+
+def _find(client: Client, cluster: str, external_id: str) -> int | None:
+    """The newest job of `cluster` with this `external_id`, if KUAE has one."""
+    outcome, answer = client.request_json(
+        "GET", "/api/v1/jobs/", params={"external_id": external_id, "cluster": cluster}
+    )
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if outcome is Outcome.STORED and results:
+        return int(results[0]["id"])
     return None
 
 

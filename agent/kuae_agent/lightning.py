@@ -9,7 +9,8 @@ Step time is the wall time between optimizer steps (`trainer.global_step` moving
 tokens per second from `tokens_per_step`, else the batch's `input_ids` (a dict batch), else
 0; loss from the training step's output (read on the Reporter's thread, never `.item()` on
 the training thread). A checkpoint: `saved_at` when Lightning began saving it,
-`blocking_s` until training resumed (the next batch, or the end), and the file's size.
+`blocking_s` until training resumed (the next batch, or the end), and the size of the file
+its ModelCheckpoint wrote.
 """
 
 from __future__ import annotations
@@ -31,6 +32,26 @@ def _tokens(batch: Any) -> float:
     ids = batch.get("input_ids") if isinstance(batch, dict) else None
     numel = getattr(ids, "numel", None)
     return float(numel()) if callable(numel) else 0.0
+
+
+def _written_size(trainer: Any, since: float) -> int | None:
+    """The size of the checkpoint file the trainer's ModelCheckpoint callbacks wrote last
+    (at or after `since`), if one did."""
+    paths: set[str] = set()
+    for callback in getattr(trainer, "checkpoint_callbacks", None) or []:
+        paths.update(getattr(callback, "best_k_models", {}) or {})
+        paths.update(
+            {getattr(callback, "last_model_path", ""), getattr(callback, "best_model_path", "")}
+        )
+    newest: tuple[float, int] | None = None
+    for path in filter(None, paths):
+        try:
+            stat = Path(path).stat()
+        except OSError:
+            continue
+        if stat.st_mtime >= since - 1 and (newest is None or stat.st_mtime > newest[0]):
+            newest = (stat.st_mtime, stat.st_size)
+    return newest[1] if newest else None
 
 
 class KuaeCallback(Callback):
@@ -58,10 +79,7 @@ class KuaeCallback(Callback):
             return
         step, wall, began = self._saving
         self._saving = None
-        path = getattr(getattr(trainer, "checkpoint_callback", None), "last_model_path", "")
-        size = None
-        if path and Path(path).is_file() and Path(path).stat().st_mtime >= wall - 1:
-            size = Path(path).stat().st_size
+        size = _written_size(trainer, wall)
         self._rep().checkpoint(
             step,
             saved_at=dt.datetime.fromtimestamp(wall, tz=dt.UTC),

@@ -152,7 +152,7 @@ class Reporter:
         self._buf: collections.deque[_Raw] = collections.deque(maxlen=max(1, buffer_size))
         self._cap = max(1, buffer_size)
         self._last_us = 0
-        self._dropped_buffer = 0  # written by step() only
+        self._dropped_buffer = 0  # steps; written by step() only
         self._ckpts: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
         self._stats = Stats()
         self._thread: threading.Thread | None = None
@@ -350,7 +350,7 @@ class Reporter:
         """Samples dropped for want of room (a full buffer, a full or unwritable spool)."""
         spool = self._spool
         spooled = spool.dropped_samples if spool is not None else 0
-        return self._dropped_buffer + self._dropped_sender + spooled
+        return self._dropped_buffer * self._per_step + self._dropped_sender + spooled
 
     def stats(self) -> Stats:
         """A snapshot of what has been sent, dropped and is still held."""

@@ -155,6 +155,9 @@ def main() -> None:
     from tests.bench.detection import bench_detection
 
     bench_detection(args.seeds)
+    from tests.bench.reporter import bench_reporter
+
+    bench_reporter()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
@@ -15,6 +17,11 @@ class Job(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
     name = models.CharField(max_length=200)
     external_id = models.CharField(max_length=64, blank=True, default="")
+    # Slurm's submit time: with the cluster and `external_id` what names a Slurm job, as
+    # Slurm reuses ids (CONTRACT §7). Null for a job registered without one.
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    array_job_id = models.PositiveBigIntegerField(null=True, blank=True)
+    array_task_id = models.PositiveIntegerField(null=True, blank=True)
     model_name = models.CharField(max_length=200, blank=True, default="")
     n_params = models.FloatField(null=True, blank=True)
     flops_per_token = models.FloatField(null=True, blank=True)
@@ -43,11 +50,18 @@ class Job(models.Model):
         ordering = ["-started_at", "-id"]
         indexes = [models.Index(fields=["cluster", "status"], name="job_cluster_status")]
         constraints = [
+            # One job per (cluster, id, submit time); a reused id with another submit time
+            # is another job. Without a submit time, one job per (cluster, id).
+            models.UniqueConstraint(
+                fields=["cluster", "external_id", "submitted_at"],
+                condition=~models.Q(external_id="") & models.Q(submitted_at__isnull=False),
+                name="job_cluster_external_submit",
+            ),
             models.UniqueConstraint(
                 fields=["cluster", "external_id"],
-                condition=~models.Q(external_id=""),
-                name="job_cluster_external_id",
-            )
+                condition=~models.Q(external_id="") & models.Q(submitted_at__isnull=True),
+                name="job_cluster_external_nosubmit",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -78,6 +92,31 @@ class Job(models.Model):
     def status_choice(self) -> JobStatus:
         """The status as its choice member (label and colour)."""
         return JobStatus(self.status)
+
+
+class JobAttempt(models.Model):
+    """One attempt of a job: a requeued Slurm job runs again under the same id, each run
+    with its own submit and start time (CONTRACT §7). `key` is the attempt's submit time in
+    Unix seconds (its start when Slurm gave none), which `squeue` and `sacct` agree on."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    key = models.BigIntegerField()
+    state = models.CharField(max_length=32, help_text="Slurm's state of the attempt")
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    hostlist = models.CharField(max_length=1000, blank=True, default="")
+
+    class Meta:
+        ordering = ["job", "key"]
+        constraints = [models.UniqueConstraint(fields=["job", "key"], name="jobattempt_job_key")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.key} ({self.state})"
+
+    @property
+    def submitted_at(self) -> dt.datetime:
+        """The attempt's key as a time."""
+        return dt.datetime.fromtimestamp(self.key, tz=dt.UTC)
 
 
 class JobMetric(models.Model):

@@ -44,7 +44,7 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
 @role_required()
 def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     """A job: what stops it (a banner linking the incident), facts, progress chart (MFU,
-    throughput, loss), its incidents and their cost, checkpoints, nodes."""
+    throughput, loss), its incidents and their cost, checkpoints, nodes, scheduler attempts."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
     health = job_incidents([job.pk])[job.pk]
     return render(
@@ -57,6 +57,8 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "checkpoints": list(job.checkpoints.order_by("-saved_at")[:20]),
             "checkpoint_count": job.checkpoints.count(),
             "nodes": list(job.nodes.order_by("hostname").values_list("hostname", "state")),
+            "attempts": list(job.attempts.order_by("-key")[:20]),
+            "attempt_count": job.attempts.count(),
             "now": timezone.now(),
         },
     )

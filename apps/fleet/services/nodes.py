@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.common.bulk import update_many
@@ -102,25 +102,68 @@ def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
 
 @transaction.atomic
 def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]:
-    """Register new nodes in bulk: nodes, their GPUs and the first state-history entry."""
+    """Register new nodes in bulk: nodes, their GPUs and the first state-history entry.
+
+    Returns the specs' nodes in order. One registered meanwhile by a concurrent request
+    (two Slurm intakes naming the same new node) is not an error: it is registered once,
+    by whichever commits first, and returned as it is; one registered in another cluster
+    is a ValidationError naming `hostname`.
+    """
     now = timezone.now()
     addresses = _addresses(specs)
-    nodes = [
-        Node(
-            cluster=cluster,
-            hostname=spec.hostname,
-            rack=spec.rack,
-            gpu_count=spec.gpu_count if spec.gpu_count is not None else cluster.gpus_per_node,
-            exporter_url=spec.exporter_url,
-            addresses=addresses.get(spec.hostname, []),
-            in_service_at=spec.in_service_at or now,
-            state=NodeState.HEALTHY,
-            state_changed_at=spec.in_service_at or now,
-        )
-        for spec in specs
-    ]
-    Node.objects.bulk_create(nodes, batch_size=1000)
-    if any(node.pk is None for node in nodes):  # SQLite before 3.35 returns no ids
+    wanted = {spec.hostname: spec for spec in specs}
+    for _ in range(3):
+        nodes = [
+            Node(
+                cluster=cluster,
+                hostname=spec.hostname,
+                rack=spec.rack,
+                gpu_count=spec.gpu_count if spec.gpu_count is not None else cluster.gpus_per_node,
+                exporter_url=spec.exporter_url,
+                addresses=addresses.get(spec.hostname, []),
+                in_service_at=spec.in_service_at or now,
+                state=NodeState.HEALTHY,
+                state_changed_at=spec.in_service_at or now,
+            )
+            for spec in wanted.values()
+        ]
+        try:
+            with transaction.atomic():  # a savepoint: a lost race leaves the rest intact
+                Node.objects.bulk_create(nodes, batch_size=1000)
+            break
+        except IntegrityError:
+            # Another request inserted some of them and committed (PostgreSQL waited for
+            # it): take those as they are and insert the others.
+            for hostname in Node.objects.filter(hostname__in=list(wanted)).values_list(
+                "hostname", flat=True
+            ):
+                del wanted[hostname]
+    else:
+        raise IntegrityError("nodes kept colliding with concurrent registrations")
+    _nodes_furnish(cluster, nodes)
+    mine = {node.hostname: node for node in nodes}
+    others = {}
+    if len(mine) < len(specs):
+        others = {
+            node.hostname: node
+            for node in Node.objects.filter(hostname__in=[s.hostname for s in specs]).exclude(
+                hostname__in=list(mine)
+            )
+        }
+        elsewhere = sorted(h for h, node in others.items() if node.cluster_id != cluster.pk)
+        if elsewhere:
+            raise ValidationError(
+                {"hostname": [f"{', '.join(elsewhere[:20])}: registered in another cluster"]}
+            )
+    return [mine.get(spec.hostname) or others[spec.hostname] for spec in specs]
+
+
+def _nodes_furnish(cluster: Cluster, nodes: Sequence[Node]) -> None:
+    """Give just-inserted nodes their ids (SQLite before 3.35 returns none), GPUs and first
+    state-history entry."""
+    if not nodes:
+        return
+    if any(node.pk is None for node in nodes):
         by_host = dict(
             Node.objects.filter(hostname__in=[n.hostname for n in nodes]).values_list(
                 "hostname", "pk"
@@ -149,7 +192,6 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
         ],
         batch_size=1000,
     )
-    return nodes
 
 
 @transaction.atomic

@@ -121,7 +121,6 @@ def incident_open(
 
 
 @transaction.atomic
-@transaction.atomic
 def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
     """Apply Slurm job records of any supported shape (`sacct`/`squeue --json`, slurmrestd
     `slurm`/`slurmdb` jobs; CONTRACT §7), all or nothing: jobs created or updated, and for

@@ -264,6 +264,12 @@ EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "kuae-ops@localhost")
 KUAE_NOTIFY_EMAILS = env_list("KUAE_NOTIFY_EMAILS", ["oncall@localhost"])
 KUAE_NOTIFY_WEBHOOK = env_str("KUAE_NOTIFY_WEBHOOK")
+# Escalation (CONTRACT §9.3): a sev1 not acknowledged within KUAE_ESCALATE_SEV1_MIN minutes,
+# a sev2 within KUAE_ESCALATE_SEV2_MIN, goes once to these (e-mail and webhook separately).
+KUAE_ESCALATE_SEV1_MIN = env_int("KUAE_ESCALATE_SEV1_MIN", 10, minimum=1)
+KUAE_ESCALATE_SEV2_MIN = env_int("KUAE_ESCALATE_SEV2_MIN", 30, minimum=1)
+KUAE_ESCALATION_EMAILS = env_list("KUAE_ESCALATION_EMAILS", [])
+KUAE_ESCALATION_WEBHOOK = env_str("KUAE_ESCALATION_WEBHOOK")
 KUAE_BASE_URL = env_str("KUAE_BASE_URL", "http://127.0.0.1:8000")
 # The weekly report goes to these every Monday (KUAE_REPORT_HOUR UTC), for the week just ended.
 KUAE_REPORT_EMAILS = env_list("KUAE_REPORT_EMAILS", ["managers@localhost"])

@@ -37,6 +37,7 @@ from apps.incidents.serializers import (
 )
 from apps.incidents.services import incident_open, incident_update, slurm_ingest
 from apps.incidents.services_alerts import alertmanager_ingest
+from apps.incidents.services_owners import incident_acknowledge
 
 
 class IncidentListView(generics.ListAPIView):
@@ -104,6 +105,21 @@ class IncidentDetailView(APIView):
         incident = incident_update(
             incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()
         )
+        costs_at([incident], now=timezone.now())
+        return Response(IncidentDetailSerializer(incident).data)
+
+
+class IncidentAckView(APIView):
+    """`POST incidents/{id}/ack/`: acknowledge in one step — an open incident becomes
+    investigating, with who and when and one timeline line; a second acknowledgement
+    changes and writes nothing (CONTRACT §9.3)."""
+
+    roles = {"POST": OPERATORS}
+
+    @extend_schema(request=None, responses=IncidentDetailSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
+        incident_acknowledge(incident=incident, actor=request.user.get_username())
         costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data)
 

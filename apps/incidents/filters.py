@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 
 from apps.common.filters import IdFilter, SortedFilterSet, SortFilter
-from apps.incidents.choices import Category, IncidentStatus, Severity
+from apps.incidents.choices import Category, IncidentStatus, PostmortemStatus, Severity
 from apps.incidents.models import Incident, UnroutedAlert
 
 
@@ -20,6 +20,12 @@ class IncidentFilter(SortedFilterSet):
     severity = django_filters.MultipleChoiceFilter(choices=Severity.choices)
     node = django_filters.CharFilter(field_name="nodes__hostname", distinct=True)
     job = IdFilter(field_name="job_id")
+    assignee = django_filters.CharFilter(method="filter_assignee", label="Assignee")
+    postmortem = django_filters.ChoiceFilter(
+        field_name="postmortem__status",
+        choices=PostmortemStatus.choices,
+        label="Postmortem",
+    )
     start = django_filters.IsoDateTimeFilter(method="filter_start")
     end = django_filters.IsoDateTimeFilter(method="filter_end")
 
@@ -39,10 +45,19 @@ class IncidentFilter(SortedFilterSet):
             "severity",
             "node",
             "job",
+            "assignee",
+            "postmortem",
             "start",
             "end",
             "sort",
         ]
+
+    def filter_assignee(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        """A username; `me` is whoever asks ("my incidents")."""
+        user = getattr(self.request, "user", None)
+        if value == "me" and user is not None and user.is_authenticated:
+            value = user.get_username()
+        return queryset.filter(assignee=value)
 
     def filter_start(self, queryset: QuerySet, name: str, value: object) -> QuerySet:
         """f(i) ≥ start."""

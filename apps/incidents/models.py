@@ -45,6 +45,12 @@ class Incident(models.Model):
     # `gpu_uuid`) and the alert's name and labels.
     details = models.JSONField(default=dict, blank=True)
     # What it cost (apps.incidents.impact), refreshed whenever the incident changes.
+    # Ownership (CONTRACT §9.3): who works on it, who acknowledged it and when, and when an
+    # unacknowledged sev1/sev2 was escalated (once).
+    assignee = models.CharField(max_length=150, blank=True, default="")
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.CharField(max_length=150, blank=True, default="")
+    escalated_at = models.DateTimeField(null=True, blank=True)
     downtime_s = models.FloatField(default=0)
     rework_s = models.FloatField(default=0)
     lost_gpu_hours = models.FloatField(default=0)

@@ -1,7 +1,7 @@
 """Who may change what on an incident — the one rule the API and the pages both apply.
 
 Engineers edit everything. Operators acknowledge (move an incident to investigating or
-mitigated) and set its times, nothing else. Making another field an operator's is one
+mitigated), set its times and its assignee, nothing else. Making another field an operator's is one
 edit here.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from apps.incidents.choices import IncidentStatus
 from apps.incidents.services import TIMES
 
-OPERATOR_FIELDS = frozenset({"status", *TIMES})
+OPERATOR_FIELDS = frozenset({"status", "assignee", *TIMES})
 OPERATOR_STATUSES = (IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED)
 
 
@@ -26,7 +26,7 @@ def change_refusal(*, engineer: bool, changes: Mapping[str, object]) -> str | No
         return None
     refused = ", ".join(extra) if extra else f"status {status}"
     allowed = " or ".join(s.value for s in OPERATOR_STATUSES)
-    return f"operators acknowledge (status {allowed}) and set times; not: {refused}"
+    return f"operators acknowledge (status {allowed}), set times and assignee; not: {refused}"
 
 
 def status_choices(*, engineer: bool) -> list[tuple[str, str]]:

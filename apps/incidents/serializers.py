@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
@@ -47,6 +48,10 @@ class IncidentSerializer(serializers.ModelSerializer):
             "interrupts_job",
             "planned",
             "description",
+            "assignee",
+            "acknowledged_at",
+            "acknowledged_by",
+            "escalated_at",
             "source",
             "details",
             "created_at",
@@ -90,6 +95,14 @@ class IncidentWriteSerializer(serializers.Serializer):
     interrupts_job = serializers.BooleanField()
     planned = serializers.BooleanField()
     description = serializers.CharField(required=False, allow_blank=True)
+    assignee = serializers.CharField(
+        max_length=150, required=False, allow_blank=True, help_text="a username; blank: nobody"
+    )
+
+    def validate_assignee(self, value: str) -> str:
+        if value and not get_user_model().objects.filter(username=value, is_active=True).exists():
+            raise serializers.ValidationError(f"no user {value!r}")
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         cluster = attrs.get("cluster") or getattr(self.instance, "cluster", None)

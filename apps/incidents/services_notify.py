@@ -29,10 +29,11 @@ def deliveries_queue(*, incident: Incident, purpose: str = "opened") -> list[Del
     worker once this transaction commits."""
     from apps.incidents.tasks import delivery_send_task
 
+    emails, webhook = recipients(purpose)
     channels = []
-    if settings.KUAE_NOTIFY_EMAILS:
+    if emails:
         channels.append(Delivery.Channel.EMAIL)
-    if settings.KUAE_NOTIFY_WEBHOOK:
+    if webhook:
         channels.append(Delivery.Channel.WEBHOOK)
     Delivery.objects.bulk_create(
         [Delivery(incident=incident, channel=c, purpose=purpose) for c in channels],
@@ -107,6 +108,14 @@ def delivery_send(*, delivery_id: int, now: dt.datetime | None = None) -> bool:
     return True
 
 
+def recipients(purpose: str) -> tuple[list[str], str]:
+    """(e-mail addresses, webhook URL) for a purpose: an escalation goes to the escalation
+    list and hook (CONTRACT §9.3), everything else to the on-call ones."""
+    if purpose == "escalated":
+        return list(settings.KUAE_ESCALATION_EMAILS), settings.KUAE_ESCALATION_WEBHOOK
+    return list(settings.KUAE_NOTIFY_EMAILS), settings.KUAE_NOTIFY_WEBHOOK
+
+
 def incident_page_url(incident: Incident) -> str:
     """The incident's page in the dashboard (what a person paged should open)."""
     return f"{settings.KUAE_BASE_URL.rstrip('/')}/incidents/{incident.pk}/"
@@ -130,8 +139,9 @@ def notification_text(incident: Incident, purpose: str) -> tuple[str, str]:
 def _send(delivery: Delivery) -> None:
     incident = delivery.incident
     subject, body = notification_text(incident, delivery.purpose)
+    emails, webhook = recipients(delivery.purpose)
     if delivery.channel == Delivery.Channel.EMAIL:
-        send_mail(subject, body, None, settings.KUAE_NOTIFY_EMAILS)
+        send_mail(subject, body, None, emails)
         return
     payload = {
         "id": incident.pk,
@@ -144,4 +154,4 @@ def _send(delivery: Delivery) -> None:
         "purpose": delivery.purpose,
         "text": f"{subject}\n{body}",
     }
-    httpx.post(settings.KUAE_NOTIFY_WEBHOOK, json=payload, timeout=10).raise_for_status()
+    httpx.post(webhook, json=payload, timeout=10).raise_for_status()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from apps.incidents.services_notify import delivery_send
+from apps.incidents.services_owners import incidents_escalate
 
 
 @shared_task(
@@ -19,3 +20,9 @@ from apps.incidents.services_notify import delivery_send
 def delivery_send_task(delivery_id: int) -> bool:
     """Send one delivery (a no-op when it was sent already); a failure retries it."""
     return delivery_send(delivery_id=delivery_id)
+
+
+@shared_task(name="apps.incidents.tasks.escalate", ignore_result=True)
+def escalate() -> int:
+    """Escalate unacknowledged sev1/sev2 incidents past their time (CONTRACT §9.3)."""
+    return incidents_escalate()

@@ -7,6 +7,7 @@ from apps.incidents import api
 urlpatterns = [
     path("incidents/", api.IncidentListView.as_view(), name="api-incident-list"),
     path("incidents/<int:pk>/", api.IncidentDetailView.as_view(), name="api-incident-detail"),
+    path("incidents/<int:pk>/ack/", api.IncidentAckView.as_view(), name="api-incident-ack"),
     path("incidents/<int:pk>/postmortem/", api.PostmortemView.as_view(), name="api-postmortem"),
     *[
         path(

@@ -27,6 +27,7 @@ from apps.incidents.selectors import (
     unrouted_firing_count,
 )
 from apps.incidents.services import TIMES, incident_note, incident_open, incident_update
+from apps.incidents.services_owners import incident_acknowledge
 
 
 @role_required()
@@ -50,6 +51,7 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
             "selected": {k: request.GET.getlist(k) for k in ("status", "severity", "category")},
             "overdue": overdue_count(),
             "unrouted": unrouted_firing_count(),
+            "in_review": Postmortem.objects.filter(status=Postmortem.Status.IN_REVIEW).count(),
             "engineer": request.user.has_role(ENGINEERS),
         },
     )
@@ -125,6 +127,29 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "actions": list(postmortem.action_items.select_related("owner")) if postmortem else [],
         },
     )
+
+
+@require_POST
+@role_required(OPERATORS)
+def incident_ack(request: HttpRequest, pk: int) -> HttpResponse:
+    """Acknowledge from the page: one click, one timeline line (none when already done)."""
+    incident = get_object_or_404(Incident, pk=pk)
+    if incident_acknowledge(incident=incident, actor=request.user.get_username()):
+        messages.success(request, f"Acknowledged #{incident.pk}.")
+    return redirect("incident-detail", pk=pk)
+
+
+@require_POST
+@role_required(OPERATORS)
+def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
+    """Make the signed-in person the incident's assignee."""
+    incident = get_object_or_404(Incident, pk=pk)
+    incident_update(
+        incident=incident,
+        changes={"assignee": request.user.get_username()},
+        actor=request.user.get_username(),
+    )
+    return redirect("incident-detail", pk=pk)
 
 
 @require_POST

@@ -50,6 +50,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-node-admission": {"GET": READ | AGENT},  # kuae-agent prolog: about its own node
     "api-incident-list": {"GET": READ, "POST": ENG},
     "api-incident-detail": {"GET": READ, "PATCH": OPS},
+    "api-incident-ack": {"POST": OPS},
     "api-postmortem": {"GET": READ, "PUT": ENG},
     "api-postmortem-submit": {"POST": ENG},
     "api-postmortem-approve": {"POST": ENG},
@@ -90,6 +91,8 @@ EXPECTED: dict[str, dict[str, set]] = {
     "incident-new": {"GET": ENG, "POST": ENG},
     "incident-detail": {"GET": READ},
     "incident-edit": {"POST": OPS},
+    "incident-ack": {"POST": OPS},
+    "incident-take": {"POST": OPS},
     "incident-comment": {"POST": OPS},
     "postmortem": {"GET": READ, "POST": ENG},
     "postmortem-step": {"POST": ENG},

@@ -14,7 +14,7 @@ from apps.accounts.permissions import role_required
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.charts import node_telemetry_figure
-from apps.fleet.choices import NodeState, StateSource
+from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
@@ -93,6 +93,16 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
     node = get_object_or_404(Node, hostname=hostname)
     form = NodeStateForm(request.POST)
     if form.is_valid():
+        stopping = form.cleaned_data["state"] in OUT_OF_SERVICE and not request.POST.get("confirm")
+        running = (
+            list(node.jobs.filter(status="running").order_by("-gpu_count")) if stopping else []
+        )
+        if running:  # taking a node out under a job stops the job: say which, ask first
+            return render(
+                request,
+                "fleet/node_state_confirm.html",
+                {"node": node, "form": form, "jobs": running},
+            )
         node_set_state(
             node=node,
             state=form.cleaned_data["state"],

@@ -51,3 +51,23 @@ def test_overview_shows_a_failing_sync(client, users, cluster: Cluster, nodes: l
     SchedulerSync.objects.filter(cluster=cluster).update(ok=True, failures=0, error="")
     page = client.get("/?cluster=c1").content.decode()
     assert "Slurm sync failing" not in page and "Slurm synced" in page
+
+
+def test_draining_a_node_with_a_job_asks_first(client, users, job, nodes: list[Node]) -> None:  # noqa: ANN001
+    client.force_login(users["otto"])
+    r = client.post("/nodes/gpu001/state/", {"state": "drained", "reason": "fan noise"})
+    page = r.content.decode()
+    assert r.status_code == 200 and "This stops a running job" in page
+    assert "llama-70b" in page and "32 GPUs" in page and 'name="confirm" value="1"' in page
+    assert Node.objects.get(hostname="gpu001").state == "healthy"  # nothing done yet
+    r = client.post(
+        "/nodes/gpu001/state/", {"state": "drained", "reason": "fan noise", "confirm": "1"}
+    )
+    assert r.status_code == 302 and Node.objects.get(hostname="gpu001").state == "drained"
+    # a node without a job, or a return to healthy, needs no confirmation
+    assert (
+        client.post("/nodes/gpu007/state/", {"state": "drained", "reason": "x"}).status_code == 302
+    )
+    assert (
+        client.post("/nodes/gpu001/state/", {"state": "healthy", "reason": "ok"}).status_code == 302
+    )

@@ -6,6 +6,11 @@ from apps.fleet import views
 
 urlpatterns = [
     path("nodes/", views.node_list_page, name="node-list"),
+    path(
+        "clusters/<slug:name>/automation/",
+        views.cluster_automation_page,
+        name="cluster-automation",
+    ),
     path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
     path("nodes/<str:hostname>/state/", views.node_state_page, name="node-state"),
     path(

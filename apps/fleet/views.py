@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -27,7 +28,7 @@ from apps.fleet.selectors import (
     node_state_history,
     rack_list,
 )
-from apps.fleet.services import node_set_state
+from apps.fleet.services import cluster_automation_set, node_set_state
 from apps.fleet.telemetry import GPU_COLUMNS, reporting_gaps
 
 
@@ -114,6 +115,22 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
     else:
         messages.error(request, errors_text(form.errors))
     return redirect("node-detail", hostname=hostname)
+
+
+@require_POST
+@role_required(OPERATORS)
+def cluster_automation_page(request: HttpRequest, name: str) -> HttpResponse:
+    """Pause or resume a cluster's automation from the overview (CONTRACT §9.2)."""
+    cluster = get_object_or_404(Cluster, name=name)
+    paused = request.POST.get("paused") == "true"
+    reason = request.POST.get("reason", "").strip()[:300]
+    if paused and not reason:
+        messages.error(request, "Say why automation is paused.")
+    else:
+        cluster_automation_set(
+            cluster=cluster, paused=paused, reason=reason, by=request.user.get_username()
+        )
+    return redirect(f"{reverse('overview')}?cluster={cluster.name}")
 
 
 @role_required()

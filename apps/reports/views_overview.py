@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
@@ -28,6 +29,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["week"] = week_so_far(cluster=cluster, now=now)
         context["targets"] = targets_for(cluster=cluster)
         context["sched"] = cluster_sync_status(cluster=cluster)
+        context["can_pause"] = request.user.has_role(OPERATORS)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )

@@ -92,6 +92,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "incident-detail": {"GET": READ},
     "incident-edit": {"POST": OPS},
     "incident-ack": {"POST": OPS},
+    "cluster-automation": {"POST": OPS},
     "incident-take": {"POST": OPS},
     "incident-comment": {"POST": OPS},
     "postmortem": {"GET": READ, "POST": ENG},

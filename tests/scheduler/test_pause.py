@@ -73,3 +73,24 @@ def test_pause_api_and_banner(api, client, users, cluster: Cluster, nodes: list[
         assert "Automation paused on c1" in page and "by otto" in page and "storm" in page, url
     api("otto").post("/api/v1/clusters/c1/automation/", {"paused": False}, format="json")
     assert "Automation paused" not in client.get("/").content.decode()
+
+
+def test_pause_from_the_overview(client, users, cluster: Cluster, nodes: list[Node]) -> None:  # noqa: ANN001
+    client.force_login(users["otto"])
+    page = client.get("/?cluster=c1").content.decode()
+    assert "Pause automation" in page
+    r = client.post("/clusters/c1/automation/", {"paused": "true", "reason": ""})
+    assert r.status_code == 302
+    assert not Cluster.objects.get(pk=cluster.pk).automation_paused  # a pause needs a reason
+    client.post("/clusters/c1/automation/", {"paused": "true", "reason": "switch firmware"})
+    cluster.refresh_from_db()
+    assert cluster.automation_paused and cluster.automation_by == "otto"
+    assert "Resume automation" in client.get("/?cluster=c1").content.decode()
+    client.post("/clusters/c1/automation/", {"paused": "false"})
+    assert not Cluster.objects.get(pk=cluster.pk).automation_paused
+    client.force_login(users["mia"])
+    assert "Pause automation" not in client.get("/?cluster=c1").content.decode()
+    assert (
+        client.post("/clusters/c1/automation/", {"paused": "true", "reason": "x"}).status_code
+        == 403
+    )

@@ -16,7 +16,6 @@ size of the checkpoint folder.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -114,9 +113,7 @@ class KuaeCallback(TrainerCallback):
             int(state.global_step),
             saved_at=dt.datetime.fromtimestamp(self._mark_wall, tz=dt.UTC),
             blocking_s=blocking,
-            size_bytes=folder_size(folder)
-            if os.environ.get("KUAE_CHECKPOINT_SIZE", "1") != "0"
-            else None,
+            size_bytes=folder_size(folder),
         )
         self._last = time.perf_counter()  # the save is not the next step's time
 

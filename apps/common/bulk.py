@@ -7,11 +7,16 @@ the same batch store each sample once.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.backends.utils import CursorWrapper
+from django.db.models import QuerySet
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 def _sqlite_row(row: Sequence[object]) -> tuple[object, ...]:
@@ -161,4 +166,30 @@ def upsert_merge(
             cursor.executemany(
                 f"INSERT INTO {table} ({cols}) VALUES ({marks}) {on_conflict}",
                 [_sqlite_row(row) for row in rows],
+            )
+
+
+def among(queryset: QuerySet[_M], column: str, values: Sequence[object]) -> QuerySet[_M]:
+    """`queryset` narrowed to rows whose `column` (of its own table) is one of `values`, sent
+    as one parameter — an array on PostgreSQL, JSON text on SQLite — where Django's `__in`
+    spends time per value building, quoting and splitting a query of thousands of them."""
+    meta = queryset.model._meta
+    field = meta.get_field(column)  # a model field: never text from a request
+    name = f'"{meta.db_table}"."{getattr(field, "column", column)}"'
+    if connection.vendor == "postgresql":
+        return queryset.extra(where=[f"{name} = ANY(%s)"], params=[list(values)])
+    where = f"{name} IN (SELECT value FROM json_each(%s))"
+    return queryset.extra(where=[where], params=[json.dumps(list(values))])
+
+
+def delete_among(table: str, column: str, values: Sequence[object]) -> None:
+    """DELETE the rows of `table` whose `column` is one of `values` (one parameter, as in
+    `among`); `table` and `column` are names from model metadata."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f'DELETE FROM {table} WHERE "{column}" = ANY(%s)', [list(values)])
+        else:
+            cursor.execute(
+                f'DELETE FROM {table} WHERE "{column}" IN (SELECT value FROM json_each(%s))',
+                [json.dumps(list(values))],
             )

@@ -12,7 +12,7 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from apps.common.bulk import insert_ignore, update_many, upsert_merge
+from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
 from apps.common.errors import BatchError
 from apps.common.limits import NEW_NODES
 from apps.common.retention import delete_in_batches
@@ -316,7 +316,7 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
     relinked = [j for j in every if j.nodes_changed]
     if relinked:
         through = Job.nodes.through
-        through.objects.filter(job_id__in=[j.pk for j in relinked]).delete()
+        delete_among(through._meta.db_table, "job_id", [j.pk for j in relinked])
         insert_ignore(
             through._meta.db_table,
             ("job_id", "node_id"),
@@ -333,7 +333,7 @@ def _slurm_nodes(cluster: Cluster, records: Sequence[SlurmJob]) -> dict[str, int
         return {}
     known = {
         h: (pk, cid)
-        for h, pk, cid in Node.objects.filter(hostname__in=wanted).values_list(
+        for h, pk, cid in among(Node.objects.all(), "hostname", sorted(wanted)).values_list(
             "hostname", "pk", "cluster_id"
         )
     }
@@ -366,7 +366,7 @@ def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, lis
     out: dict[str, list[JobState]] = {}
     by_pk: dict[int, JobState] = {}
     rows = (
-        Job.objects.filter(cluster=cluster, external_id__in=external_ids)
+        among(Job.objects.filter(cluster=cluster), "external_id", external_ids)
         .order_by("pk")
         .values_list(
             "pk",
@@ -403,7 +403,7 @@ def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, lis
         by_pk[row[0]] = job
     if not by_pk:
         return out
-    attempts = JobAttempt.objects.filter(job_id__in=list(by_pk)).values_list(
+    attempts = among(JobAttempt.objects.all(), "job_id", list(by_pk)).values_list(
         "job_id", "key", "state", "started_at", "ended_at", "hostlist"
     )
     for job_id, key, state, started, ended, hostlist in attempts:
@@ -416,7 +416,7 @@ def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, lis
             hostlist=hostlist,
         )
     links = (
-        Job.nodes.through.objects.filter(job_id__in=list(by_pk))
+        among(Job.nodes.through.objects.all(), "job_id", list(by_pk))
         .order_by("node__hostname")
         .values_list("job_id", "node__hostname")
     )
@@ -448,8 +448,10 @@ def _slurm_insert(cluster: Cluster, jobs: Sequence[JobState], now: dt.datetime) 
     )
     ids = {
         (external_id, submitted): pk
-        for pk, external_id, submitted in Job.objects.filter(
-            cluster=cluster, external_id__in=sorted({j.external_id for j in jobs})
+        for pk, external_id, submitted in among(
+            Job.objects.filter(cluster=cluster),
+            "external_id",
+            sorted({j.external_id for j in jobs}),
         ).values_list("pk", "external_id", "submitted_at")
     }
     for job in jobs:

@@ -152,6 +152,9 @@ def main() -> None:
     from tests.bench.incidents import bench_incidents
 
     bench_incidents(client)
+    from tests.bench.slurm import bench_slurm
+
+    bench_slurm()
     from tests.bench.detection import bench_detection
 
     bench_detection(args.seeds)

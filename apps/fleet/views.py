@@ -102,7 +102,12 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
             return render(
                 request,
                 "fleet/node_state_confirm.html",
-                {"node": node, "form": form, "jobs": running},
+                {
+                    "node": node,
+                    "form": form,
+                    "jobs": running,
+                    "verb": "drain" if form.cleaned_data["state"] == "drained" else "mark down",
+                },
             )
         node_set_state(
             node=node,

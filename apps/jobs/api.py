@@ -38,7 +38,13 @@ from apps.jobs.serializers import (
     MetricBatchSerializer,
     MetricPointsSerializer,
 )
-from apps.jobs.services import checkpoint_record, job_create, job_metrics_ingest, job_update
+from apps.jobs.services import (
+    checkpoint_record,
+    job_by_external_id,
+    job_create,
+    job_metrics_ingest,
+    job_update,
+)
 
 JOB_WRITERS = OPERATORS | AGENTS
 
@@ -137,8 +143,9 @@ class JobListView(generics.ListAPIView):
         nodes = values.pop("nodes", ())
         require_job_nodes(request.user, values["cluster"], [n.hostname for n in nodes])
         if values.get("external_id"):  # a known external id updates that job: it too
-            known = Job.objects.filter(cluster=values["cluster"], external_id=values["external_id"])
-            existing = known.first()
+            existing = job_by_external_id(
+                cluster=values["cluster"], external_id=values["external_id"]
+            )
             if existing is not None:
                 require_job(request.user, existing)
         job, created = job_create(cluster=values.pop("cluster"), nodes=nodes, **values)

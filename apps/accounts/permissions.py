@@ -58,3 +58,9 @@ def role_required(
         return wrapped
 
     return decorator
+
+
+def user_has_role(user: object, roles: frozenset[str]) -> bool:
+    """Whether a request's user (signed in or anonymous) has one of `roles`."""
+    has_role = getattr(user, "has_role", None)
+    return bool(has_role and has_role(roles))

@@ -84,7 +84,7 @@ class ClusterAutomationView(APIView):
         cluster_automation_set(
             cluster=cluster, by=request.user.get_username(), **data.validated_data
         )
-        cluster.gpu_account = cluster_gpus(cluster=cluster)
+        cluster.gpu_account = cluster_gpus(cluster=cluster)  # type: ignore[attr-defined]
         return Response(ClusterDetailSerializer(cluster).data)
 
 

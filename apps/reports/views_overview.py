@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.choices import OPERATORS
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import role_required, user_has_role
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
 from apps.reports.weekly import week_so_far
@@ -29,7 +29,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["week"] = week_so_far(cluster=cluster, now=now)
         context["targets"] = targets_for(cluster=cluster)
         context["sched"] = cluster_sync_status(cluster=cluster)
-        context["can_pause"] = request.user.has_role(OPERATORS)
+        context["can_pause"] = user_has_role(request.user, OPERATORS)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )

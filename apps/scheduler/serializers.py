@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.fleet.models import Actuation
+from apps.fleet.models import Actuation, Node, NodeStateChange
 
 
 class ActuationSerializer(serializers.ModelSerializer):
     """One drain or resume KUAE asked of the scheduler, and what became of it."""
 
-    node = serializers.SlugRelatedField(slug_field="hostname", read_only=True)
-    state_change = serializers.PrimaryKeyRelatedField(read_only=True)
+    node: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", read_only=True
+    )
+    state_change: serializers.PrimaryKeyRelatedField[NodeStateChange] = (
+        serializers.PrimaryKeyRelatedField(read_only=True)
+    )
 
     class Meta:
         model = Actuation

@@ -174,13 +174,13 @@ def nodes_mirror(
         rows = Node.objects.filter(pk__in=[known[n.name] for n in outside]).exclude(
             state__in=[*OUT_OF_SERVICE, NodeState.MAINTENANCE]
         )
-        current = {node.hostname: node for node in rows}
+        current = {row.hostname: row for row in rows}
         for n in outside:
-            node = current.get(n.name)
-            if node is None:
+            target = current.get(n.name)
+            if target is None:
                 continue
             node_set_state(
-                node=node,
+                node=target,
                 state=n.kuae_state or NodeState.DRAINED,
                 reason=f"Slurm {n.label}: {n.reason or 'no reason given'}",
                 at=now,

@@ -44,6 +44,11 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "task": "apps.scheduler.tasks.deliver_actuations",
         "schedule": float(settings.KUAE_ACTUATION_TICK_S),
     }
+    # Maintenance windows (CONTRACT §9.1) begin and end within seconds of their times.
+    schedule["maintenance-tick"] = {
+        "task": "apps.maintenance.tasks.maintenance_tick",
+        "schedule": float(settings.KUAE_MAINTENANCE_TICK_S),
+    }
     if settings.DEMO:
         schedule["demo-tick"] = {"task": "apps.simulator.tasks.demo_tick", "schedule": 15.0}
     return schedule

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "apps.health",
     "apps.reports",
     "apps.scheduler",
+    "apps.maintenance",
     "apps.metrics",
     "apps.simulator",
 ]
@@ -194,6 +195,8 @@ KUAE_SLURM_CONF = env_str("KUAE_SLURM_CONF", env_str("SLURM_CONF"))  # for `cli`
 KUAE_SLURM_JWT = env_secret("KUAE_SLURM_JWT")
 KUAE_SLURM_USER = env_str("KUAE_SLURM_USER")  # X-SLURM-USER-NAME, for a JWT with no user
 KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)
+# How often maintenance windows are started and ended (CONTRACT §9.1), seconds.
+KUAE_MAINTENANCE_TICK_S = env_int("KUAE_MAINTENANCE_TICK_S", 30, minimum=1)
 
 KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
 KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)

@@ -30,6 +30,7 @@ api_v1 = [
     path("", include("apps.health.urls_api")),
     path("", include("apps.reports.urls_api")),
     path("", include("apps.scheduler.urls_api")),
+    path("", include("apps.maintenance.urls_api")),
     path("schema/", schema_view, name="api-schema"),
 ]
 
@@ -49,4 +50,5 @@ urlpatterns = [
     path("", include("apps.jobs.urls")),
     path("", include("apps.health.urls")),
     path("", include("apps.incidents.urls")),
+    path("", include("apps.maintenance.urls")),
 ]

@@ -39,6 +39,7 @@ class StateSource:
     IMPORT = "import"
     SIMULATOR = "simulator"
     SLURM = "slurm"  # mirrored from a drain or down set in the scheduler (CONTRACT §7)
+    MAINTENANCE = "maintenance"  # a maintenance window began or ended (CONTRACT §9.1)
 
 
 OUT_OF_SERVICE = frozenset({NodeState.DRAINED, NodeState.DOWN})

@@ -16,6 +16,7 @@ from apps.health.choices import CheckKind
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
+from apps.maintenance.selectors import nodes_in_maintenance
 
 
 @dataclass
@@ -37,6 +38,24 @@ class Context:
         """hostname → the largest running job on it."""
         return inputs.job_of_node(self.jobs)
 
+    @cached_property
+    def in_maintenance(self) -> set[str]:
+        """Hostnames of the cluster's nodes a maintenance window covers now: the checks skip
+        them (CONTRACT §9.1)."""
+        return nodes_in_maintenance(self.cluster.pk, self.now)
+
+    @cached_property
+    def jobs_in_maintenance(self) -> set[int]:
+        """Running jobs with a node under maintenance: the window stopped them (a planned
+        interruption), so what their progress says is no finding."""
+        if not self.in_maintenance:
+            return set()
+        return set(
+            Job.nodes.through.objects.filter(
+                job_id__in=[j.pk for j in self.jobs], node__hostname__in=self.in_maintenance
+            ).values_list("job_id", flat=True)
+        )
+
     def streaks(self, key: str) -> dict[str, int]:
         """target → the count under `key` that the previous run stored in its result
         (how many runs in a row a condition has held)."""
@@ -52,8 +71,24 @@ class Check:
     run: Callable[[Context], list[d.Finding]]
 
 
+def skip_maintenance(findings: list[d.Finding], ctx: Context) -> list[d.Finding]:
+    """The findings without those on nodes under maintenance (a node's or one of its GPUs')
+    and those on jobs a window stopped: no result, no incident, no state change for them."""
+    quiet, stopped = ctx.in_maintenance, ctx.jobs_in_maintenance
+    if not quiet:
+        return findings
+    return [
+        f
+        for f in findings
+        if not (f.node in quiet or (f.node is None and f.job is not None and f.job in stopped))
+    ]
+
+
 def _heartbeat(ctx: Context) -> list[d.Finding]:
-    nodes = inputs.nodes_seen(ctx.cluster)
+    # Nodes under maintenance are left out before detection: nor do they count towards the
+    # share of silent nodes that means the monitoring path is down.
+    quiet = ctx.in_maintenance
+    nodes = [n for n in inputs.nodes_seen(ctx.cluster) if n.hostname not in quiet]
     return d.heartbeat(nodes, now=ctx.now, limits=ctx.limits, cluster=ctx.cluster.name)
 
 

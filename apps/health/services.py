@@ -19,7 +19,7 @@ from apps.health import detectors as d
 from apps.health.choices import SCHEDULED_KINDS, CheckKind, RunStatus
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
-from apps.health.registry import Context, check_for
+from apps.health.registry import Context, check_for, skip_maintenance
 from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
 
@@ -37,7 +37,7 @@ def detect(
 ) -> tuple[list[d.Finding], dict[str, int]]:
     """Load what `kind` needs and run its detector. Returns findings and node → job."""
     ctx = Context(CheckKind(kind), cluster, now, limits)
-    findings = check_for(kind).run(ctx)
+    findings = skip_maintenance(check_for(kind).run(ctx), ctx)
     return findings, ctx.job_of_node
 
 

@@ -206,4 +206,7 @@ class AlertmanagerResultSerializer(serializers.Serializer):
     deferred = serializers.IntegerField(
         help_text="kept as unrouted: over 200 incidents opened by this webhook"
     )
+    silenced = serializers.IntegerField(
+        help_text="kept on a maintenance window in progress on their node: no incident"
+    )
     ignored = serializers.IntegerField(help_text="stale or repeated copies")

@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
+from apps.incidents import silences
 from apps.incidents.alertmanager import Alert, parse_webhook
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Source
 from apps.incidents.models import AlertFingerprint, Incident, TimelineEntry, UnroutedAlert
@@ -102,8 +103,9 @@ def alertmanager_ingest(
     """Apply one webhook; returns what happened to its alerts: `opened`, `updated`,
     `reopened`, `folded` (into a check's incident), `resolved`, `unrouted` (placed nowhere, or,
     from a token scoped to cluster id `within`, placed in or feeding an incident of another),
-    `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `ignored`
-    (a stale or repeated copy)."""
+    `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `silenced`
+    (naming a node of a maintenance window in progress: kept on the window, no incident —
+    CONTRACT §9.1), `ignored` (a stale or repeated copy)."""
     now = now or timezone.now()
     alerts = {a.fingerprint: a for a in parse_webhook(payload)}  # the last copy wins
     ordered = [alerts[fp] for fp in sorted(alerts)]
@@ -120,15 +122,35 @@ def alertmanager_ingest(
         )
     )
     counts: Counter[str] = Counter()
+
+    def in_scope(where: Placed, link: AlertFingerprint | None) -> bool:
+        return where.cluster is not None and (
+            within is None
+            or {where.cluster.pk, link.incident.cluster_id if link else within} == {within}
+        )
+
+    # An alert on a node under maintenance that feeds no incident yet is kept on the window.
+    quiet = silences.silenced(
+        [
+            (alert, node)
+            for alert in ordered
+            if (node := placed[alert.fingerprint].node) is not None
+            and alert.fingerprint not in links
+            and in_scope(placed[alert.fingerprint], None)
+        ],
+        now,
+    )
     for alert in ordered:
         where, link = placed[alert.fingerprint], links.get(alert.fingerprint)
-        if where.cluster is None or (
-            within is not None
-            and {where.cluster.pk, link.incident.cluster_id if link else within} != {within}
-        ):
+        if not in_scope(where, link):
             reason = NOT_PLACED if where.cluster is None else OUT_OF_SCOPE
             unrouted_alert_upsert(alert=alert, reason=reason, now=now)
             counts["unrouted"] += 1
+            continue
+        if alert.fingerprint in quiet:
+            counts["silenced"] += 1
+            if alert.fingerprint in kept_unrouted:
+                UnroutedAlert.objects.filter(fingerprint=alert.fingerprint).delete()
             continue
         outcome = _apply(
             alert,
@@ -143,7 +165,16 @@ def alertmanager_ingest(
             unrouted_alert_upsert(alert=alert, reason=OVER_CAP, now=now)
         elif alert.fingerprint in kept_unrouted:
             UnroutedAlert.objects.filter(fingerprint=alert.fingerprint).delete()
-    keys = ("opened", "updated", "reopened", "folded", "resolved", "unrouted", "deferred")
+    keys = (
+        "opened",
+        "updated",
+        "reopened",
+        "folded",
+        "resolved",
+        "unrouted",
+        "deferred",
+        "silenced",
+    )
     return {key: counts[key] for key in (*keys, "ignored")}
 
 

@@ -15,7 +15,8 @@ ALLOWED = {
     "fleet": BASE,
     "jobs": BASE | {"fleet"},
     "incidents": BASE | {"jobs", "fleet"},
-    "health": BASE | {"incidents", "jobs", "fleet"},
+    "maintenance": BASE | {"incidents", "jobs", "fleet"},
+    "health": BASE | {"maintenance", "incidents", "jobs", "fleet"},
     "reports": BASE | {"incidents", "jobs", "fleet"},
     "metrics": BASE | {"health", "incidents", "jobs", "fleet"},
 }

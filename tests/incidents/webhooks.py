@@ -56,4 +56,4 @@ def webhook(*alerts: dict[str, Any]) -> dict[str, Any]:
 def counts(**nonzero: int) -> dict[str, int]:
     """The intake's answer with every key, zero unless given."""
     keys = ("opened", "updated", "reopened", "folded", "resolved", "unrouted", "deferred")
-    return {key: nonzero.get(key, 0) for key in (*keys, "ignored")}
+    return {key: nonzero.get(key, 0) for key in (*keys, "silenced", "ignored")}

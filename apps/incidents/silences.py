@@ -1,0 +1,32 @@
+"""Silences the Alertmanager intake asks about before it opens an incident (CONTRACT §9.1).
+
+The incidents app knows no maintenance window (DESIGN: dependencies point one way): the
+maintenance app lends its `silence` here from its `AppConfig.ready()`. The intake hands it
+the alerts it has placed on a node and that feed no incident yet; the fingerprints it
+answers are kept on a window as silenced and open nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+
+from apps.fleet.models import Node
+from apps.incidents.alertmanager import Alert
+
+# (alert, the node it names) pairs and the receive time → fingerprints kept on a window.
+Silencer = Callable[[Sequence[tuple[Alert, Node]], dt.datetime], set[str]]
+
+_lent: dict[str, Silencer] = {"silence": lambda alerts, now: set()}
+
+
+def lend(*, silence: Silencer) -> None:
+    """Register the silencer (the maintenance app does, at start-up)."""
+    _lent["silence"] = silence
+
+
+def silenced(alerts: Sequence[tuple[Alert, Node]], now: dt.datetime) -> set[str]:
+    """The fingerprints of `alerts` that a silence kept (and recorded): no incident for them."""
+    if not alerts:
+        return set()
+    return _lent["silence"](alerts, now)

@@ -1,0 +1,66 @@
+"""Maintenance endpoints (CONTRACT §9.1): book, list, end or cancel windows."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import OPERATORS, READERS
+from apps.maintenance.filters import WindowFilter
+from apps.maintenance.models import MaintenanceWindow
+from apps.maintenance.selectors import window_list
+from apps.maintenance.serializers import (
+    SilencedAlertSerializer,
+    WindowSerializer,
+    WindowWriteSerializer,
+)
+from apps.maintenance.services import Booking, window_book, window_end
+
+
+class WindowListView(generics.ListAPIView):
+    """`GET maintenance/?cluster=&active=true&status=&node=` (paginated, by start); operators
+    book a window with POST `{cluster, nodes?: "hostlist" | [hostname], racks?: [rack],
+    start?, end, reason}` (start defaults to now). While a window is in progress its nodes
+    are in state `maintenance`, the checks skip them, Alertmanager alerts naming them are
+    kept on the window as silenced, and the jobs it stops are planned interruptions."""
+
+    roles = {"GET": READERS, "POST": OPERATORS}
+    serializer_class = WindowSerializer
+    filterset_class = WindowFilter
+
+    def get_queryset(self):  # noqa: ANN201
+        return window_list()
+
+    @extend_schema(request=WindowWriteSerializer, responses={201: WindowSerializer})
+    def post(self, request: Request) -> Response:
+        data = WindowWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        window = window_book(booking=Booking(**data.validated_data), by=request.user.get_username())
+        window = window_list().get(pk=window.pk)
+        return Response(WindowSerializer(window).data, status=status.HTTP_201_CREATED)
+
+
+class WindowDetailView(APIView):
+    """`GET maintenance/{id}/`: one window with the alerts it silenced; `DELETE` (operators)
+    ends it now — its nodes go back to the state they had — or cancels one not yet begun."""
+
+    roles = {"GET": READERS, "DELETE": OPERATORS}
+
+    @extend_schema(responses=WindowSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        window = get_object_or_404(window_list(), pk=pk)
+        body = WindowSerializer(window).data
+        alerts = window.silenced_alerts.select_related("node")[:500]
+        body["silenced"] = SilencedAlertSerializer(alerts, many=True).data
+        return Response(body)
+
+    @extend_schema(responses=WindowSerializer)
+    def delete(self, request: Request, pk: int) -> Response:
+        window = get_object_or_404(MaintenanceWindow.objects.all(), pk=pk)
+        window_end(window=window, now=timezone.now(), by=request.user.get_username())
+        return Response(WindowSerializer(window_list().get(pk=pk)).data)

@@ -1,0 +1,19 @@
+"""The maintenance app: planned work on nodes, racks and hostlists (CONTRACT §9.1)."""
+
+from django.apps import AppConfig
+
+
+class MaintenanceConfig(AppConfig):
+    """Maintenance windows: booked ahead or now, they put their nodes in `maintenance`,
+    keep checks and alerts quiet on them and record the jobs they stop as planned."""
+
+    name = "apps.maintenance"
+    label = "maintenance"
+
+    def ready(self) -> None:
+        from apps.incidents import silences
+        from apps.maintenance.services import alerts_silence
+
+        # The Alertmanager intake (incidents) knows no window: it asks this app, which
+        # keeps an alert on the window covering its node (DESIGN: dependencies point one way).
+        silences.lend(silence=alerts_silence)

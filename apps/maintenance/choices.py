@@ -1,0 +1,25 @@
+"""Where a maintenance window stands, and its colours."""
+
+from __future__ import annotations
+
+from apps.common.choices import ColouredChoices, Hue, css_prefix
+
+
+@css_prefix("window")
+class WindowStatus(ColouredChoices):
+    """A window's life: booked (`scheduled`), applied to its nodes (`active`), over
+    (`ended`), or called off before it began (`cancelled`)."""
+
+    SCHEDULED = "scheduled", "Upcoming"
+    ACTIVE = "active", "In progress"
+    ENDED = "ended", "Ended"
+    CANCELLED = "cancelled", "Cancelled"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "scheduled": Hue.AMBER,
+            "active": Hue.STEEL,
+            "ended": Hue.GREEN,
+            "cancelled": Hue.GREY,
+        }

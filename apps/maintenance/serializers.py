@@ -1,0 +1,131 @@
+"""API shapes of the maintenance app (CONTRACT §9.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.fleet.models import Cluster, Node
+from apps.maintenance.models import MaintenanceWindow, SilencedAlert
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "description": "a hostlist expression, e.g. gpu[001-016]"},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    }
+)
+class NodesField(serializers.Field):
+    """A hostlist expression (`gpu[01-16]`) or a list of hostnames (or expressions)."""
+
+    def to_internal_value(self, data: Any) -> str | list[str]:
+        if isinstance(data, str):
+            return data
+        if isinstance(data, list) and all(isinstance(item, str) for item in data):
+            if len(data) > 20_000:
+                raise serializers.ValidationError("at most 20,000 names")
+            return data
+        raise serializers.ValidationError("a hostlist expression or a list of hostnames")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class WindowWriteSerializer(serializers.Serializer):
+    """`POST maintenance/` body: the nodes as a hostlist or hostnames, and/or racks."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    nodes = NodesField(required=False, allow_null=True)
+    racks = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=1000
+    )
+    start = serializers.DateTimeField(required=False)
+    end = serializers.DateTimeField()
+    reason = serializers.CharField(max_length=2000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.setdefault("start", timezone.now())
+        if attrs["end"] <= attrs["start"]:
+            raise serializers.ValidationError({"end": ["must be after start"]})
+        if not attrs.get("nodes") and not attrs.get("racks"):
+            raise serializers.ValidationError(
+                {"nodes": ["name at least one node (a hostlist or racks)"]}
+            )
+        return attrs
+
+
+class WindowSerializer(serializers.ModelSerializer):
+    """A window: its cluster and nodes by name, its times and where it stands (`active`:
+    in progress now)."""
+
+    cluster: serializers.SlugRelatedField[Cluster] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    nodes = serializers.SerializerMethodField()
+    active = serializers.SerializerMethodField()
+    silenced_alerts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = [
+            "id",
+            "cluster",
+            "start",
+            "end",
+            "reason",
+            "status",
+            "active",
+            "racks",
+            "nodes",
+            "created_by",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "ended_by",
+            "silenced_alerts",
+        ]
+        read_only_fields = fields
+
+    def get_nodes(self, window: MaintenanceWindow) -> list[str]:
+        """Hostnames of the window's nodes, sorted."""
+        return sorted(n.hostname for n in window.nodes.all())
+
+    def get_active(self, window: MaintenanceWindow) -> bool:
+        """In progress now."""
+        return window.covers(timezone.now())
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_silenced_alerts(self, window: MaintenanceWindow) -> int:
+        """How many Alertmanager alerts the window kept silenced."""
+        count = getattr(window, "silenced_count", None)
+        return count if count is not None else window.silenced_alerts.count()
+
+
+class SilencedAlertSerializer(serializers.ModelSerializer):
+    """An alert a window kept silenced."""
+
+    node: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", read_only=True
+    )
+
+    class Meta:
+        model = SilencedAlert
+        fields = [
+            "fingerprint",
+            "alertname",
+            "node",
+            "labels",
+            "annotations",
+            "status",
+            "starts_at",
+            "ends_at",
+            "received_at",
+            "deliveries",
+        ]
+        read_only_fields = fields

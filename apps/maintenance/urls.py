@@ -1,0 +1,3 @@
+"""Maintenance pages."""
+
+urlpatterns: list = []

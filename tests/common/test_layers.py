@@ -17,7 +17,8 @@ ALLOWED = {
     "incidents": BASE | {"jobs", "fleet"},
     "maintenance": BASE | {"incidents", "jobs", "fleet"},
     "health": BASE | {"maintenance", "incidents", "jobs", "fleet"},
-    "reports": BASE | {"incidents", "jobs", "fleet"},
+    "scheduler": BASE | {"incidents", "jobs", "fleet"},
+    "reports": BASE | {"scheduler", "incidents", "jobs", "fleet"},
     "metrics": BASE | {"health", "incidents", "jobs", "fleet"},
 }
 

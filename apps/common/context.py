@@ -14,6 +14,7 @@ NAV = (
     ("weekly-report", "Weekly report", ("weekly-",)),
     ("trends", "Trends", ("trends",)),
     ("health", "Health", ("health",)),
+    ("maintenance", "Maintenance", ("maintenance",)),
 )
 
 

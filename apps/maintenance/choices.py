@@ -20,6 +20,6 @@ class WindowStatus(ColouredChoices):
         return {
             "scheduled": Hue.AMBER,
             "active": Hue.STEEL,
-            "ended": Hue.GREEN,
-            "cancelled": Hue.GREY,
+            "ended": Hue.DARK_GREY,
+            "cancelled": Hue.DARK_GREY,
         }

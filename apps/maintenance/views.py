@@ -1,0 +1,126 @@
+"""Maintenance pages: the calendar of windows with the booking form, one window's page."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from apps.accounts.choices import OPERATORS
+from apps.accounts.permissions import role_required
+from apps.fleet.models import Cluster
+from apps.maintenance.forms import WindowForm
+from apps.maintenance.models import MaintenanceWindow
+from apps.maintenance.selectors import calendar, window_detail
+from apps.maintenance.services import Booking, window_book, window_end
+
+SPAN = dt.timedelta(days=7)  # the calendar strip: now to a week ahead
+
+
+def _strip(windows: list[MaintenanceWindow], now: dt.datetime) -> list[dict[str, object]]:
+    """Bars on the week-ahead strip: each window's offset and width in percent."""
+    bars = []
+    for w in windows:
+        start, end = max(w.start, now), min(w.end, now + SPAN)
+        if end <= start:
+            continue
+        bars.append(
+            {
+                "window": w,
+                "left": round((start - now) / SPAN * 100, 2),
+                "width": max(round((end - start) / SPAN * 100, 2), 0.6),
+            }
+        )
+    return bars
+
+
+@role_required()
+def calendar_page(request: HttpRequest) -> HttpResponse:
+    """Windows in progress and upcoming on a week-ahead strip and in tables, past ones
+    collapsed; operators book one with the form (start defaults to now)."""
+    now = timezone.now()
+    cluster = request.GET.get("cluster", "")
+    operator = request.user.has_role(OPERATORS)  # type: ignore[union-attr]
+    form = None
+    if operator:
+        form = WindowForm(request.POST or None, initial={"cluster": cluster} if cluster else None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                window = window_book(
+                    booking=Booking(
+                        cluster=data["cluster"],
+                        start=data["start"],
+                        end=data["end"],
+                        reason=data["reason"],
+                        nodes=data["nodes"].strip() or None,
+                        racks=data["racks"],
+                    ),
+                    by=request.user.get_username(),
+                )
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+            else:
+                messages.success(
+                    request,
+                    f"Maintenance window #{window.pk} booked on {window.nodes.count()} nodes",
+                )
+                return redirect("maintenance-detail", pk=window.pk)
+    elif request.method == "POST":
+        raise Http404
+    cal = calendar(now=now, cluster=cluster)
+    days = [now + dt.timedelta(days=i) for i in range(7)]
+    return render(
+        request,
+        "maintenance/calendar.html",
+        {
+            "now": now,
+            "cal": cal,
+            "bars": _strip(cal.current + cal.upcoming, now),
+            "days": days,
+            "form": form,
+            "cluster": cluster,
+            "clusters": Cluster.objects.order_by("name").values_list("name", flat=True),
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@role_required()
+def window_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """One window: its times, nodes, the alerts it silenced, and (operators) end it now."""
+    try:
+        window = window_detail(pk)
+    except MaintenanceWindow.DoesNotExist:
+        raise Http404(f"no maintenance window {pk}") from None
+    now = timezone.now()
+    return render(
+        request,
+        "maintenance/window_detail.html",
+        {
+            "w": window,
+            "now": now,
+            "in_progress": window.covers(now),
+            "silenced": list(window.silenced_alerts.select_related("node")[:500]),
+            "operator": request.user.has_role(OPERATORS),  # type: ignore[union-attr]
+        },
+    )
+
+
+@require_POST
+@role_required(OPERATORS)
+def window_end_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """End a window now, or cancel one not begun."""
+    window = MaintenanceWindow.objects.filter(pk=pk).first()
+    if window is None:
+        raise Http404(f"no maintenance window {pk}")
+    window = window_end(window=window, by=request.user.get_username())
+    said = "cancelled" if window.status == "cancelled" else "ended: its nodes are given back"
+    messages.success(request, f"Maintenance window #{pk} {said}")
+    return redirect("maintenance-detail", pk=pk)

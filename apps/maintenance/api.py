@@ -59,7 +59,7 @@ class WindowDetailView(APIView):
         body["silenced"] = SilencedAlertSerializer(alerts, many=True).data
         return Response(body)
 
-    @extend_schema(responses=WindowSerializer)
+    @extend_schema(responses={200: WindowSerializer})
     def delete(self, request: Request, pk: int) -> Response:
         window = get_object_or_404(MaintenanceWindow.objects.all(), pk=pk)
         window_end(window=window, now=timezone.now(), by=request.user.get_username())

@@ -14,10 +14,14 @@ from apps.maintenance.selectors import in_progress
 class WindowFilter(django_filters.FilterSet):
     """By cluster name, by whether a window is in progress now, by status, by node."""
 
-    cluster = django_filters.CharFilter(field_name="cluster__name")
-    active = django_filters.BooleanFilter(method="filter_active")
+    cluster = django_filters.CharFilter(field_name="cluster__name", help_text="cluster name")
+    active = django_filters.BooleanFilter(
+        method="filter_active", help_text="true: in progress now; false: not"
+    )
     status = django_filters.MultipleChoiceFilter(choices=WindowStatus.choices)
-    node = django_filters.CharFilter(field_name="nodes__hostname", distinct=True)
+    node = django_filters.CharFilter(
+        field_name="nodes__hostname", distinct=True, help_text="windows covering this hostname"
+    )
 
     class Meta:
         model = MaintenanceWindow

@@ -41,12 +41,22 @@ class WindowWriteSerializer(serializers.Serializer):
     """`POST maintenance/` body: the nodes as a hostlist or hostnames, and/or racks."""
 
     cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
-    nodes = NodesField(required=False, allow_null=True)
-    racks = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=1000
+    nodes = NodesField(
+        required=False,
+        allow_null=True,
+        help_text="a hostlist expression (gpu[001-016]) or a list of hostnames of the cluster",
     )
-    start = serializers.DateTimeField(required=False)
-    end = serializers.DateTimeField()
+    racks = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        allow_null=True,
+        max_length=1000,
+        help_text="racks of the cluster: all their nodes are in the window",
+    )
+    start = serializers.DateTimeField(
+        required=False, help_text="default now; at most 5 minutes in the past"
+    )
+    end = serializers.DateTimeField(help_text="after start")
     reason = serializers.CharField(max_length=2000)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

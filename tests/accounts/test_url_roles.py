@@ -99,6 +99,12 @@ EXPECTED: dict[str, dict[str, set]] = {
     "postmortem-step": {"POST": ENG},
     "action-items": {"GET": READ},
     "unrouted-alerts": {"GET": READ},
+    # maintenance windows (CONTRACT §9.1): the calendar's booking form is for operators
+    "maintenance": {"GET": READ},
+    "maintenance-detail": {"GET": READ},
+    "maintenance-end": {"POST": OPS},
+    "api-maintenance-list": {"GET": READ, "POST": OPS},
+    "api-maintenance-detail": {"GET": READ, "DELETE": OPS},
     # object level: the item's owner or an engineer (tests/incidents/test_postmortem_pages.py)
     "action-item-done": {"POST": READ},
 }

@@ -145,7 +145,11 @@ def nodes_mirror(
     )
     new = [n for n in new if n.name not in elsewhere]
     for i in range(0, len(new), NEW_NODES):
-        specs = [NodeSpec(hostname=n.name, gpu_count=n.gpus) for n in new[i : i + NEW_NODES]]
+        # in service from this sync's time, so a drain seen in the same sync can be recorded
+        specs = [
+            NodeSpec(hostname=n.name, gpu_count=n.gpus, in_service_at=now)
+            for n in new[i : i + NEW_NODES]
+        ]
         for node in nodes_register(cluster=cluster, specs=specs):
             known[node.hostname] = node.pk
     update_many(

@@ -155,6 +155,9 @@ def main() -> None:
     from tests.bench.slurm import bench_slurm
 
     bench_slurm()
+    from tests.bench.slurm_sync import bench_slurm_sync
+
+    bench_slurm_sync()
     from tests.bench.detection import bench_detection
 
     bench_detection(args.seeds)

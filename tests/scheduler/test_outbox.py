@@ -130,3 +130,31 @@ def test_only_admins_patch_clusters(api, cluster: Cluster) -> None:  # noqa: ANN
     r = api("erin").patch("/api/v1/clusters/c1/", {"actuation": "on"}, format="json")
     assert r.status_code == 403
     assert api("root").put("/api/v1/clusters/c1/", {}, format="json").status_code in (403, 405)
+
+
+def test_first_sync_registers_nodes_and_mirrors_their_drains(cluster: Cluster) -> None:
+    """A node Slurm has drained that KUAE has never seen: registered and drained in one sync
+    (its time in service starts at the sync, so the drain is not 'before in_service_at')."""
+    from apps.scheduler.services import nodes_mirror
+    from apps.scheduler.slurm_nodes import parse_nodes
+
+    listing = {
+        "nodes": [
+            {
+                "name": "new01",
+                "state": "idle",
+                "state_flags": ["DRAIN"],
+                "reason": "bad PSU",
+                "reason_set_by_user": "alice",
+                "gres": "gpu:8",
+            },
+            {"name": "new02", "state": "idle", "state_flags": [], "reason": "", "gres": "gpu:4"},
+        ]
+    }
+    counts = nodes_mirror(cluster=cluster, nodes=parse_nodes(listing), now=timezone.now())
+    assert counts == {"nodes": 2, "nodes_new": 2, "nodes_mirrored": 1}
+    drained = Node.objects.get(hostname="new01")
+    assert drained.state == "drained" and "bad PSU" in drained.state_reason
+    assert Node.objects.get(hostname="new02").gpu_count == 4
+    again = nodes_mirror(cluster=cluster, nodes=parse_nodes(listing), now=timezone.now())
+    assert again["nodes_mirrored"] == 0  # the same Slurm drain is mirrored once

@@ -7,13 +7,14 @@ DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:
 
 .PHONY: run test lint bench fuzz load lock clean
 
-# Every dependency, transitive ones included, from the hash-checked lock; then the project and
-# its node agent (agent/, the kuae-agent distribution; its one dependency, httpx, is locked).
-# (`make lock` rewrites the lock after a change to pyproject.toml's pins.)
-$(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements.lock
+# Every dependency, transitive ones included, from the hash-checked development lock (the
+# runtime's plus the test tools); then the project and its node agent (agent/, the
+# kuae-agent distribution; its one dependency, httpx, is locked). Production installs
+# requirements.lock, the runtime alone. (`make lock` rewrites both after a change to the pins.)
+$(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements-dev.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install --quiet --require-hashes -r requirements-dev.lock
 	$(VENV)/bin/pip install --quiet --no-deps -e . -e ./agent
 	touch $@
 
@@ -54,11 +55,14 @@ load: $(VENV)/.installed
 fuzz: $(VENV)/.installed
 	KUAE_FUZZ_EXAMPLES=$${KUAE_FUZZ_EXAMPLES:-200} $(PY) -m pytest -m fuzz -q
 
-## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv)
+## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv):
+## requirements.lock for production, requirements-dev.lock (with the dev extra) for make
 lock:
 	python3 -m venv var/lock-venv && var/lock-venv/bin/pip install --quiet pip-tools==7.6.2
-	var/lock-venv/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras \
+	var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
 	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
+	var/lock-venv/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras \
+	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements-dev.lock pyproject.toml
 
 clean:
 	rm -rf var/ $(VENV)

@@ -1,0 +1,41 @@
+"""The two locks: production installs the runtime alone, `make` the runtime plus test tools."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", re.M)
+
+
+def _pins(name: str) -> dict[str, str]:
+    text = (ROOT / name).read_text()
+    return {canonicalize_name(k): v for k, v in PIN.findall(text)}
+
+
+def _declared(deps: list[str]) -> dict[str, str]:
+    """name → pinned version of `name[extra]==version` requirements."""
+    out = {}
+    for dep in deps:
+        req = Requirement(dep)
+        out[canonicalize_name(req.name)] = next(iter(req.specifier)).version
+    return out
+
+
+def test_runtime_lock_pins_every_dependency_and_no_test_tool() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime, dev = _pins("requirements.lock"), _pins("requirements-dev.lock")
+    for name, version in _declared(project["dependencies"]).items():
+        assert runtime.get(name) == version, f"requirements.lock: {name}"
+        assert dev.get(name) == version, f"requirements-dev.lock: {name}"
+    for name, version in _declared(project["optional-dependencies"]["dev"]).items():
+        assert name not in runtime, f"{name} (a test tool) is in the production lock"
+        assert dev.get(name, "").split("+")[0] == version.split("+")[0], name
+    assert "torch" not in runtime and "nvidia-cublas-cu12" not in runtime
+    hashed = (ROOT / "requirements.lock").read_text().count("--hash=sha256:")
+    assert hashed >= len(runtime)  # every pin carries its hashes

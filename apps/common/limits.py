@@ -11,6 +11,8 @@ from __future__ import annotations
 HOSTLIST_NAMES = 20_000
 # Nodes one request may register (the Slurm intake creates the nodes its jobs name).
 NEW_NODES = 2_000
+# Nodes one `POST nodes/topology/` may place (a whole fleet's switches, PDUs, NVLink domains).
+TOPOLOGY_NODES = 20_000
 # Distinct metric names one GPU keeps (its latest values), whatever the intake.
 METRIC_NAMES_PER_GPU = 200
 # Nesting of a JSON body (objects and arrays), for every JSON parser of the API.

@@ -11,6 +11,8 @@ from rest_framework.views import APIView
 
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
 from apps.accounts.scope import require_nodes
+from apps.common.limits import TOPOLOGY_NODES
+from apps.common.parse import batch_items
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Node
 from apps.fleet.readers import open_incidents_of
@@ -24,6 +26,8 @@ from apps.fleet.serializers import (
     NodeDetailSerializer,
     NodeSerializer,
     NodeStateSerializer,
+    TopologyResultSerializer,
+    TopologySerializer,
 )
 from apps.fleet.services import (
     NodeSpec,
@@ -32,6 +36,7 @@ from apps.fleet.services import (
     node_heartbeat,
     node_register,
     node_set_state,
+    nodes_topology_set,
 )
 
 
@@ -112,6 +117,19 @@ class NodeListView(generics.ListAPIView):
             NodeSerializer(node).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
+
+
+class NodeTopologyView(APIView):
+    """`POST nodes/topology/`: set where nodes sit — rack, switch, PDU, NVLink domain
+    (CONTRACT §9.4) — for up to 20,000 nodes at once, all or nothing."""
+
+    roles = {"POST": OPERATORS}
+
+    @extend_schema(request=TopologySerializer, responses=TopologyResultSerializer)
+    def post(self, request: Request) -> Response:
+        data = request.data
+        items = batch_items(data, key="nodes", limit=TOPOLOGY_NODES)
+        return Response(nodes_topology_set(items=items, user=request.user))
 
 
 class NodeDetailView(APIView):

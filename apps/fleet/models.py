@@ -56,6 +56,11 @@ class Node(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="nodes")
     hostname = models.CharField(max_length=253, unique=True)
     rack = models.CharField(max_length=64, blank=True, default="")
+    # Topology (CONTRACT §9.4): the leaf switch, PDU and NVLink domain it hangs off. Nodes
+    # that fail together behind one of them are one incident for it, not one each.
+    switch = models.CharField(max_length=64, blank=True, default="")
+    pdu = models.CharField(max_length=64, blank=True, default="")
+    nvlink_domain = models.CharField(max_length=64, blank=True, default="")
     gpu_count = models.PositiveSmallIntegerField()
     exporter_url = models.CharField(max_length=500, blank=True, default="")
     # Other names it is known by (IPs, FQDNs) in canonical form (apps.fleet.addresses), so

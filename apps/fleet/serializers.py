@@ -184,6 +184,9 @@ class NodeSerializer(serializers.ModelSerializer):
             "hostname",
             "cluster",
             "rack",
+            "switch",
+            "pdu",
+            "nvlink_domain",
             "gpu_count",
             "exporter_url",
             "addresses",
@@ -224,6 +227,19 @@ class NodeCreateSerializer(serializers.Serializer):
     hostname = HostnameField()
     cluster = ClusterNameField()
     rack = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    switch = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default="", help_text="its leaf switch"
+    )
+    pdu = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default="", help_text="its power feed"
+    )
+    nvlink_domain = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="its NVLink domain (an NVL72 rack, an NVSwitch tray)",
+    )
     gpu_count = serializers.IntegerField(min_value=0, max_value=64, required=False)
     exporter_url = serializers.CharField(
         required=False,
@@ -248,6 +264,34 @@ class NodeCreateSerializer(serializers.Serializer):
             return tuple(addresses_clean(value))
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from exc
+
+
+class TopologyNodeSerializer(serializers.Serializer):
+    """One node's place in a `POST nodes/topology/` body: a field left out stays, null or ""
+    clears it."""
+
+    hostname = serializers.CharField()
+    rack = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)
+    switch = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)
+    pdu = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)
+    nvlink_domain = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True
+    )
+
+
+class TopologySerializer(serializers.Serializer):
+    """`POST nodes/topology/` body: each node's hostname and the fields to set; a field
+    left out stays as it is, null or "" clears it. An unknown hostname or a bad value is a
+    400 naming `nodes[i].field`, and nothing is written."""
+
+    nodes = TopologyNodeSerializer(many=True)
+
+
+class TopologyResultSerializer(serializers.Serializer):
+    """`POST nodes/topology/` answer."""
+
+    nodes = serializers.IntegerField(help_text="nodes the request named")
+    changed = serializers.IntegerField(help_text="nodes whose place changed")
 
 
 class AutomationSerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ urlpatterns = [
         name="api-cluster-automation",
     ),
     path("nodes/", api.NodeListView.as_view(), name="api-node-list"),
+    path("nodes/topology/", api.NodeTopologyView.as_view(), name="api-node-topology"),
     path("nodes/<str:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
     path("nodes/<str:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),
     path("nodes/<str:hostname>/heartbeat/", api.HeartbeatView.as_view(), name="api-node-heartbeat"),

@@ -12,6 +12,7 @@ from apps.fleet.services.nodes import (
     node_set_state,
     nodes_register,
     nodes_seen,
+    nodes_topology_set,
     nodes_touch_bulk,
 )
 from apps.fleet.services.retention import rollups_prune
@@ -28,6 +29,7 @@ __all__ = [
     "node_register",
     "node_set_state",
     "nodes_register",
+    "nodes_topology_set",
     "nodes_seen",
     "nodes_touch_bulk",
     "rollups_prune",

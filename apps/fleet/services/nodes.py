@@ -10,7 +10,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.common.bulk import update_many
+from apps.common.bulk import among, update_many
+from apps.common.errors import BatchError
+from apps.common.limits import TOPOLOGY_NODES
 from apps.common.timeutil import FUTURE_SLACK
 from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
@@ -36,12 +38,21 @@ def cluster_create(
     )
 
 
+# Where a node sits (CONTRACT §9.4): what its failures may share with its neighbours'.
+TOPOLOGY = ("switch", "pdu", "nvlink_domain")
+PLACEMENT = ("rack", *TOPOLOGY)
+PLACE_LENGTH = 64
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     """What registering a node needs; used for one node or thousands at once."""
 
     hostname: str
     rack: str = ""
+    switch: str = ""
+    pdu: str = ""
+    nvlink_domain: str = ""
     gpu_count: int | None = None
     exporter_url: str = ""
     in_service_at: dt.datetime | None = None
@@ -85,7 +96,7 @@ def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
                 {"hostname": [f"{spec.hostname} is registered in cluster {existing.cluster.name}"]}
             )
         changed = []
-        for field in ("rack", "exporter_url"):
+        for field in ("rack", *TOPOLOGY, "exporter_url"):
             value = getattr(spec, field)
             if value and value != getattr(existing, field):
                 setattr(existing, field, value)
@@ -118,6 +129,9 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
                 cluster=cluster,
                 hostname=spec.hostname,
                 rack=spec.rack,
+                switch=spec.switch,
+                pdu=spec.pdu,
+                nvlink_domain=spec.nvlink_domain,
                 gpu_count=spec.gpu_count if spec.gpu_count is not None else cluster.gpus_per_node,
                 exporter_url=spec.exporter_url,
                 addresses=addresses.get(spec.hostname, []),
@@ -250,3 +264,84 @@ def nodes_seen(*, node_ids: Sequence[int], now: dt.datetime | None = None) -> No
 def nodes_touch_bulk(*, rows: Sequence[tuple[int, dt.datetime | None, dt.datetime | None]]) -> None:
     """Set nodes' last heartbeat and last seen times: rows of (node_id, heartbeat, seen)."""
     update_many(Node._meta.db_table, ("id",), ("last_heartbeat_at", "last_seen_at"), rows)
+
+
+def _place_value(value: object) -> str:
+    """A rack, switch, PDU or NVLink domain name: a string of at most 64 printable
+    characters (surrounding spaces dropped); null or "" clears it."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError("must be a string or null")
+    value = value.strip()
+    if len(value) > PLACE_LENGTH:
+        raise ValueError(f"must be at most {PLACE_LENGTH} characters")
+    if not value.isprintable():
+        raise ValueError("must be printable characters")
+    return value
+
+
+@transaction.atomic
+def nodes_topology_set(*, items: Sequence[object], user: object = None) -> dict[str, int]:
+    """Set where nodes sit (`POST nodes/topology/`): each item `{hostname, rack?, switch?,
+    pdu?, nvlink_domain?}`; a field left out stays, null or "" clears it. All or nothing: a
+    BatchError naming `nodes[i].field` for an unknown node or a bad value, nothing written.
+    Returns `{nodes, changed}`."""
+    if len(items) > TOPOLOGY_NODES:
+        raise BatchError({"nodes": [f"at most {TOPOLOGY_NODES} nodes per request"]})
+    errors: dict[str, list[str]] = {}
+    wanted: dict[str, tuple[int, dict[str, str]]] = {}
+    for i, item in enumerate(items):
+        if len(errors) >= 100:
+            break
+        if not isinstance(item, dict):
+            errors[f"nodes[{i}]"] = ["must be an object {hostname, rack?, switch?, …}"]
+            continue
+        extra = sorted(set(item) - {"hostname", *PLACEMENT})
+        if extra:
+            errors[f"nodes[{i}].{extra[0]}"] = [
+                f"unknown field; one of hostname, {', '.join(PLACEMENT)}"
+            ]
+            continue
+        hostname = item.get("hostname")
+        if not isinstance(hostname, str) or not hostname:
+            errors[f"nodes[{i}].hostname"] = ["required: the node's hostname"]
+            continue
+        if hostname in wanted:
+            errors[f"nodes[{i}].hostname"] = [
+                f"{hostname} is given twice (nodes[{wanted[hostname][0]}])"
+            ]
+            continue
+        values: dict[str, str] = {}
+        for field in PLACEMENT:
+            if field in item:
+                try:
+                    values[field] = _place_value(item[field])
+                except ValueError as exc:
+                    errors[f"nodes[{i}].{field}"] = [str(exc)]
+        wanted[hostname] = (i, values)
+    if not errors:
+        from apps.accounts.scope import require_nodes
+
+        require_nodes(user, list(wanted))
+    current = {
+        row[0]: row
+        for row in among(Node.objects.all(), "hostname", list(wanted)).values_list(
+            "hostname", "pk", *PLACEMENT
+        )
+    }
+    for hostname, (i, _) in wanted.items():
+        if len(errors) >= 100:
+            break
+        if hostname not in current:
+            errors[f"nodes[{i}].hostname"] = [f"unknown node {hostname!r}; register it first"]
+    if errors:
+        raise BatchError(errors)
+    rows = []
+    for hostname, (_, values) in wanted.items():
+        _, pk, *old = current[hostname]
+        new = [values.get(field, old[k]) for k, field in enumerate(PLACEMENT)]
+        if new != old:
+            rows.append((pk, *new))
+    update_many(Node._meta.db_table, ("id",), PLACEMENT, rows)
+    return {"nodes": len(wanted), "changed": len(rows)}

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from apps.common.bulk import update_many
@@ -212,11 +212,23 @@ def actuations_claim(
         due = Actuation.objects.filter(result=ActuationResult.PENDING, next_try_at__lte=now)
         if cluster is not None:
             due = due.filter(node__cluster=cluster)
-        ids = list(
+        rows = list(
             due.select_for_update(skip_locked=True)
             .order_by("id")
-            .values_list("pk", flat=True)[:BATCH]
+            .values_list("pk", "node_id")[:BATCH]
         )
+        # A node's requests go out in the order they were asked for: one waiting on its
+        # backoff (or held by another worker) holds back the later ones for that node.
+        first_waiting = dict(
+            Actuation.objects.filter(
+                result=ActuationResult.PENDING, node_id__in={node for _, node in rows}
+            )
+            .exclude(pk__in=[pk for pk, _ in rows])
+            .values("node_id")
+            .annotate(first=Min("id"))
+            .values_list("node_id", "first")
+        )
+        ids = [pk for pk, node in rows if pk < first_waiting.get(node, pk + 1)]
         Actuation.objects.filter(pk__in=ids).update(next_try_at=now + LEASE)
     return ids
 

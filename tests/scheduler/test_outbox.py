@@ -158,3 +158,25 @@ def test_first_sync_registers_nodes_and_mirrors_their_drains(cluster: Cluster) -
     assert Node.objects.get(hostname="new02").gpu_count == 4
     again = nodes_mirror(cluster=cluster, nodes=parse_nodes(listing), now=timezone.now())
     assert again["nodes_mirrored"] == 0  # the same Slurm drain is mirrored once
+
+
+def test_a_later_request_waits_for_an_earlier_one_still_backing_off(
+    cluster: Cluster, nodes: list[Node]
+) -> None:
+    """Drain asked while Slurm was away (pending, backing off), then the node returned: the
+    resume must not go out before the drain, or Slurm would end drained while KUAE says
+    healthy. Claims follow each node's order."""
+    from apps.scheduler.services import actuations_claim
+
+    _mode(cluster, "on")
+    node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    node_set_state(node=nodes[0], state="healthy", reason="back", source="user", by="otto")
+    node_set_state(node=nodes[1], state="drained", reason="xid", source="check")
+    drain0, resume0, drain1 = Actuation.objects.order_by("id")
+    Actuation.objects.filter(pk=drain0.pk).update(
+        next_try_at=timezone.now() + dt.timedelta(minutes=3)  # its backoff
+    )
+    assert actuations_claim() == [drain1.pk]  # gpu000's resume waits behind its drain
+    Actuation.objects.filter(pk__in=[drain0.pk, drain1.pk]).update(next_try_at=timezone.now())
+    Actuation.objects.filter(pk=drain1.pk).update(result="done")
+    assert actuations_claim() == [drain0.pk, resume0.pk]  # in order, in one round

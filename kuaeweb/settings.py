@@ -30,12 +30,14 @@ DEMO = env_bool("KUAE_DEMO", False)
 
 SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
-    if not (DEBUG or DEMO or env_bool("KUAE_TESTING", False)):
+    if env_str("DATABASE_URL"):
+        # Production (PostgreSQL): the key is the deployment's, set with the rest of it.
         raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set unless DJANGO_DEBUG=1"
+            "DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set when DATABASE_URL is"
         )
-    # Debug, demo and tests: a random key made once per var/ folder (its processes share
-    # it), never one written in the source.
+    # The embedded default (make run, manage.py beside it), debug and tests: a random key
+    # made once per var/ folder and kept there (mode 600), shared by its processes, never
+    # one written in the source.
     SECRET_KEY = local_secret(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])

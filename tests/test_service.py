@@ -89,7 +89,7 @@ def test_production_settings_pass_check_deploy():
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({}, "DJANGO_SECRET_KEY"),
+        ({"DATABASE_URL": "postgres://kuae@db.example/kuae"}, "DJANGO_SECRET_KEY"),
         ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG"),
         ({"KUAE_DEMO": "1", "DATABASE_URL": "mysql2://nope"}, "DATABASE_URL"),
         ({"KUAE_DEMO": "1", "CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL"),
@@ -101,6 +101,26 @@ def test_bad_settings_fail_loudly_at_start(env, message):
     result = _start(env)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_manage_commands_work_beside_make_run_with_no_variables(tmp_path):
+    """The README's first steps: with nothing set, the embedded default keeps a generated
+    key under var/ (the one `make run` uses), so create_user works in the same checkout."""
+    env = {"KUAE_VAR_DIR": str(tmp_path)}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "KUAE_"))}
+    clean.pop("DATABASE_URL", None)
+    clean.pop("CELERY_BROKER_URL", None)
+    run = {"cwd": ROOT, "env": {**clean, **env}, "capture_output": True, "text": True}
+    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], **run, timeout=300)
+    assert migrate.returncode == 0, migrate.stderr
+    made = subprocess.run(
+        [sys.executable, "manage.py", "create_user", "newcomer", "--role", "agent"],
+        **run,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    assert len(made.stdout.strip().splitlines()[-1]) >= 30  # the token, last line
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
 
 
 def test_secret_key_from_file(tmp_path):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from apps.accounts.audit import Kind, audit, login_key, login_throttled, remember_device
+from apps.accounts.demo import DEMO_LOGINS
 
 
 def _refused(request: HttpRequest, username: str) -> bool:
@@ -32,6 +34,13 @@ class LoginView(auth_views.LoginView):
             context = self.get_context_data(form=form, throttled=True)
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        """The demo's logins, listed on the sign-in page of the demo only (KUAE_DEMO)."""
+        context = super().get_context_data(**kwargs)
+        if settings.DEMO:
+            context["demo_logins"] = DEMO_LOGINS
+        return context
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)

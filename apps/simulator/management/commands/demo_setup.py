@@ -8,12 +8,11 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.accounts.choices import Role
+from apps.accounts.demo import DEMO_LOGINS, DEMO_PASSWORD
 from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster
 
-DEMO_USER = "demo"
-DEMO_PASSWORD = "demo"
+DEMO_USER = DEMO_LOGINS[0][0]
 
 
 class Command(BaseCommand):
@@ -31,7 +30,12 @@ class Command(BaseCommand):
         else:
             self.stderr.write("demo cluster already there (delete var/ to start afresh)")
         # The demo's login is published (it is printed below): not held to the password policy.
-        user_create_or_update(
-            username=DEMO_USER, role=Role.ADMIN, password=DEMO_PASSWORD, check_password=False
+        for username, role in DEMO_LOGINS:
+            user_create_or_update(
+                username=username, role=role, password=DEMO_PASSWORD, check_password=False
+            )
+        others = ", ".join(f"{u} ({r})" for u, r in DEMO_LOGINS[1:])
+        self.stdout.write(
+            f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (role operator); also {others}, "
+            f"password {DEMO_PASSWORD}"
         )
-        self.stdout.write(f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (role admin)")

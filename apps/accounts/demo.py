@@ -1,0 +1,15 @@
+"""The demo's logins (KUAE_DEMO only): published, so the sign-in page may list them."""
+
+from __future__ import annotations
+
+from apps.accounts.choices import Role
+
+DEMO_PASSWORD = "demo"
+# The demo signs in as an operator, the role people live in; the other roles' logins let
+# each view be tried. (username, role)
+DEMO_LOGINS: tuple[tuple[str, str], ...] = (
+    ("demo", Role.OPERATOR),
+    ("demo-manager", Role.MANAGER),
+    ("demo-engineer", Role.ENGINEER),
+    ("demo-admin", Role.ADMIN),
+)

@@ -30,7 +30,7 @@ DEMO = env_bool("KUAE_DEMO", False)
 
 SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
-    if env_str("DATABASE_URL"):
+    if env_str("DATABASE_URL") and not (DEBUG or DEMO or env_bool("KUAE_TESTING", False)):
         # Production (PostgreSQL): the key is the deployment's, set with the rest of it.
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set when DATABASE_URL is"

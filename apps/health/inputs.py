@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
+from apps.health.blast import KINDS, Place
 from apps.health.choices import RunStatus
 from apps.health.detectors import (
     GpuEvent,
@@ -40,6 +41,17 @@ def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
         latest = max((t for t in (seen, beat) if t is not None), default=None)
         out.append(NodeSeen(hostname, state, latest))
     return out
+
+
+def places(cluster: Cluster) -> dict[str, Place]:
+    """hostname → where it sits, for the cluster's nodes with a switch, PDU or NVLink
+    domain (CONTRACT §9.4)."""
+    return {
+        h: Place(switch, pdu, nvl)
+        for h, switch, pdu, nvl in Node.objects.filter(cluster=cluster)
+        .exclude(switch="", pdu="", nvlink_domain="")
+        .values_list("hostname", *KINDS)
+    }
 
 
 def running_jobs(cluster: Cluster) -> list[Job]:

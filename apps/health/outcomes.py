@@ -15,10 +15,11 @@ from collections.abc import Iterable, Sequence
 import orjson
 from django.db.models import Max, Q
 
-from apps.common.bulk import update_many
+from apps.common.bulk import among, update_many
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
+from apps.health import blast, inputs
 from apps.health import detectors as d
 from apps.health.choices import CheckKind, ResultStatus
 from apps.health.models import CheckResult, CheckRun
@@ -55,7 +56,7 @@ def findings_apply(
         )
     }
     cleared = _store_results(run, findings, nodes, now)
-    opened = _incidents(run, findings, job_of_node, now)
+    opened = _incidents(run, findings, job_of_node, now, _blast_groups(cluster, findings))
     if cleared:
         _note_cleared(run, cleared, now)
     resolved = _resolve_quiet(run, findings, now, limits)
@@ -154,15 +155,50 @@ def _key(f: d.Finding, job_of_node: dict[str, int]) -> Key:
     return (category, "node", f.node)
 
 
+def _blast_groups(cluster: Cluster, findings: Sequence[d.Finding]) -> list[blast.Group]:
+    """The run's failing components (CONTRACT §9.4); no query unless enough nodes fail."""
+    failing = {f.node for f in findings if f.status == ResultStatus.FAIL and f.node}
+    if len(failing) < blast.MIN_NODES:
+        return []
+    return blast.groups(findings, inputs.places(cluster))
+
+
+def blast_fingerprint(kind: str, component: str) -> str:
+    """The fingerprint of a check's incident for a failing component: one per component and
+    check, so the next run updates it rather than open another."""
+    return f"blast:{kind}:{component}"
+
+
 def _incidents(
-    run: CheckRun, findings: Sequence[d.Finding], job_of_node: dict[str, int], now: dt.datetime
+    run: CheckRun,
+    findings: Sequence[d.Finding],
+    job_of_node: dict[str, int],
+    now: dt.datetime,
+    failing: Sequence[blast.Group] = (),
 ) -> int:
-    """One open incident per (category, job) or (category, node): update it, or open it."""
+    """One open incident per failing component (its nodes' failing findings), and per
+    (category, job) or (category, node) for the rest: update it, or open it. A node an open
+    component incident of this check names folds into that incident."""
+    explained = {id(f) for g in failing for f in g.findings}
+    prefix = blast_fingerprint(run.kind, "")
+    component_incidents = list(
+        Incident.objects.filter(
+            cluster=run.cluster, status__in=ACTIVE_STATUSES, fingerprint__startswith=prefix
+        ).prefetch_related("nodes")
+        if failing or any(f.status == ResultStatus.FAIL and f.node for f in findings)
+        else ()
+    )
+    named = {n.hostname: i for i in component_incidents for n in i.nodes.all()}
+    folded: dict[int, list[d.Finding]] = defaultdict(list)
     groups: dict[Key, list[d.Finding]] = defaultdict(list)
     for f in findings:
-        if f.status != ResultStatus.PASS and f.category:
+        if f.status == ResultStatus.PASS or not f.category or id(f) in explained:
+            continue
+        if f.status == ResultStatus.FAIL and f.node in named:
+            folded[named[f.node].pk].append(f)
+        else:
             groups[_key(f, job_of_node)].append(f)
-    if not groups:
+    if not groups and not failing and not folded:
         return 0
     active = list(
         Incident.objects.filter(
@@ -172,15 +208,17 @@ def _incidents(
     by_job = {(i.category, i.job_id): i for i in active if i.job_id is not None}
     by_node = {(i.category, n.hostname): i for i in active for n in i.nodes.all()}
     by_print = {(i.category, i.fingerprint): i for i in active if i.fingerprint}
+    hosts = {f.node for fs in groups.values() for f in fs if f.node}
+    hosts |= blast.grouped_nodes(failing) | {f.node for fs in folded.values() for f in fs if f.node}
     node_objs = {
         n.hostname: n
-        for n in Node.objects.filter(
-            cluster=run.cluster,
-            hostname__in={f.node for fs in groups.values() for f in fs if f.node},
-        )
+        for n in among(Node.objects.filter(cluster=run.cluster), "hostname", list(hosts))
     }
+    opened = _component_incidents(run, failing, component_incidents, job_of_node, node_objs, now)
+    by_pk = {i.pk: i for i in component_incidents}
+    for pk, items in folded.items():
+        _update(run, by_pk[pk], items, node_objs, now)
     jobs = {j.pk: j for j in Job.objects.filter(pk__in={k[2] for k in groups if k[1] == "job"})}
-    opened = 0
     for (category, scope, ident), items in groups.items():
         if scope == "job":
             incident = by_job.get((category, int(str(ident))))
@@ -193,6 +231,57 @@ def _incidents(
             opened += 1
         else:
             _update(run, incident, items, node_objs, now)
+    return opened
+
+
+def _component_incidents(
+    run: CheckRun,
+    failing: Sequence[blast.Group],
+    active: Sequence[Incident],
+    job_of_node: dict[str, int],
+    node_objs: dict[str, Node],
+    now: dt.datetime,
+) -> int:
+    """One incident per failing component naming all its failing nodes: the open one of
+    this check for it is updated, else one is opened. Returns how many were opened."""
+    by_print = {i.fingerprint: i for i in active}
+    opened = 0
+    for group in failing:
+        c, items = group.component, list(group.findings)
+        incident = by_print.get(blast_fingerprint(run.kind, c.key))
+        if incident is not None:
+            _update(run, incident, items, node_objs, now)
+            continue
+        ran = Counter(job_of_node[h] for h in c.nodes if h in job_of_node)
+        job = Job.objects.filter(pk=ran.most_common(1)[0][0]).first() if ran else None
+        first = min(f.occurred_at or now for f in items)
+        label = CheckKind(run.kind).label
+        incident_open(
+            cluster=run.cluster,
+            title=f"{c.label}: {len(c.nodes)} of its {c.size} nodes fail {label.lower()}",
+            category=c.category,
+            severity=min(f.severity for f in items),
+            detected_at=now,
+            occurred_at=min(first, now),
+            job=job,
+            nodes=[node_objs[h] for h in c.nodes if h in node_objs],
+            interrupts_job=job is not None and any(f.interrupts_job for f in items),
+            description=(
+                f"{len(c.nodes)} of the {c.size} nodes behind {c.label} fail "
+                f"{label} in one run: the {blast.LABEL[c.kind]}, not each node.\n"
+                + "\n".join(f"{f.node}: {f.message}" for f in items[:20])
+            ),
+            source=Source.HEALTH,
+            fingerprint=blast_fingerprint(run.kind, c.key),
+            details={
+                "component": c.key,
+                "component_nodes": c.size,
+                "failing_nodes": list(c.nodes),
+                "check": run.kind,
+            },
+            actor=f"check:{run.kind}",
+        )
+        opened += 1
     return opened
 
 

@@ -89,7 +89,13 @@ def _heartbeat(ctx: Context) -> list[d.Finding]:
     # share of silent nodes that means the monitoring path is down.
     quiet = ctx.in_maintenance
     nodes = [n for n in inputs.nodes_seen(ctx.cluster) if n.hostname not in quiet]
-    return d.heartbeat(nodes, now=ctx.now, limits=ctx.limits, cluster=ctx.cluster.name)
+    return d.heartbeat(
+        nodes,
+        now=ctx.now,
+        limits=ctx.limits,
+        cluster=ctx.cluster.name,
+        places=inputs.places(ctx.cluster),
+    )
 
 
 def _job_hang(ctx: Context) -> list[d.Finding]:

@@ -28,6 +28,10 @@ class IncidentSerializer(serializers.ModelSerializer):
 
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    component = serializers.SerializerMethodField(
+        help_text="the switch, PDU or NVLink domain whose nodes failed together (CONTRACT "
+        '§9.4): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "" for any other incident'
+    )
 
     class Meta:
         model = Incident
@@ -53,6 +57,7 @@ class IncidentSerializer(serializers.ModelSerializer):
             "acknowledged_by",
             "escalated_at",
             "source",
+            "component",
             "details",
             "created_at",
             "updated_at",
@@ -61,6 +66,11 @@ class IncidentSerializer(serializers.ModelSerializer):
             "lost_gpu_hours",
         ]
         read_only_fields = fields
+
+    def get_component(self, incident: Incident) -> str:
+        """`details.component`, set on a blast-radius incident."""
+        value = (incident.details or {}).get("component")
+        return value if isinstance(value, str) else ""
 
 
 class IncidentDetailSerializer(IncidentSerializer):

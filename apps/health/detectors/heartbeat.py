@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
+from apps.health.blast import Place, components
 from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
@@ -37,11 +38,19 @@ class NodeSeen:
 
 
 def heartbeat(
-    nodes: Sequence[NodeSeen], *, now: dt.datetime, limits: Limits, cluster: str
+    nodes: Sequence[NodeSeen],
+    *,
+    now: dt.datetime,
+    limits: Limits,
+    cluster: str,
+    places: Mapping[str, Place] | None = None,
 ) -> list[Finding]:
     """Nodes silent for longer than the limit fail (node `down`); drained, maintenance and
     never-seen nodes are skipped, as are down nodes still silent. More than the cluster
-    share silent at once is the monitoring path: one cluster finding, no node changes."""
+    share silent at once is the monitoring path: one cluster finding, no node changes —
+    except that silent nodes a failing switch, PDU or NVLink domain explains (`places`,
+    CONTRACT §9.4) are that component, not the path, while no more than half the nodes
+    are silent."""
     considered = [n for n in nodes if n.state not in SKIPPED and n.last_seen is not None]
     out: list[Finding] = []
     silent: list[tuple[NodeSeen, float]] = []
@@ -57,7 +66,7 @@ def heartbeat(
         elif node.state != NodeState.DOWN:
             silent.append((node, age))
     share = limits.heartbeat_cluster_share * max(len(considered), 1)
-    if len(silent) > 1 and len(silent) > share:
+    if len(silent) > 1 and len(silent) > share and _path_down(silent, considered, share, places):
         hosts = sorted(n.hostname for n, _ in silent)
         message = (
             f"{len(silent)} of {len(considered)} nodes silent at once: "
@@ -96,3 +105,19 @@ def heartbeat(
             )
         )
     return out
+
+
+def _path_down(
+    silent: Sequence[tuple[NodeSeen, float]],
+    considered: Sequence[NodeSeen],
+    share: float,
+    places: Mapping[str, Place] | None,
+) -> bool:
+    """Whether more nodes than the share are silent once those a failing component explains
+    are set aside (all of them count when more than half the nodes are silent)."""
+    if not places or 2 * len(silent) > len(considered):
+        return True
+    failing = components([n.hostname for n, _ in silent], places)
+    explained = {h for c in failing for h in c.nodes}
+    left = len(silent) - len(explained)
+    return left > 1 and left > share

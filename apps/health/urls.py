@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from apps.health import views
+from apps.health import topology, views
 
 urlpatterns = [
     path("health/", views.health_page, name="health"),
+    path("topology/", topology.topology_page, name="node-topology"),
     path("health/run/", views.run_now, name="health-run"),
     path("health/summary/", views.summary_fragment, name="health-summary"),
     path("health/thresholds/", views.thresholds_save, name="health-thresholds"),

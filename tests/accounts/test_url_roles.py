@@ -79,6 +79,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "chart-node-telemetry": {"GET": READ},
     "node-list": {"GET": READ},
     "node-detail": {"GET": READ},
+    "node-topology": {"GET": READ},
     "node-state": {"POST": OPS},
     "job-list": {"GET": READ},
     "job-detail": {"GET": READ},

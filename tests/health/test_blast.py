@@ -216,3 +216,36 @@ def test_a_node_that_fails_later_joins_the_component_incident(cluster, racks):
     run(cluster)
     incident = Incident.objects.get()
     assert incident.nodes.filter(hostname="h06").exists()
+
+
+# --- the topology page -------------------------------------------------------------------
+
+
+@pytestmark_db
+def test_topology_page_puts_the_failing_switch_first_and_links_it(cluster, racks, client, users):
+    for host in [f"h{i:02d}" for i in range(12)]:
+        backdate(host, 900)
+    run(cluster)
+    incident = Incident.objects.get()
+    client.force_login(users["mia"])
+    page = client.get("/topology/?cluster=c1").content.decode()
+    first = page.index('data-component="switch:')
+    assert page[first:].startswith('data-component="switch:leaf-07"')
+    assert f"#{incident.pk}" in page
+    assert page.index('data-component="pdu:pdu-3"') > first
+    assert 'data-component="nvlink_domain:nvl-1"' in page
+    highlighted = client.get("/topology/?cluster=c1&component=switch:leaf-08").content.decode()
+    assert 'data-component="switch:leaf-08" aria-current="true"' in highlighted
+    node = client.get("/nodes/h00/").content.decode()
+    assert "component=switch:leaf-07" in node
+    detail = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert "component=switch%3Aleaf-07" in detail and "12 of its 12 nodes" in detail
+    assert "node-topology" not in client.get("/nodes/").content.decode()
+    assert "/topology/" in client.get("/nodes/").content.decode()
+
+
+@pytestmark_db
+def test_topology_page_without_topology(cluster, client, users):
+    client.force_login(users["mia"])
+    assert "No node of c1" in client.get("/topology/").content.decode()
+    assert client.get("/topology/?cluster=nope").status_code == 404

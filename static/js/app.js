@@ -23,18 +23,17 @@
     });
   }
 
-  // Poll on an interval, slower (×6) while the tab is hidden; never overlap requests.
+  // Poll on an interval, never overlapping requests; paused while the tab is hidden, and
+  // run at once when it is shown again.
   function poll(fn, seconds) {
     var busy = false;
-    function run() {
-      var delay = (document.hidden ? seconds * 6 : seconds) * 1000;
-      setTimeout(function () {
-        if (busy) return run();
-        busy = true;
-        Promise.resolve(fn()).catch(function () {}).then(function () { busy = false; run(); });
-      }, delay);
+    function tick() {
+      if (busy || document.hidden) return;
+      busy = true;
+      Promise.resolve(fn()).catch(function () {}).then(function () { busy = false; });
     }
-    run();
+    setInterval(tick, seconds * 1000);
+    document.addEventListener("visibilitychange", function () { if (!document.hidden) tick(); });
   }
 
   function markLoaded() {
@@ -49,6 +48,29 @@
       .then(function (html) { el.innerHTML = html; markLoaded(); tickRelative(el); });
   }
 
+  // One Plotly template for light and dark, from the page's own CSS palette (--fg, --muted,
+  // --line, --card), so a chart follows the colour scheme like the rest of the page.
+  function palette() {
+    var css = getComputedStyle(document.documentElement);
+    function v(name) { return css.getPropertyValue(name).trim(); }
+    return { fg: v("--fg"), muted: v("--muted"), line: v("--line"), card: v("--card"), bg: v("--bg") };
+  }
+
+  function themed(layout) {
+    var c = palette();
+    var axis = { gridcolor: c.line, linecolor: c.line, zerolinecolor: c.line, tickcolor: c.line,
+                 tickfont: { color: c.muted }, title: { font: { color: c.fg } },
+                 rangeselector: { bgcolor: c.card, activecolor: c.line, bordercolor: c.line,
+                                  font: { color: c.fg } } };
+    var out = Object.assign({}, layout);
+    out.font = Object.assign({ color: c.fg }, layout.font || {});
+    out.template = { layout: {
+      xaxis: axis, yaxis: axis, legend: { font: { color: c.fg } },
+      hoverlabel: { bgcolor: c.card, bordercolor: c.line, font: { color: c.fg } },
+    } };
+    return out;
+  }
+
   function drawChart(el) {
     return fetch(el.getAttribute("data-figure"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
@@ -56,11 +78,34 @@
         if (!window.Plotly) throw new Error("plotly not loaded");
         if (!el.dataset.drawn) el.innerHTML = "";
         el.dataset.drawn = "1";
-        return window.Plotly.react(el, fig.data, fig.layout, fig.config);
+        el._kuaeFigure = fig;
+        return window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
       })
       .then(function () { markLoaded(); })
       .catch(function (err) {
         if (!el.dataset.drawn) el.innerHTML = '<p class="error">Chart failed to load (' + err.message + ").</p>";
+      });
+  }
+
+  function redrawAll() {
+    document.querySelectorAll(".js-plotly-plot").forEach(function (el) {
+      var fig = el._kuaeFigure;
+      if (fig && window.Plotly) window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+    });
+  }
+
+  // Lists and tables marked `data-live` (with an id) refresh in place from the page's own
+  // address, like the overview's panels: one request for all of them, paused when hidden.
+  function refreshLive(els) {
+    return fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        els.forEach(function (el) {
+          var fresh = doc.getElementById(el.id);
+          if (fresh && fresh.innerHTML !== el.innerHTML) { el.innerHTML = fresh.innerHTML; tickRelative(el); }
+        });
+        markLoaded();
       });
   }
 
@@ -78,8 +123,17 @@
     });
     document.querySelectorAll("[data-figure-json]").forEach(function (el) {
       var fig = JSON.parse(document.getElementById(el.getAttribute("data-figure-json")).textContent);
-      if (window.Plotly) { el.innerHTML = ""; window.Plotly.newPlot(el, fig.data, fig.layout, fig.config); }
+      el._kuaeFigure = fig;
+      if (window.Plotly) { el.innerHTML = ""; window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config); }
     });
+    var live = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));
+    if (live.length) {
+      poll(function () { return refreshLive(live); }, Number(live[0].getAttribute("data-live") || 20));
+    }
+    if (window.matchMedia) {
+      var scheme = window.matchMedia("(prefers-color-scheme: dark)");
+      if (scheme.addEventListener) scheme.addEventListener("change", redrawAll);
+    }
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });
     });

@@ -1,0 +1,81 @@
+"""Charts follow the colour scheme and lists refresh themselves (issue 18, item 3), in real
+Chromium: a dark page draws its charts from the dark palette, a light page from the light
+one; the Health page and the Nodes list show a change made after they loaded, no reload."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from apps.accounts.services import user_create_or_update
+from apps.fleet.models import Node
+from apps.fleet.services import node_set_state
+from tests.e2e.support import sign_in, watch
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHART = """() => {
+  const el = document.querySelector('.js-plotly-plot');
+  const css = getComputedStyle(document.documentElement);
+  return {grid: el._fullLayout.xaxis.gridcolor, font: el._fullLayout.font.color,
+          line: css.getPropertyValue('--line').trim(), fg: css.getPropertyValue('--fg').trim(),
+          bg: css.getPropertyValue('--bg').trim()};
+}"""
+
+
+def _hex(colour: str) -> str:
+    """`#2c323a` or `rgb(44, 50, 58)` → `#2c323a` (Plotly keeps what it was given, or rgb)."""
+    if colour.startswith("rgb"):
+        parts = [int(float(p)) for p in colour[colour.index("(") + 1 : -1].split(",")[:3]]
+        return "#" + "".join(f"{p:02x}" for p in parts)
+    return colour.lower()
+
+
+def _until(page, done, seconds: float) -> None:  # noqa: ANN001
+    """Wait for the page to change by itself (the page's CSP forbids evaluated strings, so
+    no wait_for_function): check every half second, never reload."""
+    for _ in range(int(seconds * 2)):
+        if done():
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"the page did not update itself within {seconds} s")
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_charts_follow_the_colour_scheme(chromium, live_server, scheme):
+    call_command("simulate", gpus=32, days=3, seed=3)
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+    context = chromium.new_context(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
+    page = context.new_page()
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "mia", "pw")
+    page.goto(live_server.url + "/reports/trends/")
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    got = page.evaluate(CHART)
+    assert _hex(got["grid"]) == got["line"] and _hex(got["font"]) == got["fg"]
+    if scheme == "dark":
+        assert got["bg"] == "#111418"  # the dark palette, not the light one's white grid
+        assert _hex(got["grid"]) != "#eeeeee" and _hex(got["font"]) != "#444444"
+    seen.assert_clean()
+    context.close()
+
+
+def test_health_page_and_node_list_update_without_a_reload(chromium, live_server):
+    call_command("simulate", gpus=32, days=1, seed=4)
+    user_create_or_update(username="otto", role="operator", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "otto", "pw")
+    page.goto(live_server.url + "/health/")
+    before = page.locator("#live-grid a.tile.state-down").count()
+    node = Node.objects.filter(state="healthy").order_by("hostname").first()
+    node_set_state(node=node, state="down", reason="pulled for the test", source="user", by="otto")
+    _until(page, lambda: page.locator("#live-grid a.tile.state-down").count() > before, 30)
+    page.goto(live_server.url + "/nodes/?state=down")
+    rows = page.locator("#live-list tbody tr").count()
+    other = Node.objects.filter(state="healthy").order_by("hostname").first()
+    node_set_state(node=other, state="down", reason="second", source="user", by="otto")
+    _until(page, lambda: page.locator("#live-list tbody tr").count() > rows, 45)
+    assert other.hostname in page.locator("#live-list").inner_text()
+    seen.assert_clean()
+    page.close()

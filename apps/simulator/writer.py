@@ -64,8 +64,16 @@ def write_plan(plan: Plan, *, cluster_name: str, interval_s: float, log: Log) ->
         nodes = nodes_register(
             cluster=cluster,
             specs=[
-                NodeSpec(hostname=h, rack=r, in_service_at=plan.start)
-                for h, r in zip(plan.hostnames, plan.racks, strict=True)
+                # One leaf switch per rack and two PDUs (upper and lower half), so the
+                # Topology page and blast-radius incidents have something to show.
+                NodeSpec(
+                    hostname=h,
+                    rack=r,
+                    switch=f"leaf-{r[1:]}",
+                    pdu=f"pdu-{r[1:]}{'ab'[(i // 8) % 2]}",
+                    in_service_at=plan.start,
+                )
+                for i, (h, r) in enumerate(zip(plan.hostnames, plan.racks, strict=True))
             ],
         )
     log(f"{len(nodes)} nodes, {len(nodes) * GPUS_PER_NODE} GPUs")

@@ -16,11 +16,28 @@
     (root || document).querySelectorAll("[data-since]").forEach(function (el) {
       el.textContent = ago(el.getAttribute("data-since"));
     });
+    var stalest = 0;
     document.querySelectorAll("[data-updated]").forEach(function (el) {
       var age = (Date.now() - Number(el.getAttribute("data-loaded") || Date.now())) / 1000;
       el.textContent = "updated " + Math.floor(age) + " s ago";
       el.classList.toggle("stale", age > 120);
+      stalest = Math.max(stalest, age);
     });
+    staleBanner(stalest);
+  }
+
+  // On a page that refreshes itself, data older than two refresh periods is said in a
+  // full-width banner (a wall screen whose network went away must not look current).
+  function staleBanner(age) {
+    var banner = document.querySelector(".stale-banner");
+    var periods = Array.prototype.map.call(
+      document.querySelectorAll("[data-refresh],[data-live],[data-figure]"),
+      function (el) { return Number(el.getAttribute("data-interval") || el.getAttribute("data-live") || 30); }
+    );
+    if (!banner || !periods.length || document.hidden) return;
+    var stale = age > 2 * Math.min.apply(null, periods) + 5;
+    banner.hidden = !stale;
+    if (stale) banner.querySelector(".stale-age").textContent = Math.floor(age) + " s";
   }
 
   // Poll on an interval, never overlapping requests; paused while the tab is hidden, and
@@ -133,6 +150,13 @@
     if (window.matchMedia) {
       var scheme = window.matchMedia("(prefers-color-scheme: dark)");
       if (scheme.addEventListener) scheme.addEventListener("change", redrawAll);
+    }
+    var toggle = document.querySelector(".menu-toggle");
+    if (toggle) {
+      toggle.addEventListener("click", function () {
+        var open = toggle.closest("header").classList.toggle("open");
+        toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      });
     }
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });

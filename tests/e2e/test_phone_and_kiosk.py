@@ -1,0 +1,86 @@
+"""Phones and wall screens (issue 18, item 2), in real Chromium: at 390 px no page scrolls
+sideways and the menu folds behind a button; `?kiosk=1` shows no chrome and says when its
+data has gone stale."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from apps.accounts.services import user_create_or_update
+from apps.fleet.models import Node
+from apps.incidents.models import Incident
+from apps.jobs.models import Job
+from tests.e2e.support import sign_in, watch
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDE = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+def test_no_page_scrolls_sideways_on_a_phone(chromium, live_server):
+    call_command("simulate", gpus=64, days=7, seed=5)
+    user_create_or_update(username="otto", role="operator", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 390, "height": 844})
+    seen = watch(page, live_server.url)
+    sign_in_phone(page, live_server.url)
+    node = Node.objects.order_by("hostname").first()
+    job = Job.objects.order_by("id").first()
+    incident = Incident.objects.order_by("id").first()
+    pages = [
+        "/",
+        "/nodes/",
+        "/jobs/",
+        "/incidents/",
+        "/health/",
+        "/reliability/",
+        "/reports/weekly/",
+        "/reports/trends/",
+        f"/nodes/{node.hostname}/",
+        f"/jobs/{job.pk}/",
+    ] + ([f"/incidents/{incident.pk}/"] if incident else [])
+    wide = {}
+    for url in pages:
+        page.goto(live_server.url + url)
+        page.wait_for_load_state("networkidle")
+        scroll, inner = page.evaluate(WIDE)
+        if scroll > inner + 1:
+            wide[url] = scroll
+    assert not wide, f"pages wider than the 390 px phone: {wide}"
+    # the menu is folded behind its button, and opens
+    assert not page.locator("#main-nav").is_visible()
+    page.click(".menu-toggle")
+    assert page.locator("#main-nav >> text=Incidents").is_visible()
+    assert page.locator(".menu-toggle").get_attribute("aria-expanded") == "true"
+    seen.assert_clean()
+    page.close()
+
+
+def sign_in_phone(page, base: str) -> None:  # noqa: ANN001
+    """Sign in; on a phone the nav is folded, so wait for the page body instead."""
+    page.goto(base + "/login/")
+    page.fill("#id_username", "otto")
+    page.fill("#id_password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_selector("main")
+
+
+def test_kiosk_has_no_chrome_and_says_when_data_is_stale(chromium, live_server):
+    call_command("simulate", gpus=32, days=1, seed=6)
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1920, "height": 1080})
+    sign_in(page, live_server.url, "mia", "pw")
+    page.goto(live_server.url + "/?kiosk=1")
+    page.wait_for_selector(".kpis")
+    assert not page.locator("header.top").is_visible()
+    assert page.evaluate("() => getComputedStyle(document.body).fontSize") == "18px"
+    assert not page.locator(".stale-banner").is_visible()
+    # the network goes away: the panels stop refreshing, and after two periods it says so
+    page.route("**/*", lambda route: route.abort())
+    for _ in range(120):
+        if page.locator(".stale-banner").is_visible():
+            break
+        page.wait_for_timeout(500)
+    assert page.locator(".stale-banner").is_visible()
+    assert "No fresh data for" in page.locator(".stale-banner").inner_text()
+    page.close()

@@ -29,8 +29,31 @@ class NodeForm(forms.ModelForm):
         return value
 
 
+class ClusterForm(forms.ModelForm):
+    """A cluster as the admin edits it: its Prometheus judged as `PATCH clusters/{name}/`
+    judges it; the bearer token is entered here only (never shown back, never in the API)."""
+
+    class Meta:
+        model = Cluster
+        fields = "__all__"  # noqa: DJ007 - the admin's own choice of fields applies
+        widgets = {"prometheus_token": forms.PasswordInput(render_value=False)}
+
+    def clean_prometheus_url(self) -> str:
+        value = self.cleaned_data.get("prometheus_url") or ""
+        refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW) if value else None
+        if refused:
+            raise forms.ValidationError(f"KUAE may not connect there: {refused}")
+        return value
+
+    def clean_prometheus_token(self) -> str:
+        # A password field shows nothing back: left empty, the token stays as it was.
+        value = self.cleaned_data.get("prometheus_token") or ""
+        return value or (self.instance.prometheus_token if self.instance.pk else "")
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterForm
     list_display = ("name", "gpu_model", "peak_tflops_per_gpu", "gpus_per_node", "simulated")
 
 

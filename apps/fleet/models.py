@@ -42,6 +42,18 @@ class Cluster(models.Model):
     automation_reason = models.CharField(max_length=300, blank=True, default="")
     automation_by = models.CharField(max_length=150, blank=True, default="")
     automation_at = models.DateTimeField(null=True, blank=True)
+    # The Prometheus-API server that already scrapes the cluster's dcgm-exporters (CONTRACT
+    # §10): the GPU checks read their values from it. Its bearer token is set here in the
+    # admin only (never through the API), else KUAE_PROMETHEUS_TOKEN applies.
+    prometheus_url = models.CharField(
+        max_length=500, blank=True, default="", help_text="http(s)://host:port of its HTTP API"
+    )
+    prometheus_token = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="bearer token for it; empty: KUAE_PROMETHEUS_TOKEN",
+    )
 
     class Meta:
         ordering = ["name"]

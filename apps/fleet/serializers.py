@@ -37,6 +37,12 @@ def validate_exporter_url(value: str) -> None:
         raise serializers.ValidationError(f"the scraper may not connect there: {refused}")
 
 
+def validate_prometheus_url(value: str) -> None:
+    """A cluster's Prometheus (CONTRACT §10): an http(s) URL under the same destination
+    policy as exporters (KUAE_SCRAPE_ALLOW) — one on loopback is refused unless listed."""
+    validate_exporter_url(value)
+
+
 class IncidentRefSerializer(serializers.Serializer):
     """An open incident as a node's or a job's answer lists it (CONTRACT §6)."""
 
@@ -146,11 +152,20 @@ class SlurmLinkField(serializers.Field):
 
 class ClusterDetailSerializer(ClusterSerializer):
     """A cluster with its GPU accounting (`gpus`, set by the view), its scheduler link
-    (`slurm`, null when none) and whether KUAE's drains reach it (`actuation`)."""
+    (`slurm`, null when none), whether KUAE's drains reach it (`actuation`) and the
+    Prometheus its GPU checks read from (`prometheus_url`, empty when none)."""
 
     gpus = GpuAccountSerializer(read_only=True, source="gpu_account")
     slurm = SlurmLinkField()
     actuation = serializers.ChoiceField(choices=ActuationMode.choices, required=False)
+    prometheus_url = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        validators=[validate_prometheus_url],
+        help_text="the Prometheus-API server the GPU checks read from (CONTRACT §10); "
+        "empty: telemetry is posted to KUAE",
+    )
 
     class Meta(ClusterSerializer.Meta):
         fields = [
@@ -158,6 +173,7 @@ class ClusterDetailSerializer(ClusterSerializer):
             "gpus",
             "slurm",
             "actuation",
+            "prometheus_url",
             "automation_paused",
             "automation_reason",
             "automation_by",

@@ -21,6 +21,10 @@ class CheckKind(models.TextChoices):
 
 SCHEDULED_KINDS = tuple(k for k in CheckKind if k != CheckKind.PREFLIGHT)
 
+# The result target that says whether a cluster's Prometheus (CONTRACT §10) answered the
+# last run of a check that reads it.
+SOURCE_TARGET = "source:prometheus"
+
 
 @css_prefix("res")
 class ResultStatus(ColouredChoices):
@@ -29,13 +33,16 @@ class ResultStatus(ColouredChoices):
     PASS = "pass", "Pass"
     WARN = "warn", "Warn"
     FAIL = "fail", "Fail"
+    # Not checked: the data the check reads did not come (its telemetry source did not
+    # answer, CONTRACT §10) — never a pass, and nothing changes on it.
+    ERROR = "error", "Error"
 
     @classmethod
     def palette(cls) -> dict[str, str]:
-        return {"pass": Hue.GREEN, "warn": Hue.AMBER, "fail": Hue.RED}
+        return {"pass": Hue.GREEN, "warn": Hue.AMBER, "fail": Hue.RED, "error": Hue.PURPLE}
 
 
-SEVERITY_ORDER = {"pass": 0, "warn": 1, "fail": 2}
+SEVERITY_ORDER = {"pass": 0, "error": 1, "warn": 2, "fail": 3}
 
 
 @css_prefix("run")

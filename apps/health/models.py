@@ -82,7 +82,7 @@ class CheckResult(models.Model):
     job = models.ForeignKey(
         Job, on_delete=models.CASCADE, null=True, blank=True, related_name="check_results"
     )
-    status = models.CharField(max_length=4, choices=ResultStatus.choices)
+    status = models.CharField(max_length=8, choices=ResultStatus.choices)
     message = models.TextField(blank=True, default="")
     details = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField()

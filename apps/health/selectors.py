@@ -11,7 +11,13 @@ from django.db.models import Max, QuerySet
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node, TelemetryEvent
-from apps.health.choices import SCHEDULED_KINDS, SEVERITY_ORDER, CheckKind, ResultStatus
+from apps.health.choices import (
+    SCHEDULED_KINDS,
+    SEVERITY_ORDER,
+    SOURCE_TARGET,
+    CheckKind,
+    ResultStatus,
+)
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.jobs.models import Job, NodeStepMetric
@@ -198,3 +204,14 @@ def node_admission(*, node: Node) -> dict[str, object]:
         reason = f"failed the {kind} check" + (f": {message}" if message else "")
         problems.append({"kind": kind, "target": target, "reason": reason})
     return {"ok": not problems, "state": node.state, "problems": problems}
+
+
+def telemetry_source_down(*, cluster: Cluster) -> CheckResult | None:
+    """The newest `error` result of the cluster's Prometheus (CONTRACT §10) when its last
+    answer to a check was none, else None (also for a cluster without one)."""
+    if not cluster.prometheus_url:
+        return None
+    latest = (
+        CheckResult.objects.filter(cluster=cluster, target=SOURCE_TARGET).order_by("-at").first()
+    )
+    return latest if latest is not None and latest.status == ResultStatus.ERROR else None

@@ -15,8 +15,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.fleet.models import Cluster
+from apps.fleet.prometheus_source import SourceDown, prometheus_pull
 from apps.health import detectors as d
-from apps.health.choices import SCHEDULED_KINDS, CheckKind, RunStatus
+from apps.health.choices import (
+    SCHEDULED_KINDS,
+    SOURCE_TARGET,
+    CheckKind,
+    ResultStatus,
+    RunStatus,
+)
+from apps.health.detectors.findings import passed
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
 from apps.health.registry import Context, check_for, skip_maintenance
@@ -32,13 +40,63 @@ def limits_for(cluster: Cluster) -> Limits:
     return limits_from(row or {})
 
 
+# The checks that read GPU telemetry or signs of life: on a cluster with a Prometheus
+# (CONTRACT §10) each run first pulls the latest values from it, and a run whose source
+# does not answer stores `error` results instead of judging stale values.
+TELEMETRY_KINDS = frozenset({CheckKind.HEARTBEAT, CheckKind.GPU_ERRORS, CheckKind.THERMAL})
+
+
 def detect(
     kind: str, cluster: Cluster, now: dt.datetime, limits: Limits
 ) -> tuple[list[d.Finding], dict[str, int]]:
-    """Load what `kind` needs and run its detector. Returns findings and node → job."""
+    """Load what `kind` needs and run its detector. Returns findings and node → job.
+    SourceDown when the cluster's Prometheus does not answer a check that reads it."""
     ctx = Context(CheckKind(kind), cluster, now, limits)
+    pulled = bool(cluster.prometheus_url) and kind in TELEMETRY_KINDS
+    if pulled:
+        prometheus_pull(cluster, now=now)  # the same loaders then read what it stored
     findings = skip_maintenance(check_for(kind).run(ctx), ctx)
+    if pulled:
+        message = f"telemetry source {cluster.prometheus_url} answered"
+        details = {"source": cluster.prometheus_url}
+        findings.append(passed(CheckKind(kind), SOURCE_TARGET, message, details))
     return findings, ctx.job_of_node
+
+
+def source_down_store(*, run: CheckRun, down: SourceDown, now: dt.datetime) -> int:
+    """A run whose telemetry source did not answer: an `error` result naming the source,
+    and the kind's passing results on the cluster turn to `error` (not checked) — no
+    incident opens or resolves, no node changes state. Returns the results marked."""
+    reason = str(down)[:2000]
+    details = {"source": down.url, "reason": down.reason[:500]}
+    result, created = CheckResult.objects.get_or_create(
+        cluster=run.cluster,
+        kind=run.kind,
+        target=SOURCE_TARGET,
+        defaults={
+            "status": ResultStatus.ERROR,
+            "message": reason,
+            "details": details,
+            "at": now,
+            "run": run,
+            "since": now,
+        },
+    )
+    if not created:
+        since = result.since if result.status == ResultStatus.ERROR else now
+        CheckResult.objects.filter(pk=result.pk).update(
+            status=ResultStatus.ERROR, message=reason, details=details, at=now, run=run, since=since
+        )
+    marked = CheckResult.objects.filter(
+        cluster=run.cluster, kind=run.kind, status=ResultStatus.PASS
+    ).update(
+        status=ResultStatus.ERROR,
+        message=f"not checked: {reason}"[:2000],
+        at=now,
+        run=run,
+        since=now,
+    )
+    return marked + 1
 
 
 # --- runs ------------------------------------------------------------------------------
@@ -76,6 +134,12 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
                 run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
             )
         run.status, run.counts = RunStatus.DONE, counts
+    except SourceDown as down:  # no verdict without the data: errors, not passes
+        log.warning("check run %s (%s): %s", run.pk, run.kind, down)
+        with transaction.atomic():
+            marked = source_down_store(run=run, down=down, now=now)
+        run.status, run.error = RunStatus.ERROR, str(down)[:2000]
+        run.counts = {"error": marked}
     except Exception as exc:  # a broken check must show as an error run, not vanish
         log.exception("check run %s (%s) failed", run.pk, run.kind)
         run.status, run.error = RunStatus.ERROR, f"{type(exc).__name__}: {exc}"[:2000]

@@ -1,0 +1,120 @@
+"""A cluster's Prometheus as its telemetry source (CONTRACT §10, DESIGN "Telemetry sources").
+
+A pull asks the cluster's `prometheus_url` one instant query (`apps.fleet.promql`) — the
+same one at 2 nodes or 20,000 — and feeds the latest values it answers into the telemetry
+intake that posted telemetry goes through (`telemetry_ingest`). The checks' loaders then
+read the same GPU rows and XID/counter events whichever way the values came: an XID gauge
+that changed is an event, a counter that grew is one, a GPU whose series vanished stops
+being fresh.
+
+A server that does not answer — refused, timed out, a 5xx, an answer that is not JSON or
+not a vector, an answer past `KUAE_PROMETHEUS_MAX_BYTES`, an address the destination policy
+refuses (KUAE_SCRAPE_ALLOW, as for exporters) — raises `SourceDown` naming it; nothing is
+written then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+import httpx
+import orjson
+from django.conf import settings
+
+from apps.fleet.destinations import url_refusal
+from apps.fleet.models import GPU, Cluster
+from apps.fleet.promql import AnswerError, dcgm_query, host_index, samples_of, vector_of
+from apps.fleet.services.telemetry import IngestResult, telemetry_ingest
+
+QUERY_PATH = "/api/v1/query"
+
+
+class SourceDown(Exception):
+    """The telemetry source did not answer usefully; the message names it and says how."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"telemetry source {url} did not answer: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+def token_for(cluster: Cluster) -> str:
+    """The bearer token for the cluster's Prometheus: its own (admin), else
+    KUAE_PROMETHEUS_TOKEN; empty for none."""
+    return cluster.prometheus_token or settings.KUAE_PROMETHEUS_TOKEN
+
+
+def instant_query(
+    url: str,
+    query: str,
+    *,
+    at: dt.datetime,
+    token: str = "",
+    timeout_s: float | None = None,
+    max_bytes: int | None = None,
+) -> list[tuple[dict[str, str], float]]:
+    """Evaluate `query` at `at` on the Prometheus-API server at `url` (one POST to
+    /api/v1/query, so a long query never meets a URL length limit). The whole exchange is
+    bounded by `timeout_s` and the answer by `max_bytes`; SourceDown otherwise."""
+    timeout_s = timeout_s or settings.KUAE_PROMETHEUS_TIMEOUT_S
+    max_bytes = max_bytes or settings.KUAE_PROMETHEUS_MAX_BYTES
+    refused = url_refusal(url, settings.KUAE_SCRAPE_ALLOW)
+    if refused:
+        raise SourceDown(url, f"KUAE may not connect there: {refused}")
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    form = {"query": query, "time": f"{at.timestamp():.3f}"}
+    deadline = time.monotonic() + timeout_s
+    try:
+        with (
+            httpx.Client(timeout=timeout_s, headers=headers, follow_redirects=False) as client,
+            client.stream("POST", url.rstrip("/") + QUERY_PATH, data=form) as response,
+        ):
+            body = _bounded_read(response, url, max_bytes, deadline)
+    except httpx.HTTPError as exc:
+        raise SourceDown(url, f"{type(exc).__name__}: {exc}"[:500]) from exc
+    answer = _json(body)
+    if response.status_code != 200:
+        said = answer.get("error") if isinstance(answer, dict) else None
+        detail = f": {str(said)[:300]}" if said else ""
+        raise SourceDown(url, f"HTTP {response.status_code}{detail}")
+    if answer is None:
+        raise SourceDown(url, "the answer is not JSON")
+    try:
+        return vector_of(answer)
+    except AnswerError as exc:
+        raise SourceDown(url, str(exc)) from exc
+
+
+def _bounded_read(response: httpx.Response, url: str, max_bytes: int, deadline: float) -> bytes:
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise SourceDown(url, f"the answer is larger than {max_bytes} bytes")
+        if time.monotonic() > deadline:
+            raise SourceDown(url, "the answer took longer than the timeout")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def prometheus_pull(cluster: Cluster, *, now: dt.datetime) -> IngestResult:
+    """Read the latest dcgm values of the cluster's GPUs from its Prometheus (one query)
+    and store them as posted telemetry is stored (values, events, rollups, the nodes'
+    last_seen_at). SourceDown when the server does not answer; nothing is written then."""
+    url = cluster.prometheus_url
+    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    vector = instant_query(url, dcgm_query(), at=now, token=token_for(cluster))
+    hosts = host_index({host for host, _ in known})
+    samples = samples_of(vector, hosts=hosts, known=known, ts=now)
+    return telemetry_ingest(samples=samples, now=now)

@@ -1,0 +1,123 @@
+"""What KUAE asks a cluster's Prometheus (CONTRACT §10) and how it reads the answer: pure,
+no database, no network.
+
+One instant query per pull, whatever the cluster's size: every dcgm field of the §2 table,
+for every GPU the server knows, reduced to the labels KUAE files a value under. The
+cluster's nodes are picked out of the answer here, by their `Hostname` (or `hostname`)
+label, not in PromQL: a regex of 1,000 hostnames is a slow query and a long request, while
+a Prometheus that scrapes several clusters only sends a few more series. The answer's size
+is bounded where it is read (`KUAE_PROMETHEUS_MAX_BYTES`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
+
+from apps.fleet.intake import TelemetrySample
+from apps.fleet.pcibus import pci_bus_or_blank
+from apps.fleet.telemetry import DCGM_FIELDS, DCGM_NOT_SUPPORTED
+
+HOST_LABELS = ("Hostname", "hostname")
+# The labels kept per series: the field, the host, the GPU and what names it.
+KEPT_LABELS = ("__name__", *HOST_LABELS, "gpu", "UUID", "modelName", "pci_bus_id")
+
+
+class AnswerError(ValueError):
+    """The server answered, but not with an instant vector: the message says what."""
+
+
+def dcgm_query(fields: Iterable[str] = DCGM_FIELDS) -> str:
+    """The one instant query of a pull: the latest value of each field per GPU. `max by`
+    keeps one series per (field, host, GPU) even when two scrape jobs or an HA pair of
+    exporters report the same GPU, and drops labels KUAE does not read (instance, driver
+    version …), which makes the answer about half as long."""
+    names = "|".join(sorted(set(fields)))
+    return f'max by ({", ".join(KEPT_LABELS)}) ({{__name__=~"{names}"}})'
+
+
+def vector_of(answer: Any) -> list[tuple[dict[str, str], float]]:
+    """The (labels, value) pairs of an instant query's JSON answer; AnswerError when it is
+    not a successful vector (the server's own error message is named)."""
+    if not isinstance(answer, dict):
+        raise AnswerError("the answer is not a JSON object")
+    if answer.get("status") != "success":
+        said = str(answer.get("error") or answer.get("status") or "no status")[:300]
+        raise AnswerError(f"the query failed: {said}")
+    data = answer.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "vector":
+        raise AnswerError("the answer is not an instant vector")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise AnswerError("the answer has no result list")
+    out = []
+    for item in result:
+        if not isinstance(item, dict):
+            continue
+        labels, pair = item.get("metric"), item.get("value")
+        if not isinstance(labels, dict) or not isinstance(pair, list) or len(pair) != 2:
+            continue
+        try:
+            value = float(pair[1])
+        except (TypeError, ValueError):
+            continue
+        out.append(({str(k): str(v) for k, v in labels.items()}, value))
+    return out
+
+
+def host_index(hostnames: Iterable[str]) -> dict[str, str]:
+    """label value → node hostname: each hostname, and its short name (before the first
+    dot) when no other node shares it, so `gpu-a017` and `gpu-a017.dc1.example` both find
+    the node whichever of the two the exporter reports."""
+    names = list(hostnames)
+    out = {h: h for h in names}
+    shorts: dict[str, list[str]] = {}
+    for h in names:
+        shorts.setdefault(h.split(".", 1)[0], []).append(h)
+    for short, owners in shorts.items():
+        if len(owners) == 1:
+            out.setdefault(short, owners[0])
+    return out
+
+
+def _host(labels: Mapping[str, str], hosts: Mapping[str, str]) -> str | None:
+    for key in HOST_LABELS:
+        value = labels.get(key)
+        if value:
+            return hosts.get(value) or hosts.get(value.split(".", 1)[0])
+    return None
+
+
+def samples_of(
+    vector: Iterable[tuple[Mapping[str, str], float]],
+    *,
+    hosts: Mapping[str, str],
+    known: Container[tuple[str, int]],
+    ts: dt.datetime,
+) -> list[TelemetrySample]:
+    """One sample per GPU of the cluster, named as posted telemetry names it (§2): the
+    series of hosts not in `hosts` (label → hostname), of GPUs not in `known` (hostname,
+    index), and dcgm's "not supported" sentinels or NaN are left out."""
+    values: dict[tuple[str, int], dict[str, float]] = {}
+    identity: dict[tuple[str, int], tuple[str, str, str]] = {}
+    for labels, value in vector:
+        name = DCGM_FIELDS.get(labels.get("__name__", ""))
+        host = _host(labels, hosts)
+        gpu = labels.get("gpu", "")
+        if name is None or host is None or not gpu.isdigit():
+            continue
+        if (host, int(gpu)) not in known:
+            continue
+        if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+            continue
+        key = (host, int(gpu))
+        values.setdefault(key, {})[name] = int(value) if value.is_integer() else value
+        if key not in identity:
+            bus = pci_bus_or_blank(labels.get("pci_bus_id"))
+            identity[key] = (labels.get("UUID", ""), labels.get("modelName", ""), bus)
+    return [
+        TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
+        for (host, gpu), metrics in sorted(values.items())
+    ]

@@ -1,0 +1,418 @@
+"""The GPU checks reading a real Prometheus (Debian's `prometheus`, CONTRACT §10): it scrapes
+a fake dcgm-exporter here (the real-shaped text of tests/data/dcgm/h100-node.prom, one
+block per node) every second, and the cluster's `prometheus_url` points at a counting
+proxy in front of it. No telemetry is posted to KUAE. A hot GPU (two hot runs) and a fatal
+XID are found; a stopped Prometheus gives `error` results, no pass and no state change,
+and the overview says so; the requests per run are the same at 2 and at 20 nodes.
+
+The same tests run against VictoriaMetrics's single binary (Debian's `victoria-metrics`)
+when it is installed: it answers the same HTTP API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.utils import timezone
+
+from apps.fleet.choices import NodeState
+from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+from apps.health.choices import SOURCE_TARGET, CheckKind, ResultStatus, RunStatus
+from apps.health.models import CheckResult, CheckRun
+from apps.health.services import run_execute
+from apps.incidents.models import Incident
+from tests.support import closed_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+DEADLINE_S = 30.0
+TEMPLATE = (Path(__file__).parents[1] / "data" / "dcgm" / "h100-node.prom").read_text()
+TEMPLATE_HOST = "gpu-a017"
+LINE = re.compile(r'^(?P<name>[A-Z_]+)\{gpu="(?P<gpu>\d+)",(?P<rest>.*)\} (?P<value>\S+)$')
+
+
+def _binary(*names: str) -> str | None:
+    for name in names:
+        found = shutil.which(name) or (
+            f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None
+        )
+        if found:
+            return found
+    return None
+
+
+def _prometheus_binary() -> str:
+    found = _binary("prometheus")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Debian's prometheus (.ci/run installs it)")
+        pytest.skip("no Prometheus here (apt-get install prometheus)")
+    return found
+
+
+def until(check: Callable[[], Any], what: str, logs: Sequence[Path] = ()) -> Any:
+    """Poll `check` until it returns something truthy, at most DEADLINE_S."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    tails = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
+    pytest.fail(f"timed out waiting for {what}\n{tails}")
+
+
+def exposition(hosts: list[str], values: dict[tuple[str, str, int], float]) -> str:
+    """dcgm-exporter text for `hosts` (each with the template's 8 GPUs); `values` overrides
+    (field, host, gpu) → value."""
+    out = []
+    for line in TEMPLATE.splitlines():
+        m = LINE.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        for host in hosts:
+            value = values.get((m["name"], host, int(m["gpu"])), m["value"])
+            rest = m["rest"].replace(f'Hostname="{TEMPLATE_HOST}"', f'Hostname="{host}"')
+            out.append(f'{m["name"]}{{gpu="{m["gpu"]}",{rest}}} {value}')
+    return "\n".join(out) + "\n"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class FakeExporter:
+    """A dcgm-exporter on a free loopback port serving `self.text`."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        owner = self
+
+        class Handler(_Handler):
+            def do_GET(self) -> None:
+                body = owner.text.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class CountingProxy:
+    """Forwards every request to `upstream` and counts them: what KUAE asks Prometheus."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.requests: list[str] = []
+        owner = self
+
+        class Handler(_Handler):
+            def _forward(self) -> None:
+                owner.requests.append(f"{self.command} {self.path}")
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() in ("content-type", "authorization")
+                }
+                try:
+                    answer = httpx.request(
+                        self.command,
+                        owner.upstream + self.path,
+                        content=body,
+                        headers=headers,
+                        timeout=10,
+                    )
+                except httpx.HTTPError:
+                    self.send_response(502)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Server:
+    """Prometheus (or VictoriaMetrics) scraping `targets` every second, on a free port."""
+
+    def __init__(self, kind: str, binary: str, base: Path, targets: list[str]) -> None:
+        base.mkdir(parents=True, exist_ok=True)
+        self.port = closed_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = base / f"{kind}.log"
+        config = base / "scrape.yml"
+        listed = ", ".join(f"'{t}'" for t in targets)
+        config.write_text(
+            f"""
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: dcgm
+    static_configs:
+      - targets: [{listed}]
+"""
+        )
+        if kind == "prometheus":
+            args = [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={base / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ]
+            ready = "/-/ready"
+        else:
+            args = [
+                binary,
+                f"-promscrape.config={config}",
+                f"-storageDataPath={base / 'data'}",
+                f"-httpListenAddr=127.0.0.1:{self.port}",
+                "-search.latencyOffset=0s",
+                "-search.disableCache",
+            ]
+            ready = "/health"
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        until(lambda: self._ok(ready), f"{kind} to start", [self.log])
+
+    def _ok(self, path: str) -> bool:
+        if self.process.poll() is not None:
+            pytest.fail(f"exited {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
+        try:
+            return httpx.get(self.url + path, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def value(self, query: str) -> list[dict[str, Any]]:
+        """The instant vector `query` answers now."""
+        answer = httpx.post(self.url + "/api/v1/query", data={"query": query}, timeout=5).json()
+        return answer["data"]["result"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _servers() -> list[Any]:
+    out: list[Any] = ["prometheus"]
+    if _binary("victoria-metrics", "victoria-metrics-prod"):
+        out.append("victoria-metrics")
+    else:
+        out.append(
+            pytest.param(
+                "victoria-metrics", marks=pytest.mark.skip(reason="no victoria-metrics here")
+            )
+        )
+    return out
+
+
+@pytest.fixture(params=_servers())
+def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """An exporter, a server scraping it, and a counting proxy in front of the server."""
+    kind = request.param
+    if kind == "prometheus":
+        binary = _prometheus_binary()
+    else:
+        binary = _binary("victoria-metrics", "victoria-metrics-prod")
+        assert binary is not None
+    exporter = FakeExporter()
+    server = Server(kind, binary, tmp_path / kind, [exporter.address])
+    proxy = CountingProxy(server.url)
+    try:
+        yield {"kind": kind, "exporter": exporter, "server": server, "proxy": proxy}
+    finally:
+        proxy.close()
+        server.stop()
+        exporter.close()
+
+
+@pytest.fixture(autouse=True)
+def _allow_loopback(settings: Any) -> None:
+    # The destination policy refuses loopback unless listed (apps.fleet.destinations).
+    settings.KUAE_SCRAPE_ALLOW = ["127.0.0.0/8"]
+
+
+def _cluster(name: str, hosts: list[str], url: str) -> Cluster:
+    cluster = cluster_create(
+        name=name, gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
+    )
+    start = timezone.now() - dt.timedelta(days=30)
+    nodes_register(
+        cluster=cluster, specs=[NodeSpec(hostname=h, rack="r1", in_service_at=start) for h in hosts]
+    )
+    Cluster.objects.filter(pk=cluster.pk).update(prometheus_url=url)
+    cluster.refresh_from_db()
+    return cluster
+
+
+def _run(cluster: Cluster, kind: CheckKind) -> CheckRun:
+    run = CheckRun.objects.create(cluster=cluster, kind=kind, requested_by="test")
+    done = run_execute(run_id=run.pk)
+    assert done is not None
+    return done
+
+
+def _scraped(server: Server, host: str, field: str, gpu: int, value: float) -> Callable[[], bool]:
+    def check() -> bool:
+        rows = server.value(f'{field}{{Hostname="{host}",gpu="{gpu}"}}')
+        return any(float(r["value"][1]) == value for r in rows)
+
+    return check
+
+
+def test_hot_gpu_and_fatal_xid_found_from_prometheus(stack: dict[str, Any]) -> None:
+    hosts = ["pn-001", "pn-002"]
+    stack["exporter"].text = exposition(
+        hosts,
+        {
+            ("DCGM_FI_DEV_GPU_TEMP", "pn-001", 3): 93,
+            ("DCGM_FI_DEV_XID_ERRORS", "pn-002", 5): 79,  # fallen off the bus: out of service
+        },
+    )
+    server: Server = stack["server"]
+    until(
+        _scraped(server, "pn-001", "DCGM_FI_DEV_GPU_TEMP", 3, 93),
+        "the hot GPU scraped",
+        [server.log],
+    )
+    until(
+        _scraped(server, "pn-002", "DCGM_FI_DEV_XID_ERRORS", 5, 79), "the XID scraped", [server.log]
+    )
+    cluster = _cluster("prom", hosts, stack["proxy"].url)
+
+    first = _run(cluster, CheckKind.THERMAL)
+    assert first.status == RunStatus.DONE, first.error
+    hot = CheckResult.objects.get(cluster=cluster, kind="thermal", target="gpu:pn-001/3")
+    assert hot.status == ResultStatus.PASS and hot.details["hot_runs"] == 1  # once is not enough
+    assert CheckResult.objects.filter(cluster=cluster, kind="thermal").count() == 16 + 1
+    second = _run(cluster, CheckKind.THERMAL)
+    assert second.status == RunStatus.DONE, second.error
+    hot.refresh_from_db()
+    assert hot.status == ResultStatus.WARN and "93" in hot.message
+    assert Incident.objects.filter(cluster=cluster, category="gpu_thermal").count() == 1
+    source = CheckResult.objects.get(cluster=cluster, kind="thermal", target=SOURCE_TARGET)
+    assert source.status == ResultStatus.PASS and stack["proxy"].url in source.message
+
+    errors = _run(cluster, CheckKind.GPU_ERRORS)
+    assert errors.status == RunStatus.DONE, errors.error
+    xid = CheckResult.objects.get(cluster=cluster, kind="gpu_errors", target="gpu:pn-002/5")
+    assert xid.status == ResultStatus.FAIL and "XID 79" in xid.message
+    assert Node.objects.get(hostname="pn-002").state == NodeState.DRAINED
+    assert Node.objects.get(hostname="pn-001").state == NodeState.HEALTHY
+    # A persisting gauge is no new error: the next run finds nothing new on that GPU.
+    again = _run(cluster, CheckKind.GPU_ERRORS)
+    assert again.status == RunStatus.DONE
+    assert Incident.objects.filter(cluster=cluster, category="gpu").count() == 1
+    # Heartbeat: the values read from Prometheus are the nodes' signs of life.
+    beat = _run(cluster, CheckKind.HEARTBEAT)
+    assert beat.status == RunStatus.DONE
+    assert not CheckResult.objects.filter(cluster=cluster, kind="heartbeat", status="fail").exists()
+
+
+def test_stopped_prometheus_gives_errors_and_changes_nothing(
+    stack: dict[str, Any], api: Callable[[str | None], Any], client: Any, users: Any
+) -> None:
+    hosts = ["pd-001", "pd-002"]
+    stack["exporter"].text = exposition(hosts, {("DCGM_FI_DEV_GPU_TEMP", "pd-001", 0): 97})
+    server: Server = stack["server"]
+    until(
+        _scraped(server, "pd-001", "DCGM_FI_DEV_GPU_TEMP", 0, 97),
+        "the hot GPU scraped",
+        [server.log],
+    )
+    cluster = _cluster("down", hosts, stack["proxy"].url)
+    kinds = (CheckKind.THERMAL, CheckKind.GPU_ERRORS, CheckKind.HEARTBEAT)
+    for kind in kinds:
+        assert _run(cluster, kind).status == RunStatus.DONE
+    assert CheckResult.objects.filter(cluster=cluster, status="pass").exists()
+    changes = NodeStateChange.objects.count()
+
+    server.stop()
+    # Nodes silent for longer than the heartbeat limit would be judged down from stale data.
+    Node.objects.filter(cluster=cluster).update(last_seen_at=timezone.now() - dt.timedelta(hours=1))
+    for kind in kinds:
+        for _ in range(2):  # two runs: thermal would warn on the second from stale values
+            run = _run(cluster, kind)
+            assert run.status == RunStatus.ERROR
+            assert stack["proxy"].url in run.error
+    results = CheckResult.objects.filter(cluster=cluster, kind__in=kinds)
+    assert not results.filter(status="pass").exists()
+    for kind in kinds:
+        source = results.get(kind=kind, target=SOURCE_TARGET)
+        assert source.status == ResultStatus.ERROR
+        assert stack["proxy"].url in source.message and "did not answer" in source.message
+    assert not results.filter(status__in=("warn", "fail")).exists()
+    assert NodeStateChange.objects.count() == changes
+    assert set(Node.objects.filter(cluster=cluster).values_list("state", flat=True)) == {"healthy"}
+    assert not Incident.objects.filter(cluster=cluster).exists()
+
+    client.force_login(users["otto"])
+    page = client.get("/", {"cluster": "down", "panel": "1"})
+    assert page.status_code == 200
+    assert b"Telemetry source down" in page.content and stack["proxy"].url.encode() in page.content
+
+
+def test_query_count_is_the_same_at_2_and_20_nodes(stack: dict[str, Any]) -> None:
+    small = [f"pq-s{i:02d}" for i in range(2)]
+    large = [f"pq-l{i:02d}" for i in range(20)]
+    stack["exporter"].text = exposition(small + large, {})
+    server: Server = stack["server"]
+    until(
+        _scraped(server, "pq-l19", "DCGM_FI_DEV_GPU_TEMP", 7, 63),
+        "every node scraped",
+        [server.log],
+    )
+    proxy: CountingProxy = stack["proxy"]
+    counts = {}
+    for name, hosts in (("small", small), ("large", large)):
+        cluster = _cluster(name, hosts, proxy.url)
+        proxy.requests.clear()
+        for kind in (CheckKind.THERMAL, CheckKind.GPU_ERRORS, CheckKind.HEARTBEAT):
+            assert _run(cluster, kind).status == RunStatus.DONE
+        counts[name] = len(proxy.requests)
+        gpus = CheckResult.objects.filter(
+            cluster=cluster, kind="thermal", target__startswith="gpu:"
+        )
+        assert gpus.count() == 8 * len(hosts)
+    assert counts["small"] == counts["large"] == 3  # one instant query per run
+    assert all(r.startswith("POST /api/v1/query") for r in proxy.requests)

@@ -29,7 +29,14 @@ run: $(VENV)/.installed
 ## test: lint, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set), then the
 ## whole suite again on the embedded default (SQLite, filesystem broker) when the first run
 ## used PostgreSQL/Redis — so `make test` on a fresh machine and CI run the same tests
-test: $(VENV)/.installed
+# The browser tests' accessibility scanner (axe-core, pinned in tests/e2e/package-lock.json),
+# installed with npm where npm is; without it the scan is skipped (and fails under CI).
+AXE := tests/e2e/node_modules/axe-core/axe.min.js
+$(AXE): tests/e2e/package.json tests/e2e/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/e2e --no-audit --no-fund --silent; \
+	else echo "npm not found: the accessibility scan will be skipped"; fi
+
+test: $(VENV)/.installed $(AXE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.typecheck

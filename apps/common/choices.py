@@ -79,7 +79,46 @@ def palette_css() -> str:
         for value, colour in choices.colour_map().items()
     ]
     root = ":root{" + "".join(f"--{name}:{colour};" for name, colour in entries) + "}\n"
-    return root + "".join(f".{name}{{--c:{colour}}}\n" for name, colour in entries)
+    rules = []
+    for name, colour in entries:
+        background, text = badge_colours(colour)
+        rules.append(f".{name}{{--c:{colour};--c-bg:{background};--c-on:{text}}}\n")
+    return root + "".join(rules)
+
+
+INK, PAPER = "#1b1f24", "#ffffff"  # the two text colours a badge may use
+
+
+def _luminance(colour: str) -> float:
+    """WCAG relative luminance of `#rrggbb`."""
+
+    def channel(i: int) -> float:
+        c = int(colour[i : i + 2], 16) / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two `#rrggbb` colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def badge_colours(colour: str, minimum: float = 4.5) -> tuple[str, str]:
+    """(background, text) for a badge of `colour`: the text colour (ink or paper) that reads
+    best on it, and — when neither reaches WCAG AA's 4.5:1 — the colour darkened step by step
+    until white text does. The hue stays recognisable; the words become readable."""
+    text = max((INK, PAPER), key=lambda t: contrast(colour, t))
+    if contrast(colour, text) >= minimum:
+        return colour, text
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    for step in range(1, 20):
+        k = 1 - step * 0.05
+        darker = f"#{int(red * k):02x}{int(green * k):02x}{int(blue * k):02x}"
+        if contrast(darker, PAPER) >= minimum:
+            return darker, PAPER
+    return "#000000", PAPER
 
 
 @css_prefix("tone")

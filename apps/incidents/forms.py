@@ -40,7 +40,11 @@ class IncidentEditForm(forms.Form):
 class CommentForm(forms.Form):
     """A comment on the incident's timeline."""
 
-    text = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+    text = forms.CharField(
+        max_length=5000,
+        label="Comment",
+        widget=forms.Textarea(attrs={"rows": 2, "aria-label": "Comment on this incident"}),
+    )
 
 
 class IncidentFileForm(forms.Form):
@@ -130,8 +134,24 @@ class ActionItemForm(forms.Form):
     done = forms.BooleanField(required=False)
 
 
-TimelineFormSet = forms.formset_factory(TimelineItemForm, extra=2, can_delete=True, max_num=200)
-ActionFormSet = forms.formset_factory(ActionItemForm, extra=2, can_delete=True, max_num=200)
+class LabelledRows(forms.BaseFormSet):
+    """A formset drawn as table rows, one column per field with no <label> beside it: each
+    control names its field and row for screen readers (WCAG: every control labelled)."""
+
+    def add_fields(self, form: forms.Form, index: int | None) -> None:
+        super().add_fields(form, index)
+        row = "new row" if index is None else f"row {index + 1}"
+        for name, field in form.fields.items():
+            label = "Delete" if name == "DELETE" else (field.label or name.replace("_", " "))
+            field.widget.attrs["aria-label"] = f"{str(label).capitalize()}, {row}"
+
+
+TimelineFormSet = forms.formset_factory(
+    TimelineItemForm, formset=LabelledRows, extra=2, can_delete=True, max_num=200
+)
+ActionFormSet = forms.formset_factory(
+    ActionItemForm, formset=LabelledRows, extra=2, can_delete=True, max_num=200
+)
 
 
 class ReviewForm(forms.Form):

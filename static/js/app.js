@@ -26,6 +26,42 @@
     staleBanner(stalest);
   }
 
+  // The node grid is one tab stop (its first tile, or the last one focused); arrow keys move
+  // between tiles by position, Home/End to the first and last (WCAG: a composite widget).
+  function rovingTiles() {
+    document.querySelectorAll(".grid").forEach(function (grid) {
+      var tiles = grid.querySelectorAll("a.tile");
+      var current = grid.querySelector("a.tile[tabindex='0']");
+      tiles.forEach(function (t, i) { t.tabIndex = (current ? t === current : i === 0) ? 0 : -1; });
+    });
+  }
+
+  function tileKeys(event) {
+    var tile = event.target.closest && event.target.closest(".grid a.tile");
+    if (!tile) return;
+    var tiles = Array.prototype.slice.call(tile.closest(".grid").querySelectorAll("a.tile"));
+    var here = tile.getBoundingClientRect(), next = null, key = event.key;
+    if (key === "ArrowRight") next = tiles[tiles.indexOf(tile) + 1];
+    else if (key === "ArrowLeft") next = tiles[tiles.indexOf(tile) - 1];
+    else if (key === "Home") next = tiles[0];
+    else if (key === "End") next = tiles[tiles.length - 1];
+    else if (key === "ArrowDown" || key === "ArrowUp") {
+      var down = key === "ArrowDown", best = Infinity;
+      tiles.forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        var dy = down ? r.top - here.top : here.top - r.top;
+        if (dy < 2) return;  // same row, or the wrong way
+        var score = dy * 1000 + Math.abs(r.left - here.left);
+        if (score < best) { best = score; next = t; }
+      });
+    } else return;
+    event.preventDefault();
+    if (!next) return;
+    tile.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  }
+
   // On a page that refreshes itself, data older than two refresh periods is said in a
   // full-width banner (a wall screen whose network went away must not look current).
   function staleBanner(age) {
@@ -62,7 +98,7 @@
   function refreshPanel(el) {
     return fetch(el.getAttribute("data-refresh"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
-      .then(function (html) { el.innerHTML = html; markLoaded(); tickRelative(el); });
+      .then(function (html) { el.innerHTML = html; markLoaded(); tickRelative(el); rovingTiles(); });
   }
 
   // One Plotly template for light and dark, from the page's own CSS palette (--fg, --muted,
@@ -122,6 +158,7 @@
           var fresh = doc.getElementById(el.id);
           if (fresh && fresh.innerHTML !== el.innerHTML) { el.innerHTML = fresh.innerHTML; tickRelative(el); }
         });
+        rovingTiles();
         markLoaded();
       });
   }
@@ -151,6 +188,8 @@
       var scheme = window.matchMedia("(prefers-color-scheme: dark)");
       if (scheme.addEventListener) scheme.addEventListener("change", redrawAll);
     }
+    rovingTiles();
+    document.addEventListener("keydown", tileKeys);
     var toggle = document.querySelector(".menu-toggle");
     if (toggle) {
       toggle.addEventListener("click", function () {

@@ -18,7 +18,7 @@ ALLOWED = {
     "maintenance": BASE | {"incidents", "jobs", "fleet"},
     "health": BASE | {"maintenance", "incidents", "jobs", "fleet"},
     "scheduler": BASE | {"incidents", "jobs", "fleet"},
-    "reports": BASE | {"scheduler", "incidents", "jobs", "fleet"},
+    "reports": BASE | {"scheduler", "health", "incidents", "jobs", "fleet"},
     "metrics": BASE | {"health", "incidents", "jobs", "fleet"},
 }
 

@@ -33,13 +33,13 @@ def test_every_app_registers_its_palette() -> None:
 @pytest.mark.django_db
 def test_a_colour_changed_in_a_palette_shows_in_the_stylesheet(client, monkeypatch) -> None:
     css = client.get("/ui/colours.css").content.decode()
-    assert f".state-down{{--c:{Hue.RED}}}" in css and f"--state-down:{Hue.RED};" in css
-    assert f".cause-planned{{--c:{Hue.SLATE}}}" in css and f"--tone-bad:{Hue.RED};" in css
+    assert f".state-down{{--c:{Hue.RED};" in css and f"--state-down:{Hue.RED};" in css
+    assert f".cause-planned{{--c:{Hue.SLATE};" in css and f"--tone-bad:{Hue.RED};" in css
 
     changed = {**NodeState.palette(), "down": "#123456"}
     monkeypatch.setattr(NodeState, "palette", classmethod(lambda cls: changed))
     css = client.get("/ui/colours.css").content.decode()
-    assert ".state-down{--c:#123456}" in css and "--state-down:#123456;" in css
+    assert ".state-down{--c:#123456;" in css and "--state-down:#123456;" in css
     assert NodeState.DOWN.colour == "#123456"
 
 
@@ -73,3 +73,16 @@ def test_no_palette_colour_is_copied_by_hand() -> None:
 def test_loss_causes_are_the_reports_causes_in_order() -> None:
     assert tuple(c.value for c in LOSS_CAUSES) == CAUSES
     assert set(GpuHours.values) == {"productive", *CAUSES}
+
+
+def test_badge_text_reads_on_every_colour_at_wcag_aa() -> None:
+    """Every palette colour gets a badge background and text colour 4.5:1 apart (UI.md:
+    WCAG 2.2 AA) — amber and green take dark text, steel is darkened under white."""
+    from apps.common.choices import badge_colours, contrast
+
+    for choices in PALETTES.values():
+        for colour in choices.colour_map().values():
+            background, text = badge_colours(colour)
+            assert contrast(background, text) >= 4.5, (choices.__name__, colour)
+    assert badge_colours(Hue.AMBER)[1] == "#1b1f24"  # ink on amber, not white at 2.3:1
+    assert contrast("#ffffff", "#ffffff") == 1.0 and round(contrast("#000000", "#ffffff")) == 21

@@ -255,6 +255,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Descriptions are read in Swagger UI: no references to internal design documents.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.common.apidocs.without_document_references",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "apps.jobs.choices.JobStatus",
         "RunStatusEnum": "apps.health.choices.RunStatus",

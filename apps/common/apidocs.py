@@ -481,3 +481,29 @@ def endpoint_roles() -> dict[tuple[str, str], list[str]]:
 def api_markdown() -> str:
     """docs/api.md as the code stands now."""
     return render(openapi_document(), endpoint_roles())
+
+
+def _plain(text: str) -> str:
+    """A description without references to internal design documents, line breaks kept."""
+    text = _CONTRACT_REF.sub("", text)
+    text = re.sub(r"\(\s*\)", "", text)
+    return re.sub(r"[ \t]+([,.;:)])", r"\1", text)
+
+
+def without_document_references(result: Any, **_kwargs: Any) -> Any:
+    """drf-spectacular postprocessing hook: the served schema (and so Swagger UI) never
+    shows "CONTRACT §…" — every description and summary is read by people."""
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("description", "summary") and isinstance(value, str):
+                    node[key] = _plain(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(result)
+    return result

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from django.forms.utils import pretty_name
 
 
 class BatchError(ValueError):
@@ -49,7 +52,48 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     return drf_exception_handler(exc, context)
 
 
-def errors_text(errors: Any) -> str:
+_FIELD_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def field_labels(form: Any = None) -> dict[str, str]:
+    """Field name → what the form calls it (`detected_at` → "Detected at")."""
+    if form is None:
+        return {}
+    return {name: str(f.label or pretty_name(name)) for name, f in form.fields.items()}
+
+
+def plain_message(message: Any, labels: dict[str, str]) -> str:
+    """A message with the field names it mentions as the form names them ("is before
+    detected_at" → "is before Detected at"); names of timestamps (`…_at`) outside a form
+    as words. Other words (slugs, hostnames) are left as they are."""
+
+    def word(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if name in labels:
+            return labels[name]
+        return pretty_name(name) if name.endswith("_at") else name
+
+    return _FIELD_NAME.sub(word, str(message))
+
+
+def errors_text(errors: Any, form: Any = None) -> str:
     """`{field: [messages]}` (a form's errors, a ValidationError's message_dict) as one line
-    for a flash message: `field: message; other: message`."""
-    return "; ".join(f"{k}: {' '.join(str(m) for m in v)}" for k, v in errors.items())
+    for a flash message, fields named as the form names them: `Detected at: message; …`."""
+    labels = field_labels(form)
+    parts = []
+    for key, messages in errors.items():
+        text = " ".join(plain_message(m, labels) for m in messages)
+        if key in ("__all__", "non_field_errors"):
+            parts.append(text)
+        else:
+            parts.append(f"{labels.get(key) or pretty_name(key)}: {text}")
+    return "; ".join(parts)
+
+
+def add_form_errors(form: Any, error: Any) -> None:
+    """A service's ValidationError shown on the form: each message beside the field it
+    names (or above the form), field names in the text as the form names them."""
+    labels = field_labels(form)
+    for field, messages in error.message_dict.items():
+        target = field if field in form.fields else None
+        form.add_error(target, [plain_message(m, labels) for m in messages])

@@ -118,7 +118,7 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
         )
         messages.success(request, f"{hostname} is now {form.cleaned_data['state']}.")
     else:
-        messages.error(request, errors_text(form.errors))
+        messages.error(request, errors_text(form.errors, form))
     return redirect("node-detail", hostname=hostname)
 
 

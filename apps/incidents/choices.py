@@ -35,6 +35,15 @@ class Category(models.TextChoices):
     OTHER = "other", "Other"
 
 
+def category_label(slug: str) -> str:
+    """What a person reads for a category slug: its label ('network_switch_cable' →
+    'Network switch/cable'); a slug no longer in the list as words ('old_cause' → 'Old cause')."""
+    try:
+        return str(Category(slug).label)
+    except ValueError:
+        return slug.replace("_", " ").capitalize()
+
+
 @css_prefix("sev")
 class Severity(ColouredChoices):
     """sev1 (training stopped) … sev4 (informational)."""

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
 from apps.accounts.permissions import role_required
-from apps.common.errors import errors_text
+from apps.common.errors import add_form_errors, errors_text
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
@@ -92,8 +92,7 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
             messages.success(request, "Incident filed.")
             return redirect("incident-detail", pk=incident.pk)
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+            add_form_errors(form, exc)
     status = 400 if request.method == "POST" else 200
     return render(request, "incidents/incident_new.html", {"form": form}, status=status)
 
@@ -165,9 +164,9 @@ def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
             )
             messages.success(request, "Saved.")
         except ValidationError as exc:
-            messages.error(request, errors_text(exc.message_dict))
+            messages.error(request, errors_text(exc.message_dict, form))
     else:
-        messages.error(request, errors_text(form.errors))
+        messages.error(request, errors_text(form.errors, form))
     return redirect("incident-detail", pk=pk)
 
 

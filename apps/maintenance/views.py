@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.errors import add_form_errors
 from apps.fleet.models import Cluster
 from apps.maintenance.forms import WindowForm
 from apps.maintenance.models import MaintenanceWindow
@@ -64,8 +65,7 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
                     by=request.user.get_username(),
                 )
             except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
+                add_form_errors(form, exc)
             else:
                 messages.success(
                     request,

@@ -108,7 +108,7 @@ def weekly_csv(report: dict[str, Any]) -> str:
         (
             i["id"],
             i["title"],
-            i["category"],
+            i["category_label"],
             i["severity"],
             i["planned"],
             _num(i["week_lost_gpu_hours"], 2),
@@ -206,7 +206,7 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
                 (
                     str(i["id"]),
                     i["title"][:60],
-                    i["category"],
+                    i["category_label"],
                     _num(i["week_lost_gpu_hours"]),
                     _num(i["lost_gpu_hours"]) + ("" if i["recovered"] else " so far"),
                 )

@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 
 from apps.common.dbfuncs import Epoch, from_epoch
 from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.incidents.choices import category_label
 from apps.incidents.costs import costs_at
 from apps.incidents.models import Incident
 from apps.jobs.mfu import flops_per_token, mfu_factor
@@ -161,6 +162,7 @@ def incident_facts(ids: list[int], *, now: dt.datetime) -> dict[int, dict]:
             "id": i.pk,
             "title": i.title,
             "category": i.category,
+            "category_label": category_label(i.category),
             "severity": i.severity,
             "status": i.status,
             "planned": i.planned,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apps.common.charts import CONFIG, SERIES, base_layout, target_line
+from apps.incidents.choices import category_label
 from apps.reports.choices import GpuHours
 from apps.reports.targets import target_text
 
@@ -67,7 +68,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
         {
             "type": "bar",
             "name": "interruptions",
-            "x": [c["category"] for c in by_count],
+            "x": [category_label(c["category"]) for c in by_count],
             "y": [c["count"] for c in by_count],
             "marker": {"color": SERIES["mfu"]},
         },
@@ -75,7 +76,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "type": "scatter",
             "mode": "lines+markers",
             "name": "cumulative share",
-            "x": [c["category"] for c in by_count],
+            "x": [category_label(c["category"]) for c in by_count],
             "y": cumulative,
             "yaxis": "y2",
             "line": {"color": SERIES["target"]},
@@ -84,7 +85,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
         {
             "type": "bar",
             "name": "lost GPU-hours",
-            "x": [c["category"] for c in by_cost],
+            "x": [category_label(c["category"]) for c in by_cost],
             "y": [c["lost_gpu_hours"] for c in by_cost],
             "xaxis": "x2",
             "yaxis": "y3",

@@ -8,7 +8,7 @@ from typing import Any
 
 from apps.common.weeks import WEEK, week_label, week_start
 from apps.fleet.models import Cluster
-from apps.incidents.choices import Category
+from apps.incidents.choices import category_label
 from apps.reports.availability import availability
 from apps.reports.effective import weekly
 from apps.reports.inputs import incident_facts, job_runs, node_histories
@@ -43,7 +43,6 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
     for row in incidents:
         by_category[row["category"]]["count"] += 1
         by_category[row["category"]]["lost"] += row["week_lost_gpu_hours"]
-    labels = dict(Category.choices)
     return {
         "cluster": cluster.name,
         "week": week_label(start),
@@ -63,7 +62,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
             (
                 {
                     "category": c,
-                    "label": labels.get(c, c),
+                    "label": category_label(c),
                     "count": int(v["count"]),
                     "lost_gpu_hours": v["lost"],
                 }

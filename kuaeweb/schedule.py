@@ -49,6 +49,11 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "task": "apps.maintenance.tasks.maintenance_tick",
         "schedule": float(settings.KUAE_MAINTENANCE_TICK_S),
     }
+    # Repairs (CONTRACT §9.5): new drains open repairs; burn-ins are judged.
+    schedule["repairs-tick"] = {
+        "task": "apps.repairs.tasks.repairs_tick",
+        "schedule": float(settings.KUAE_REPAIRS_TICK_S),
+    }
     if settings.DEMO:
         schedule["demo-tick"] = {"task": "apps.simulator.tasks.demo_tick", "schedule": 15.0}
     return schedule

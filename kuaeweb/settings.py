@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.scheduler",
     "apps.maintenance",
+    "apps.repairs",
     "apps.metrics",
     "apps.simulator",
 ]
@@ -205,6 +206,8 @@ KUAE_SLURM_USER = env_str("KUAE_SLURM_USER")  # X-SLURM-USER-NAME, for a JWT wit
 KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)
 # How often maintenance windows are started and ended (CONTRACT §9.1), seconds.
 KUAE_MAINTENANCE_TICK_S = env_int("KUAE_MAINTENANCE_TICK_S", 30, minimum=1)
+# How often new drains open repairs and burn-ins are judged (CONTRACT §9.5), seconds.
+KUAE_REPAIRS_TICK_S = env_int("KUAE_REPAIRS_TICK_S", 30, minimum=1)
 
 KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
 KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)

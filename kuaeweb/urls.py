@@ -31,6 +31,7 @@ api_v1 = [
     path("", include("apps.reports.urls_api")),
     path("", include("apps.scheduler.urls_api")),
     path("", include("apps.maintenance.urls_api")),
+    path("", include("apps.repairs.urls_api")),
     path("schema/", schema_view, name="api-schema"),
 ]
 
@@ -51,4 +52,5 @@ urlpatterns = [
     path("", include("apps.health.urls")),
     path("", include("apps.incidents.urls")),
     path("", include("apps.maintenance.urls")),
+    path("", include("apps.repairs.urls")),
 ]

@@ -15,6 +15,7 @@ NAV = (
     ("trends", "Trends", ("trends",)),
     ("health", "Health", ("health",)),
     ("maintenance", "Maintenance", ("maintenance",)),
+    ("repairs", "Repairs", ("repair",)),
 )
 
 

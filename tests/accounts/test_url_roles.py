@@ -107,6 +107,14 @@ EXPECTED: dict[str, dict[str, set]] = {
     "maintenance-end": {"POST": OPS},
     "api-maintenance-list": {"GET": READ, "POST": OPS},
     "api-maintenance-detail": {"GET": READ, "DELETE": OPS},
+    # repairs (CONTRACT §9.5): engineers edit; operators return (skipping burn-in: engineers)
+    "repairs": {"GET": READ},
+    "repair-detail": {"GET": READ},
+    "repair-step": {"POST": ENG},
+    "repair-return": {"POST": OPS},
+    "api-repair-list": {"GET": READ},
+    "api-repair-detail": {"GET": READ, "PATCH": ENG},
+    "api-node-return": {"POST": OPS},
     # object level: the item's owner or an engineer (tests/incidents/test_postmortem_pages.py)
     "action-item-done": {"POST": READ},
 }

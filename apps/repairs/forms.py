@@ -1,0 +1,23 @@
+"""The repairs page's forms: add a step (engineers), return the node (operators)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from apps.repairs.choices import RepairAction
+
+
+class StepForm(forms.Form):
+    """One step done to the node."""
+
+    action = forms.ChoiceField(choices=RepairAction.choices, label="Action")
+    note = forms.CharField(max_length=2000, required=False, label="Note")
+    ticket = forms.CharField(
+        max_length=200, required=False, label="Ticket", help_text="RMA or vendor case"
+    )
+
+
+class ReturnForm(forms.Form):
+    """Return the node: burn-in unless an engineer skips it."""
+
+    skip_burn_in = forms.BooleanField(required=False, label="Skip burn-in (engineers)")

@@ -1,0 +1,13 @@
+"""Repairs background work: read new drains, judge burn-ins. Thin: call services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from apps.repairs.services import repairs_tick
+
+
+@shared_task(name="apps.repairs.tasks.repairs_tick", ignore_result=True)
+def repairs_tick_task() -> dict[str, int]:
+    """Open repairs for new drains and downs; return the nodes whose burn-in passed."""
+    return repairs_tick()

@@ -271,6 +271,7 @@ SPECTACULAR_SETTINGS = {
         "IncidentStatusEnum": "apps.incidents.choices.IncidentStatus",
         "CheckKindEnum": "apps.health.choices.CheckKind",
         "TimelineKindEnum": "apps.incidents.models.TimelineEntry.Kind",
+        "RepairStatusEnum": "apps.repairs.choices.RepairStatus",
     },
     # The schema and Swagger UI are for signed-in users, not the open network.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

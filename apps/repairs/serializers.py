@@ -61,7 +61,7 @@ def flat_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
     return out
 
 
-class StepOutSerializer(serializers.Serializer):
+class RepairStepSerializer(serializers.Serializer):
     """A step as stored."""
 
     action = serializers.CharField()
@@ -71,7 +71,7 @@ class StepOutSerializer(serializers.Serializer):
     ticket = serializers.CharField(required=False)
 
 
-class IncidentRefSerializer(serializers.Serializer):
+class RepairIncidentSerializer(serializers.Serializer):
     """An incident open on the node when it was taken out."""
 
     id = serializers.IntegerField()
@@ -80,7 +80,7 @@ class IncidentRefSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class EvidenceSerializer(serializers.Serializer):
+class RepairEvidenceSerializer(serializers.Serializer):
     """A failing (or warning) check result that put the node out."""
 
     kind = serializers.CharField()
@@ -125,7 +125,7 @@ class RepairSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(IncidentRefSerializer(many=True))
+    @extend_schema_field(RepairIncidentSerializer(many=True))
     def get_incidents(self, repair: Repair) -> list[dict[str, Any]]:
         """The incidents naming the node that were open when it went out."""
         return [
@@ -133,12 +133,12 @@ class RepairSerializer(serializers.ModelSerializer):
             for i in repair.incidents.all()
         ]
 
-    @extend_schema_field(StepOutSerializer(many=True))
+    @extend_schema_field(RepairStepSerializer(many=True))
     def get_steps(self, repair: Repair) -> list[dict[str, Any]]:
         """The steps in the order they were done."""
         return list(repair.steps)
 
-    @extend_schema_field(EvidenceSerializer(many=True))
+    @extend_schema_field(RepairEvidenceSerializer(many=True))
     def get_evidence(self, repair: Repair) -> list[dict[str, Any]]:
         """The failing check results that put the node out."""
         return list(repair.evidence)

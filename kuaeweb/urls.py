@@ -53,4 +53,10 @@ urlpatterns = [
     path("", include("apps.incidents.urls")),
     path("", include("apps.maintenance.urls")),
     path("", include("apps.repairs.urls")),
+    path("", include("apps.search.urls")),
 ]
+
+# Error pages inside the app's frame (templates/403.html, 404.html, 500.html); JSON for the API.
+handler403 = "apps.common.views.permission_denied"
+handler404 = "apps.common.views.page_not_found"
+handler500 = "apps.common.views.server_error"

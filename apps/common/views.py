@@ -6,6 +6,7 @@ from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.cache import cache_control, never_cache
 
 from apps.common.choices import palette_css
@@ -61,3 +62,31 @@ def readyz(request: HttpRequest) -> JsonResponse:
 def colours_css(request: HttpRequest) -> HttpResponse:
     """CSS classes for every state's colour, generated from the choices that define them."""
     return HttpResponse(palette_css(), content_type="text/css")
+
+
+def _api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404: the API answers JSON as it does everywhere; a page, the app's own 404 page."""
+    if _api(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """403: JSON for the API; for a page, the app's own 403 page saying why."""
+    if _api(request):
+        return JsonResponse(
+            {"detail": "You do not have permission to perform this action."}, status=403
+        )
+    return defaults.permission_denied(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """500: JSON for the API; for a page, templates/500.html rendered without a request or
+    context processors (nothing that needs the database, which may be what failed)."""
+    if _api(request):
+        return JsonResponse({"detail": "Server error."}, status=500)
+    return defaults.server_error(request)

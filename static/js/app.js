@@ -163,6 +163,79 @@
       });
   }
 
+  // "/" anywhere but in a field focuses the header's search box (as on GitHub or Grafana).
+  function searchKey(event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    var t = event.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    var box = document.getElementById("site-search");
+    if (!box || !box.offsetParent) return;
+    event.preventDefault();
+    box.focus();
+    box.select();
+  }
+
+  // Times are written in UTC (<time datetime>); the header's toggle shows them in this
+  // browser's time zone instead and back, remembered per browser (localStorage).
+  var TZ_KEY = "kuae.times";
+  var UTC_TEXT = /^(\d{4}-)?\d\d-\d\d \d\d:\d\d(:\d\d)?( UTC)?$/;
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function localText(date, original) {
+    var text = pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " +
+      pad(date.getHours()) + ":" + pad(date.getMinutes());
+    if (/^\d{4}-/.test(original)) text = date.getFullYear() + "-" + text;
+    if (/:\d\d:\d\d/.test(original)) text += ":" + pad(date.getSeconds());
+    return text;
+  }
+  function zoneName() {
+    var minutes = -new Date().getTimezoneOffset();
+    var sign = minutes >= 0 ? "+" : "-";
+    minutes = Math.abs(minutes);
+    return "UTC" + sign + pad(Math.floor(minutes / 60)) + (minutes % 60 ? ":" + pad(minutes % 60) : "");
+  }
+  function showTimes(local, root) {
+    (root || document).querySelectorAll("time[datetime]").forEach(function (el) {
+      if (local && !el.hasAttribute("data-utc")) {
+        var original = el.textContent.trim();
+        var date = new Date(el.getAttribute("datetime"));
+        if (!UTC_TEXT.test(original) || isNaN(date.getTime())) return;
+        el.setAttribute("data-utc", original);
+        el.textContent = localText(date, original);
+      } else if (!local && el.hasAttribute("data-utc")) {
+        el.textContent = el.getAttribute("data-utc");
+        el.removeAttribute("data-utc");
+      }
+    });
+  }
+  function timeZoneToggle() {
+    var button = document.querySelector(".tz-toggle");
+    var local = false;
+    try { local = window.localStorage.getItem(TZ_KEY) === "local"; } catch (e) { /* private mode */ }
+    function apply() {
+      showTimes(local);
+      document.documentElement.classList.toggle("local-times", local);
+      if (button) {
+        button.setAttribute("aria-pressed", local ? "true" : "false");
+        button.textContent = local ? "Times in local (" + zoneName() + ")" : "Times in UTC";
+        button.title = local ? "Times are shown in this browser's time zone; press for UTC"
+          : "Times are shown in UTC; press to show them in this browser's time zone";
+      }
+    }
+    if (button) {
+      button.addEventListener("click", function () {
+        local = !local;
+        try { window.localStorage.setItem(TZ_KEY, local ? "local" : "utc"); } catch (e) { /* ignore */ }
+        apply();
+      });
+    }
+    apply();
+    // Parts swapped in by live refreshes arrive in UTC: convert them as they come.
+    if (window.MutationObserver) {
+      new MutationObserver(function () { if (local) showTimes(true); })
+        .observe(document.body, { childList: true, subtree: true });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     markLoaded();
     tickRelative();
@@ -200,5 +273,7 @@
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });
     });
+    document.addEventListener("keydown", searchKey);
+    timeZoneToggle();
   });
 })();

@@ -115,6 +115,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-repair-list": {"GET": READ},
     "api-repair-detail": {"GET": READ, "PATCH": ENG},
     "api-node-return": {"POST": OPS},
+    "search": {"GET": READ},  # the header's search box (issue 18, item 6)
     # object level: the item's owner or an engineer (tests/incidents/test_postmortem_pages.py)
     "action-item-done": {"POST": READ},
 }

@@ -20,6 +20,7 @@ ALLOWED = {
     "scheduler": BASE | {"incidents", "jobs", "fleet"},
     "reports": BASE | {"scheduler", "health", "incidents", "jobs", "fleet"},
     "metrics": BASE | {"health", "incidents", "jobs", "fleet"},
+    "search": BASE | {"incidents", "jobs", "fleet"},  # the header's search box: reads only
     "repairs": BASE | {"health", "maintenance", "incidents", "jobs", "fleet"},
 }
 

@@ -1,0 +1,1 @@
+"""Global search: hostnames, hostlists, jobs (name, id, Slurm id) and incident numbers."""

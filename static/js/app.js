@@ -216,7 +216,7 @@
       document.documentElement.classList.toggle("local-times", local);
       if (button) {
         button.setAttribute("aria-pressed", local ? "true" : "false");
-        button.textContent = local ? "Times in local (" + zoneName() + ")" : "Times in UTC";
+        button.textContent = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
         button.title = local ? "Times are shown in this browser's time zone; press for UTC"
           : "Times are shown in UTC; press to show them in this browser's time zone";
       }

@@ -68,7 +68,7 @@ def test_utc_toggle_shows_local_time_and_is_remembered(chromium, live_server, se
     page.goto(live_server.url + "/incidents/")
     when = page.locator('time[datetime^="2026-01-02T03:04"]').first
     toggle = page.locator(".tz-toggle")
-    assert when.inner_text() == "01-02 03:04" and toggle.inner_text() == "Times in UTC"
+    assert when.inner_text() == "01-02 03:04" and toggle.inner_text() == "Times: UTC"
     toggle.click()
     assert when.inner_text() == "01-02 11:04"  # UTC+8
     assert toggle.get_attribute("aria-pressed") == "true" and "UTC+08" in toggle.inner_text()

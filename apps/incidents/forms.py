@@ -3,9 +3,11 @@ the postmortem editor and its review."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django import forms
+from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.common.hostnames import HostlistError, Hostlists
@@ -22,7 +24,9 @@ class IncidentEditForm(forms.Form):
     severity = forms.ChoiceField(choices=Severity.choices)
     category = forms.ChoiceField(choices=Category.choices)
     occurred_at = forms.DateTimeField(required=False, help_text="UTC")
-    detected_at = forms.DateTimeField(help_text="UTC")
+    detected_at = forms.DateTimeField(
+        required=False, help_text="UTC; blank: when it occurred, else now"
+    )
     localized_at = forms.DateTimeField(required=False, help_text="UTC")
     recovered_at = forms.DateTimeField(required=False, help_text="UTC")
     resolved_at = forms.DateTimeField(required=False, help_text="UTC")
@@ -57,10 +61,14 @@ class IncidentFileForm(forms.Form):
     category = forms.ChoiceField(choices=Category.choices)
     severity = forms.ChoiceField(choices=Severity.choices, initial=Severity.SEV3)
     occurred_at = forms.DateTimeField(required=False, help_text="UTC")
-    detected_at = forms.DateTimeField(help_text="UTC")
+    detected_at = forms.DateTimeField(
+        required=False, help_text="UTC; blank: when it occurred, else now"
+    )
     localized_at = forms.DateTimeField(required=False, help_text="UTC")
     recovered_at = forms.DateTimeField(required=False, help_text="UTC")
-    job = forms.IntegerField(required=False, min_value=1, help_text="job id")
+    job = forms.CharField(
+        required=False, max_length=200, help_text="the job's name, number or Slurm job id"
+    )
     nodes = forms.CharField(
         required=False,
         max_length=100_000,
@@ -76,12 +84,14 @@ class IncidentFileForm(forms.Form):
         cluster = data.get("cluster")
         if cluster is None:
             return data
-        job_id = data.get("job")
+        if not data.get("detected_at"):  # filed after the fact: found when it happened
+            data["detected_at"] = data.get("occurred_at") or timezone.now().replace(microsecond=0)
+        wanted_job = (data.get("job") or "").strip().lstrip("#")
         data["job"] = None
-        if job_id:
-            data["job"] = Job.objects.filter(pk=job_id, cluster=cluster).first()
+        if wanted_job:
+            data["job"] = job_named(cluster, wanted_job)
             if data["job"] is None:
-                self.add_error("job", f"no job {job_id} in cluster {cluster.name}")
+                self.add_error("job", f"no job {wanted_job} in cluster {cluster.name}")
         try:  # counted against the bound before any name is made (CONTRACT §1)
             wanted = Hostlists().hostnames(_hostlist_text(data.get("nodes") or ""))
         except HostlistError as exc:
@@ -95,6 +105,19 @@ class IncidentFileForm(forms.Form):
         if data.get("interrupts_job") and data["job"] is None and not self.has_error("job"):
             self.add_error("interrupts_job", "name the job it interrupts")
         return data
+
+
+def job_named(cluster: Cluster, text: str) -> Job | None:
+    """The job a person means: its number, its Slurm job id, or its name (the newest)."""
+    jobs = Job.objects.filter(cluster=cluster)
+    if text.isdigit():
+        found = jobs.filter(pk=int(text)).first()
+        if found is not None:
+            return found
+    return (
+        jobs.filter(external_id=text).order_by("-id").first()
+        or jobs.filter(name=text).order_by("-id").first()
+    )
 
 
 def _hostlist_text(text: str) -> str:
@@ -132,6 +155,13 @@ class ActionItemForm(forms.Form):
         required=False, widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
     )
     done = forms.BooleanField(required=False)
+
+    def clean_due(self) -> dt.date | None:
+        """A new or moved due date is not in the past (one already there may be overdue)."""
+        due = self.cleaned_data.get("due")
+        if due and due < timezone.now().date() and due != self.initial.get("due"):
+            raise forms.ValidationError("is in the past")
+        return due
 
 
 class LabelledRows(forms.BaseFormSet):

@@ -82,7 +82,6 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
     form = IncidentFileForm(
         request.POST or None,
         initial={
-            "detected_at": timezone.now().replace(microsecond=0),
             "cluster": request.GET.get("cluster") or (clusters[0] if len(clusters) == 1 else None),
         },
     )

@@ -157,7 +157,8 @@ def test_action_items_overdue_and_ticked_off(client, users, nodes):
     client.post("/incidents/new/", FILE)
     pk = Incident.objects.get().pk
     late = timezone.now().date() - dt.timedelta(days=3)
-    client.post(f"/incidents/{pk}/postmortem/", draft("otto", late))
+    client.post(f"/incidents/{pk}/postmortem/", draft("otto", late + dt.timedelta(days=10)))
+    ActionItem.objects.update(due=late)  # a week and a half later, still not done
     item = ActionItem.objects.get()
     client.force_login(users["mia"])
     assert "1 overdue" in client.get("/incidents/").content.decode()
@@ -177,3 +178,26 @@ def test_action_items_overdue_and_ticked_off(client, users, nodes):
     assert TimelineEntry.objects.filter(
         incident_id=pk, text__startswith="action item done"
     ).exists()
+
+
+def test_filing_after_the_fact_and_naming_the_job_by_name(client, users, nodes, job):
+    """Issue 18's rough edges: a back-dated incident needs no detection time (it takes the
+    failure's), and the job may be named as people know it — name, number or Slurm id."""
+    client.force_login(users["erin"])
+    week_ago = (timezone.now() - dt.timedelta(days=7)).replace(microsecond=0)
+    form = {**FILE, "occurred_at": week_ago.strftime("%Y-%m-%d %H:%M:%S"), "detected_at": ""}
+    form.update(localized_at="", recovered_at="", job="llama-70b", interrupts_job="on")
+    response = client.post("/incidents/new/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    incident = Incident.objects.get(title=FILE["title"])
+    assert incident.detected_at == week_ago and incident.job_id == job.pk
+
+
+def test_a_new_action_item_due_in_the_past_is_refused(client, users, nodes):
+    client.force_login(users["erin"])
+    client.post("/incidents/new/", FILE)
+    pk = Incident.objects.get().pk
+    yesterday = timezone.now().date() - dt.timedelta(days=1)
+    response = client.post(f"/incidents/{pk}/postmortem/", draft("otto", yesterday))
+    assert response.status_code == 400 and "is in the past" in response.content.decode()
+    assert not Postmortem.objects.filter(incident_id=pk, action_items__isnull=False).exists()

@@ -42,6 +42,66 @@ def parse_telemetry_batch(payload: Any, *, now: dt.datetime | None = None) -> li
     5 minutes after `now` (default: now) among them."""
     now = now or timezone.now()
     samples = batch_items(payload, limit=MAX_SAMPLES)
+    latest = now + FUTURE_SLACK
+    out: list[TelemetrySample] = []
+    for raw in samples:
+        sample = _plain_sample(raw, latest)
+        if sample is None:  # something to refuse or to normalise: the careful path decides
+            return _parse_each(samples, now)
+        out.append(sample)
+    return out
+
+
+def _plain_sample(raw: Any, latest: dt.datetime) -> TelemetrySample | None:
+    """The common, well-formed sample read with few checks per value (C-level loops over the
+    metrics); None for anything `_parse_each` must judge or normalise — it never accepts a
+    sample that `_parse_each` would refuse, nor reads one differently."""
+    if type(raw) is not dict:
+        return None
+    node, gpu, ts, metrics = raw.get("node"), raw.get("gpu"), raw.get("ts"), raw.get("metrics")
+    if type(node) is not str or not 0 < len(node) <= 253 or node.strip() != node:
+        return None
+    if type(gpu) is not int or gpu < 0 or type(ts) is not str:
+        return None
+    if type(metrics) is not dict or not 0 < len(metrics) <= MAX_METRICS:
+        return None
+    values = metrics.values()
+    if not _NUMBERS.issuperset(map(type, values)) or max(map(len, metrics)) > 64:
+        return None  # bool, None, text, nested values; long names
+    if not -(2**63) <= min(values) <= max(values) < 2**63:
+        metrics = _wide_as_float(metrics)  # a 64-bit counter past 2**63, as `_metrics` does
+        if metrics is None:
+            return None
+    if not all(map(math.isfinite, metrics.values())):
+        return None  # NaN or infinite (lenient JSON)
+    pci_bus = raw.get("pci_bus")
+    try:
+        when = parse_ts(ts)
+        bus = "" if pci_bus is None else pci_bus_normal(pci_bus)
+    except ValueError:
+        return None
+    if when > latest:
+        return None
+    return TelemetrySample(node, gpu, when, metrics, pci_bus=bus)
+
+
+_NUMBERS = frozenset({int, float})
+
+
+def _wide_as_float(metrics: dict[str, float]) -> dict[str, float] | None:
+    """A copy with integers beyond 64 bits as floats; None when one is past a float's range
+    (or a value is NaN) — the careful path's to judge."""
+    try:
+        return {
+            k: float(v) if type(v) is int and not -(2**63) <= v < 2**63 else v
+            for k, v in metrics.items()
+        }
+    except OverflowError:
+        return None
+
+
+def _parse_each(samples: list[Any], now: dt.datetime) -> list[TelemetrySample]:
+    """Every sample checked field by field: BatchError names each problem (the first 100)."""
     errors: dict[str, list[str]] = {}
     out: list[TelemetrySample] = []
     for i, raw in enumerate(samples):

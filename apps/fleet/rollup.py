@@ -20,20 +20,24 @@ def bucket_of(ts: dt.datetime) -> dt.datetime:
 def aggregate(
     samples: Iterable[tuple[int, dt.datetime, dict[str, float]]],
 ) -> dict[tuple[int, dt.datetime], Stats]:
-    """(node_id, ts, metrics) → {(node_id, bucket): {metric: [min, max, sum, n]}}."""
-    out: dict[tuple[int, dt.datetime], Stats] = {}
+    """(node_id, ts, metrics) → {(node_id, bucket): {metric: [min, max, sum, n]}}.
+
+    Values are gathered per (node, bucket, metric) first and reduced with the built-in
+    min, max, sum and len (summed in the order given, as a running total would)."""
+    buckets: dict[dt.datetime, dt.datetime] = {}  # a batch repeats its timestamps
+    gathered: dict[tuple[int, dt.datetime], dict[str, list[float]]] = {}
     for node_id, ts, metrics in samples:
-        stats = out.setdefault((node_id, bucket_of(ts)), {})
+        bucket = buckets.get(ts)
+        if bucket is None:
+            bucket = buckets[ts] = bucket_of(ts)
+        per_metric = gathered.get((node_id, bucket))
+        if per_metric is None:
+            per_metric = gathered[(node_id, bucket)] = {name: [] for name in ROLLUP_METRICS}
         for name in ROLLUP_METRICS:
             value = metrics.get(name)
-            if value is None:
-                continue
-            s = stats.get(name)
-            if s is None:
-                stats[name] = [value, value, value, 1]
-            else:
-                s[0] = min(s[0], value)
-                s[1] = max(s[1], value)
-                s[2] += value
-                s[3] += 1
-    return out
+            if value is not None:
+                per_metric[name].append(value)
+    return {
+        key: {name: [min(v), max(v), sum(v), len(v)] for name, v in per_metric.items() if v}
+        for key, per_metric in gathered.items()
+    }

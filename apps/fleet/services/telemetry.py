@@ -52,32 +52,27 @@ def telemetry_ingest(
     node_ids = dict(
         Node.objects.filter(hostname__in={s.node for s in samples}).values_list("hostname", "pk")
     )
-    gpus_qs = GPU.objects.filter(node_id__in=node_ids.values())
-    if connection.features.has_select_for_update:
-        gpus_qs = gpus_qs.select_for_update()  # serialise concurrent batches for one GPU
-    # Only the values events are judged on are read; the merge of the rest happens in SQL.
-    watched = [f"metrics__{name}" for name in EVENT_METRICS]
-    columns = ("pk", "node_id", "index", "updated_at", "uuid", "model", "probe_at", "pci_bus")
-    rows = list(gpus_qs.annotate(n_names=_names_kept()).values_list(*columns, *watched, "n_names"))
-    gpus = {(row[1], row[2]): row[:-1] for row in rows}
-    kept = {row[0]: row[-1] for row in rows}  # how many metric names each GPU keeps now
+    gpus = _gpus_of(list(node_ids.values()))
     _check_known(samples, node_ids, gpus)
 
     by_gpu: dict[tuple[int, int], list[TelemetrySample]] = defaultdict(list)
     for sample in samples:
         by_gpu[(node_ids[sample.node], sample.gpu)].append(sample)
+    micros = _Micros()
     gpu_rows, event_rows, applied = [], [], []
     learned: list[tuple[int, int, str]] = []  # (node, index, PCI address) newly known
     stale = events = 0
     past_bound: list[tuple[int, list[dict[str, float]]]] = []  # GPUs that may keep too many
-    for key, items in by_gpu.items():
-        pk, node_id, index, hwm, uuid, model, probe_at, pci_bus, *values = gpus[key]
-        known_bus = pci_bus
-        seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
-        prev_at = hwm
+    for (node_id, index), items in by_gpu.items():
+        gpu = gpus[(node_id, index)]
+        hwm, seen = gpu.hwm, gpu.seen
+        # '' and None below mean "keep what is stored" (the UPDATE coalesces).
+        newest_at = prev_at = probe_at = None
+        uuid = model = pci_bus = ""
         fresh = []
-        for sample in sorted(items, key=lambda s: s.ts):
-            if hwm is not None and sample.ts <= hwm:
+        for sample in items if len(items) == 1 else sorted(items, key=_ts):
+            at = micros[sample.ts]
+            if hwm is not None and at <= hwm:
                 stale += 1
                 continue
             for change in changes(seen, sample.metrics):
@@ -90,32 +85,113 @@ def telemetry_ingest(
                     events += _events_insert(event_rows)
                     event_rows = []
             seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
-            prev_at, hwm = hwm, sample.ts
+            prev_at, newest_at, hwm = newest_at, sample.ts, at
             uuid, model = sample.uuid or uuid, sample.model or model
             pci_bus = sample.pci_bus or pci_bus
             if PROBE_METRICS & sample.metrics.keys():
                 probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
             fresh.append(sample.metrics)
-        if fresh and kept[pk] + sum(len(m) for m in fresh) > METRIC_NAMES_PER_GPU:
-            past_bound.append((pk, fresh))
-        if fresh:
-            # previous = stored values + every fresh sample but the newest; latest adds it.
-            before: dict[str, float] = {}
-            for metrics in fresh[:-1]:
-                before.update(metrics)
-            gpu_rows.append(
-                (pk, _json(before), _json(fresh[-1]), hwm, prev_at, uuid, model, probe_at, pci_bus)
-            )
-            if pci_bus != known_bus:
-                learned.append((node_id, index, pci_bus))
-    _check_names_kept(past_bound, {row[0]: key for key, row in gpus.items()}, node_ids)
+        if not fresh:
+            continue
+        if gpu.n_names + sum(len(m) for m in fresh) > METRIC_NAMES_PER_GPU:
+            past_bound.append((gpu.pk, fresh))
+        # previous = stored values + every fresh sample but the newest; latest adds it.
+        before: dict[str, float] = {}
+        for metrics in fresh[:-1]:
+            before.update(metrics)
+        gpu_rows.append(
+            (gpu.pk, _json(before), _json(fresh[-1]), newest_at, prev_at)
+            + (uuid, model, probe_at, pci_bus)
+        )
+        if pci_bus and pci_bus != gpu.pci_bus:
+            learned.append((node_id, index, pci_bus))
+    if past_bound:
+        _check_names_kept(past_bound, {g.pk: key for key, g in gpus.items()}, node_ids)
     _update_gpus(gpu_rows)
     events += _events_insert(event_rows)
     _place_kernel_events(learned)
     _rollup(applied)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return IngestResult(len(samples), len(applied), stale, events)
+
+
+def _ts(sample: TelemetrySample) -> dt.datetime:
+    return sample.ts
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+class _Micros(dict[dt.datetime, int]):
+    """Microseconds since the epoch of each timestamp, computed once per distinct value (a
+    batch repeats its timestamps): exact integers to compare with stored high-water marks."""
+
+    def __missing__(self, ts: dt.datetime) -> int:
+        value = self[ts] = (ts - _EPOCH) // dt.timedelta(microseconds=1)
+        return value
+
+
+@dataclass(slots=True)
+class _Gpu:
+    """What the intake needs of a stored GPU: its id, high-water mark (microseconds since the
+    epoch of the newest applied sample), PCI address, the stored values events are judged on
+    (EVENT_METRICS), and how many metric names it keeps."""
+
+    pk: int
+    hwm: int | None
+    pci_bus: str
+    seen: dict[str, float]
+    n_names: int
+
+
+def _gpus_of(node_ids: list[int]) -> dict[tuple[int, int], _Gpu]:
+    """The GPUs of these nodes by (node id, index), locked for the batch on PostgreSQL (a
+    concurrent batch for the same GPUs waits). Only the values events are judged on are
+    read; the merge of the rest happens in SQL (`_update_gpus`)."""
+    if connection.vendor == "postgresql":
+        return _gpus_postgres(node_ids)
+    columns = ("pk", "node_id", "index", "updated_at", "pci_bus")
+    watched = [f"metrics__{name}" for name in EVENT_METRICS]
+    rows = GPU.objects.filter(node_id__in=node_ids).annotate(n_names=_names_kept())
+    micros = _Micros()
+    out = {}
+    for pk, node_id, index, updated_at, pci_bus, *values, n_names in rows.values_list(
+        *columns, *watched, "n_names"
+    ):
+        seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
+        hwm = None if updated_at is None else micros[updated_at]
+        out[(node_id, index)] = _Gpu(pk, hwm, pci_bus, seen, n_names)
+    return out
+
+
+def _gpus_postgres(node_ids: list[int]) -> dict[tuple[int, int], _Gpu]:
+    """`_gpus_of` as one JSON document built by the database (the rows locked in a CTE, as
+    an aggregate cannot lock) and decoded at once: no per-value conversion in Python, the
+    high-water mark an exact integer."""
+    watched = ", ".join(f"metrics -> '{name}'" for name in EVENT_METRICS)  # names from code
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH g AS (SELECT id, node_id, index, updated_at, pci_bus, metrics FROM fleet_gpu "
+            "WHERE node_id = ANY(%s) FOR UPDATE) "
+            "SELECT coalesce(json_agg(json_build_array(id, node_id, index, "
+            "(extract(epoch FROM updated_at) * 1000000)::bigint, pci_bus, "
+            f"(SELECT count(*) FROM jsonb_object_keys(metrics)), {watched})), '[]')::text FROM g",
+            [node_ids],
+        )
+        (document,) = cursor.fetchone()
+    out = {}
+    for pk, node_id, index, hwm, pci_bus, n_names, *values in _loads(document):
+        seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
+        out[(node_id, index)] = _Gpu(pk, hwm, pci_bus, seen, n_names)
+    return out
+
+
+def _loads(text: str) -> list:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # an integer beyond 64 bits
+        return json.loads(text)
 
 
 def _events_insert(rows: list[tuple]) -> int:
@@ -127,7 +203,9 @@ def _events_insert(rows: list[tuple]) -> int:
 
 def _update_gpus(rows: list[tuple]) -> None:
     """Merge each GPU's new values into its stored ones in SQL:
-    prev_metrics = metrics ⊕ before, metrics = metrics ⊕ before ⊕ newest."""
+    prev_metrics = metrics ⊕ before, metrics = metrics ⊕ before ⊕ newest. A row's `prev_at`
+    None means the stored `updated_at`; `probe_at` None, and '' for uuid, model and PCI
+    address, keep the stored value."""
     if not rows:
         return
     with connection.cursor() as cursor:
@@ -144,15 +222,21 @@ def _update_gpus(rows: list[tuple]) -> None:
             cursor.execute(
                 "UPDATE fleet_gpu AS t SET prev_metrics = t.metrics || v.before, "
                 "metrics = t.metrics || v.before || v.newest, updated_at = v.updated_at, "
-                "prev_at = v.prev_at, uuid = v.uuid, model = v.model, probe_at = v.probe_at, "
-                "pci_bus = v.pci_bus FROM _tel_gpu AS v WHERE t.id = v.id"
+                "prev_at = COALESCE(v.prev_at, t.updated_at), "
+                "uuid = COALESCE(NULLIF(v.uuid, ''), t.uuid), "
+                "model = COALESCE(NULLIF(v.model, ''), t.model), "
+                "probe_at = COALESCE(v.probe_at, t.probe_at), "
+                "pci_bus = COALESCE(NULLIF(v.pci_bus, ''), t.pci_bus) "
+                "FROM _tel_gpu AS v WHERE t.id = v.id"
             )
         else:
             adapt = connection.ops.adapt_datetimefield_value
             cursor.executemany(
                 "UPDATE fleet_gpu SET prev_metrics = json_patch(metrics, %s), "
                 "metrics = json_patch(json_patch(metrics, %s), %s), updated_at = %s, "
-                "prev_at = %s, uuid = %s, model = %s, probe_at = %s, pci_bus = %s WHERE id = %s",
+                "prev_at = COALESCE(%s, updated_at), uuid = COALESCE(NULLIF(%s, ''), uuid), "
+                "model = COALESCE(NULLIF(%s, ''), model), probe_at = COALESCE(%s, probe_at), "
+                "pci_bus = COALESCE(NULLIF(%s, ''), pci_bus) WHERE id = %s",
                 [
                     (
                         before,
@@ -238,7 +322,7 @@ def _check_names_kept(
 def _check_known(
     samples: Sequence[TelemetrySample],
     node_ids: dict[str, int],
-    gpus: dict[tuple[int, int], tuple],
+    gpus: dict[tuple[int, int], _Gpu],
 ) -> None:
     errors: dict[str, list[str]] = {}
     for i, sample in enumerate(samples):

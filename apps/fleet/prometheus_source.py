@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import httpx
@@ -24,11 +25,20 @@ import orjson
 from django.conf import settings
 
 from apps.fleet.destinations import url_refusal
+from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster
-from apps.fleet.promql import AnswerError, dcgm_query, host_index, samples_of, vector_of
+from apps.fleet.promql import (
+    AnswerError,
+    dcgm_query,
+    host_index,
+    matrix_of,
+    samples_of,
+    vector_of,
+)
 from apps.fleet.services.telemetry import IngestResult, telemetry_ingest
 
 QUERY_PATH = "/api/v1/query"
+QUERY_RANGE_PATH = "/api/v1/query_range"
 
 
 class SourceDown(Exception):
@@ -58,6 +68,54 @@ def instant_query(
     """Evaluate `query` at `at` on the Prometheus-API server at `url` (one POST to
     /api/v1/query, so a long query never meets a URL length limit). The whole exchange is
     bounded by `timeout_s` and the answer by `max_bytes`; SourceDown otherwise."""
+    form = {"query": query, "time": f"{at.timestamp():.3f}"}
+    answer = _post(url, QUERY_PATH, form, token=token, timeout_s=timeout_s, max_bytes=max_bytes)
+    try:
+        return vector_of(answer)
+    except AnswerError as exc:
+        raise SourceDown(url, str(exc)) from exc
+
+
+def range_query(
+    url: str,
+    query: str,
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    step_s: int,
+    token: str = "",
+    timeout_s: float | None = None,
+    max_bytes: int | None = None,
+) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """Evaluate `query` from `start` to `end` every `step_s` seconds (one POST to
+    /api/v1/query_range): the series as (labels, [(epoch s, value)]). The same bounds and
+    the same SourceDown as `instant_query`."""
+    form = {
+        "query": query,
+        "start": f"{start.timestamp():.3f}",
+        "end": f"{end.timestamp():.3f}",
+        "step": str(step_s),
+    }
+    answer = _post(
+        url, QUERY_RANGE_PATH, form, token=token, timeout_s=timeout_s, max_bytes=max_bytes
+    )
+    try:
+        return matrix_of(answer)
+    except AnswerError as exc:
+        raise SourceDown(url, str(exc)) from exc
+
+
+def _post(
+    url: str,
+    path: str,
+    form: dict[str, str],
+    *,
+    token: str,
+    timeout_s: float | None,
+    max_bytes: int | None,
+) -> Any:
+    """POST `form` to `url` + `path` within the bounds; the JSON answer of a 200, else
+    SourceDown naming the server."""
     timeout_s = timeout_s or settings.KUAE_PROMETHEUS_TIMEOUT_S
     max_bytes = max_bytes or settings.KUAE_PROMETHEUS_MAX_BYTES
     refused = url_refusal(url, settings.KUAE_SCRAPE_ALLOW)
@@ -66,12 +124,11 @@ def instant_query(
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    form = {"query": query, "time": f"{at.timestamp():.3f}"}
     deadline = time.monotonic() + timeout_s
     try:
         with (
             httpx.Client(timeout=timeout_s, headers=headers, follow_redirects=False) as client,
-            client.stream("POST", url.rstrip("/") + QUERY_PATH, data=form) as response,
+            client.stream("POST", url.rstrip("/") + path, data=form) as response,
         ):
             body = _bounded_read(response, url, max_bytes, deadline)
     except httpx.HTTPError as exc:
@@ -83,10 +140,7 @@ def instant_query(
         raise SourceDown(url, f"HTTP {response.status_code}{detail}")
     if answer is None:
         raise SourceDown(url, "the answer is not JSON")
-    try:
-        return vector_of(answer)
-    except AnswerError as exc:
-        raise SourceDown(url, str(exc)) from exc
+    return answer
 
 
 def _bounded_read(response: httpx.Response, url: str, max_bytes: int, deadline: float) -> bytes:
@@ -118,3 +172,16 @@ def prometheus_pull(cluster: Cluster, *, now: dt.datetime) -> IngestResult:
     hosts = host_index({host for host, _ in known})
     samples = samples_of(vector, hosts=hosts, known=known, ts=now)
     return telemetry_ingest(samples=samples, now=now)
+
+
+def prometheus_latest(
+    cluster: Cluster, *, fields: Iterable[str], now: dt.datetime
+) -> list[TelemetrySample]:
+    """The latest values of `fields` (dcgm names) of the cluster's GPUs, read with one
+    instant query and named as posted telemetry names them, without storing anything (the
+    fleet view's GPU rankings). SourceDown when the server does not answer."""
+    url = cluster.prometheus_url
+    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    vector = instant_query(url, dcgm_query(fields), at=now, token=token_for(cluster))
+    hosts = host_index({host for host, _ in known})
+    return samples_of(vector, hosts=hosts, known=known, ts=now)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
@@ -38,20 +39,27 @@ def dcgm_query(fields: Iterable[str] = DCGM_FIELDS) -> str:
     return f'max by ({", ".join(KEPT_LABELS)}) ({{__name__=~"{names}"}})'
 
 
-def vector_of(answer: Any) -> list[tuple[dict[str, str], float]]:
-    """The (labels, value) pairs of an instant query's JSON answer; AnswerError when it is
-    not a successful vector (the server's own error message is named)."""
+def _result(answer: Any, kind: str) -> list[Any]:
+    """The result list of a successful answer of `kind` (vector or matrix)."""
     if not isinstance(answer, dict):
         raise AnswerError("the answer is not a JSON object")
     if answer.get("status") != "success":
         said = str(answer.get("error") or answer.get("status") or "no status")[:300]
         raise AnswerError(f"the query failed: {said}")
     data = answer.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        raise AnswerError("the answer is not an instant vector")
+    if not isinstance(data, dict) or data.get("resultType") != kind:
+        what = "an instant vector" if kind == "vector" else "a range matrix"
+        raise AnswerError(f"the answer is not {what}")
     result = data.get("result")
     if not isinstance(result, list):
         raise AnswerError("the answer has no result list")
+    return result
+
+
+def vector_of(answer: Any) -> list[tuple[dict[str, str], float]]:
+    """The (labels, value) pairs of an instant query's JSON answer; AnswerError when it is
+    not a successful vector (the server's own error message is named)."""
+    result = _result(answer, "vector")
     out = []
     for item in result:
         if not isinstance(item, dict):
@@ -121,3 +129,77 @@ def samples_of(
         TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
         for (host, gpu), metrics in sorted(values.items())
     ]
+
+
+# Charts over a range (CONTRACT §10): at most this many points per series, with a step no
+# finer than a usual scrape interval and always one of these round values.
+MAX_POINTS = 2000
+STEPS_S = (15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def range_step(start: dt.datetime, end: dt.datetime, *, max_points: int = MAX_POINTS) -> int:
+    """The step in seconds of a range query from `start` to `end`: the finest round step
+    that keeps each series at `max_points` points or fewer (1 h → 15 s, 24 h → 60 s,
+    30 d → 1800 s)."""
+    span = max(0.0, (end - start).total_seconds())
+    need = span / max(1, max_points - 1)
+    for step in STEPS_S:
+        if step >= need:
+            return step
+    return math.ceil(need / 86400) * 86400
+
+
+def _regex_literal(text: str) -> str:
+    """`text` matched literally by an RE2 regex: its metacharacters escaped (a hyphen, not
+    outside a class is no metacharacter and is left alone)."""
+    return _REGEX_META.sub(r"\\\g<0>", text)
+
+
+_REGEX_META = re.compile(r"[.\\+*?()|\[\]{}^$]")
+
+
+def _host_pattern(hostname: str) -> str:
+    """A PromQL regex (inside a double-quoted string) matching the node's host label as
+    `host_index` does: the hostname itself, or its short name, or the short name with a
+    domain when the node is registered by its short name."""
+    short = hostname.split(".", 1)[0]
+    alternatives = [_regex_literal(hostname)]
+    if short != hostname:
+        alternatives.append(_regex_literal(short))
+    else:
+        alternatives.append(_regex_literal(short) + r"\..+")
+    pattern = "|".join(alternatives)
+    return pattern.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def gpu_range_query(field: str, hostname: str) -> str:
+    """One node's per-GPU series of one dcgm field: one series per `gpu` label, whether the
+    exporter names the host with `Hostname` or `hostname` (`max by (gpu)` also merges an HA
+    pair of exporters reporting the same GPU)."""
+    pattern = _host_pattern(hostname)
+    return " or ".join(f'max by (gpu) ({field}{{{label}=~"{pattern}"}})' for label in HOST_LABELS)
+
+
+def matrix_of(answer: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """The (labels, [(epoch s, value)]) series of a range query's JSON answer; AnswerError
+    when it is not a successful matrix. NaN, infinities and dcgm's "not supported"
+    sentinels are left out of each series (a gap in the chart)."""
+    out = []
+    for item in _result(answer, "matrix"):
+        if not isinstance(item, dict):
+            continue
+        labels, values = item.get("metric"), item.get("values")
+        if not isinstance(labels, dict) or not isinstance(values, list):
+            continue
+        points = []
+        for pair in values:
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            try:
+                ts, value = float(pair[0]), float(pair[1])
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(value) and value < DCGM_NOT_SUPPORTED:
+                points.append((ts, value))
+        out.append(({str(k): str(v) for k, v in labels.items()}, points))
+    return out

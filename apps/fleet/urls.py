@@ -18,4 +18,9 @@ urlpatterns = [
         views.node_telemetry_chart,
         name="chart-node-telemetry",
     ),
+    path(
+        "charts/nodes/<str:hostname>/gpus.json",
+        views.node_gpu_chart,
+        name="chart-node-gpus",
+    ),
 ]

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
@@ -17,6 +18,8 @@ from apps.common.listing import list_page
 from apps.fleet.charts import node_telemetry_figure
 from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
+from apps.fleet.gpu_charts import gpu_history_figure, message_figure
+from apps.fleet.gpu_history import RANGES, Window, node_gpu_history, window_from
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
@@ -58,6 +61,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
         raise Http404(f"no node {hostname}")
     gpus = list(node.gpus.all())
     gaps, silent = reporting_gaps((g.index, g.metrics) for g in gpus)
+    window, window_problem = window_from(request.GET, now=timezone.now())
     return render(
         request,
         "fleet/node_detail.html",
@@ -71,6 +75,10 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "events": node_event_rows(node=node),
             "gaps": gaps,
             "silent_gpus": silent,
+            "window": window,
+            "window_problem": window_problem,
+            "window_query": _window_query(window),
+            "ranges": [(key, label) for key, (label, _) in RANGES.items()],
             "now": timezone.now(),
             "can_set_state": request.user.has_role(OPERATORS),
             "state_form": NodeStateForm(
@@ -145,3 +153,25 @@ def node_telemetry_chart(request: HttpRequest, hostname: str) -> JsonResponse:
     if node is None:
         raise Http404(f"no node {hostname}")
     return JsonResponse(node_telemetry_figure(node=node))
+
+
+def _window_query(window: Window) -> str:
+    """The query string that asks the charts' endpoint for `window`."""
+    if window.key != "custom":
+        return urlencode({"range": window.key})
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return urlencode({"start": window.start.strftime(fmt), "end": window.end.strftime(fmt)})
+
+
+@role_required()
+def node_gpu_chart(request: HttpRequest, hostname: str) -> JsonResponse:
+    """A node's per-GPU charts over `?range=` (1h … 30d) or `?start=&end=` as Plotly JSON:
+    from the cluster's Prometheus, else from KUAE's rollups. A source that does not answer
+    is a message figure (200), so the page shows why rather than a broken chart."""
+    node = node_get(hostname=hostname)
+    if node is None:
+        raise Http404(f"no node {hostname}")
+    window, problem = window_from(request.GET, now=timezone.now())
+    if problem:
+        return JsonResponse(message_figure(problem))
+    return JsonResponse(gpu_history_figure(node_gpu_history(node=node, window=window)))

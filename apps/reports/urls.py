@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 
 from apps.reports import (
+    views_gpus,
     views_jobs,
     views_overview,
     views_reliability,
@@ -18,6 +19,7 @@ urlpatterns = [
         r"^reports/weekly\.(?P<fmt>csv|pdf)$", views_weekly.weekly_download, name="weekly-download"
     ),
     path("reports/trends/", views_trends.trends_page, name="trends"),
+    path("gpus/", views_gpus.gpu_fleet_page, name="gpu-fleet"),
     path(
         "charts/jobs/<int:pk>/effective/",
         views_jobs.job_effective_fragment,

@@ -77,6 +77,8 @@ EXPECTED: dict[str, dict[str, set]] = {
     "chart-checkpoints": {"GET": READ},
     "chart-job-progress": {"GET": READ},
     "chart-node-telemetry": {"GET": READ},
+    "chart-node-gpus": {"GET": READ},  # per-GPU charts (issue 15, item 2)
+    "gpu-fleet": {"GET": READ},  # hottest, least utilised, throttled GPUs
     "node-list": {"GET": READ},
     "node-detail": {"GET": READ},
     "node-topology": {"GET": READ},

@@ -416,3 +416,61 @@ def test_query_count_is_the_same_at_2_and_20_nodes(stack: dict[str, Any]) -> Non
         assert gpus.count() == 8 * len(hosts)
     assert counts["small"] == counts["large"] == 3  # one instant query per run
     assert all(r.startswith("POST /api/v1/query") for r in proxy.requests)
+
+
+def test_node_charts_and_fleet_view_from_prometheus(
+    stack: dict[str, Any], client: Any, users: Any
+) -> None:
+    """Issue 15, item 2: the node page's charts ask `query_range` once per metric and get
+    one series per GPU; the fleet view ranks the GPUs Prometheus reports."""
+    hosts = ["pc-001", "pc-002"]
+    stack["exporter"].text = exposition(
+        hosts,
+        {
+            ("DCGM_FI_DEV_GPU_TEMP", "pc-002", 6): 88,
+            ("DCGM_FI_DEV_GPU_UTIL", "pc-001", 2): 0,
+        },
+    )
+    server: Server = stack["server"]
+    until(_scraped(server, "pc-002", "DCGM_FI_DEV_GPU_TEMP", 6, 88), "scraped", [server.log])
+    cluster = _cluster("charts", hosts, stack["proxy"].url)
+    proxy: CountingProxy = stack["proxy"]
+    client.force_login(users["mia"])
+
+    def drawn() -> dict[str, Any] | None:
+        # VictoriaMetrics aligns a range to its step: wait for a first point in range.
+        proxy.requests.clear()
+        answer = client.get("/charts/nodes/pc-002/gpus.json", {"range": "1h"})
+        assert answer.status_code == 200
+        fig: dict[str, Any] = answer.json()
+        return fig if fig["data"] else None
+
+    fig = until(drawn, "a point in the chart's range", [server.log])
+    assert len(proxy.requests) == 6  # one query_range per metric, all the node's GPUs
+    assert all(r.startswith("POST /api/v1/query_range") for r in proxy.requests)
+    temps = [t for t in fig["data"] if t["yaxis"] == "y"]
+    assert [t["name"] for t in temps] == [f"GPU {i}" for i in range(8)]
+    assert len(fig["data"]) == 6 * 8
+    assert all(1 <= len(t["x"]) <= 241 for t in fig["data"])  # 1 h at a 15 s step
+    assert temps[6]["y"][-1] == 88
+    # A custom range: the step still keeps each series under 2,000 points.
+    now = timezone.now()
+    custom = client.get(
+        "/charts/nodes/pc-002/gpus.json",
+        {"start": (now - dt.timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"), "end": ""},
+    ).json()
+    assert all(len(t["x"]) <= 2000 for t in custom["data"])
+
+    proxy.requests.clear()
+    html = client.get("/gpus/", {"cluster": cluster.name}).content.decode()
+    assert len(proxy.requests) == 1 and proxy.requests[0].startswith("POST /api/v1/query")
+    hot = html[html.index('id="gpus-hot"') :]
+    assert hot.index(">pc-002<") < hot.index(">pc-001<")  # GPU 6 of pc-002 at 88 °C first
+    idle = html[html.index('id="gpus-idle"') :]
+    assert idle.index(">pc-001<") < idle.index(">pc-002<")
+
+    server.stop()
+    down = client.get("/charts/nodes/pc-002/gpus.json", {"range": "24h"}).json()
+    assert down["data"] == [] and "did not answer" in down["layout"]["annotations"][0]["text"]
+    page = client.get("/gpus/", {"cluster": cluster.name})
+    assert page.status_code == 200 and b"Telemetry source down" in page.content

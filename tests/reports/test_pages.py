@@ -108,7 +108,7 @@ def test_node_telemetry_chart_and_events(browser, sim, django_assert_max_num_que
     assert 20 <= len(means[0]["x"]) <= 30  # two hours of 5-minute rollups from the simulator
     assert all(30 < v < 90 for v in means[0]["y"])
     html = browser.get("/nodes/r000n02/").content.decode()
-    assert "XID error" in html and "chart-node-telemetry" not in html and "telemetry.json" in html
+    assert "XID error" in html and "chart-node-gpus" not in html and "gpus.json" in html
 
 
 def test_reliability_page(browser, sim, django_assert_max_num_queries):

@@ -1,0 +1,196 @@
+"""The fleet view of GPUs (CONTRACT §10, issue 15 item 2): across one cluster, the hottest,
+the least utilised and the most throttled GPUs, each with its node and the running jobs on
+that node.
+
+Values are each GPU's latest: from the cluster's Prometheus when it names one (one instant
+query for the few fields ranked, every GPU of the cluster — not `topk` in PromQL, since a
+Prometheus scraping several clusters would rank the other clusters' GPUs too; the answer is
+bounded by KUAE_PROMETHEUS_MAX_BYTES), else from the telemetry posted to KUAE (`GPU.metrics`,
+those updated in the last FRESH).
+
+"Throttled" here: a busy GPU (utilisation ≥ BUSY_UTIL) whose SM clock is at least
+CLOCK_SHORTFALL below the highest SM clock reported across the cluster's GPUs, or any GPU
+whose exporter reports a clock-throttle reason that slows it (DCGM_FI_DEV_CLOCK_THROTTLE_
+REASONS / CLOCKS_EVENT_REASONS: power cap, hardware slowdown, thermal, power brake). An idle
+GPU's low clock is power saving, not throttling. Ranked by clock shortfall, largest first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.prometheus_source import SourceDown, prometheus_latest
+from apps.jobs.models import Job
+
+FRESH = dt.timedelta(minutes=15)
+TOP = 10
+BUSY_UTIL = 50.0
+CLOCK_SHORTFALL = 0.10
+RANKED_FIELDS = (
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+)
+# The throttle-reason bits that slow a GPU down (NVML's clocks event reasons); idle (0x1)
+# and application-clock settings (0x2) are left out, as is sync boost (0x10).
+SLOWDOWN_REASONS = {
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal",
+    0x40: "hardware thermal",
+    0x80: "power brake",
+}
+
+
+@dataclass(frozen=True)
+class GPUValues:
+    """One GPU's latest values, as posted telemetry names them."""
+
+    hostname: str
+    index: int
+    metrics: Mapping[str, float]
+
+
+def reasons_of(bitmask: float | None) -> list[str]:
+    """The slowdown reasons a throttle-reasons bitmask names, in words."""
+    if bitmask is None:
+        return []
+    bits = int(bitmask)
+    return [words for bit, words in SLOWDOWN_REASONS.items() if bits & bit]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A GPU in one of the lists: its values, its clock shortfall against the fleet's highest
+    SM clock (0.25 = 25 % below), its throttle reasons."""
+
+    gpu: GPUValues
+    shortfall: float | None
+    reasons: list[str]
+
+    def value(self, key: str) -> float | None:
+        """The GPU's latest `key` (temp_c, gpu_util …), None when not reported."""
+        return self.gpu.metrics.get(key)
+
+
+@dataclass
+class Rankings:
+    """The three lists and what they were ranked from."""
+
+    hottest: list[Ranked] = field(default_factory=list)
+    least_utilised: list[Ranked] = field(default_factory=list)
+    throttled: list[Ranked] = field(default_factory=list)
+    max_clock: float | None = None
+    counted: int = 0
+
+
+def rank_gpus(gpus: Iterable[GPUValues], *, top: int = TOP) -> Rankings:
+    """Rank GPUs: hottest (temperature, highest first), least utilised (utilisation, lowest
+    first) and throttled (see the module's docstring), `top` of each; ties by host and GPU."""
+    rows = list(gpus)
+    clocks = [g.metrics["sm_clock_mhz"] for g in rows if g.metrics.get("sm_clock_mhz")]
+    max_clock = max(clocks) if clocks else None
+
+    def ranked(g: GPUValues) -> Ranked:
+        clock = g.metrics.get("sm_clock_mhz")
+        shortfall = 1 - clock / max_clock if clock is not None and max_clock else None
+        return Ranked(g, shortfall, reasons_of(g.metrics.get("sm_clock_throttle")))
+
+    def name(g: GPUValues) -> tuple[str, int]:
+        return (g.hostname, g.index)
+
+    hot = sorted(
+        (g for g in rows if g.metrics.get("temp_c") is not None),
+        key=lambda g: (-g.metrics["temp_c"], name(g)),
+    )
+    idle = sorted(
+        (g for g in rows if g.metrics.get("gpu_util") is not None),
+        key=lambda g: (g.metrics["gpu_util"], name(g)),
+    )
+    throttled = []
+    for g in rows:
+        r = ranked(g)
+        busy = (g.metrics.get("gpu_util") or 0) >= BUSY_UTIL
+        slow = r.shortfall is not None and r.shortfall >= CLOCK_SHORTFALL
+        if (busy and slow) or r.reasons:
+            throttled.append(r)
+    throttled.sort(key=lambda r: (-(r.shortfall or 0), name(r.gpu)))
+    return Rankings(
+        hottest=[ranked(g) for g in hot[:top]],
+        least_utilised=[ranked(g) for g in idle[:top]],
+        throttled=throttled[:top],
+        max_clock=max_clock,
+        counted=len(rows),
+    )
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A running job on a listed GPU's node (jobs hold nodes, not single GPUs)."""
+
+    id: int
+    name: str
+
+
+@dataclass
+class GPUFleet:
+    """The fleet view of a cluster: rankings, the source, its error, nodes and their jobs."""
+
+    cluster: Cluster
+    source: str  # "prometheus" or "posted"
+    rankings: Rankings
+    error: str = ""
+    nodes: dict[str, Node] = field(default_factory=dict)
+    jobs: dict[str, list[JobRef]] = field(default_factory=dict)
+
+
+def _posted(cluster: Cluster, now: dt.datetime) -> list[GPUValues]:
+    rows = (
+        GPU.objects.filter(node__cluster=cluster, updated_at__gte=now - FRESH)
+        .values_list("node__hostname", "index", "metrics")
+        .iterator(chunk_size=5000)
+    )
+    return [GPUValues(host, index, metrics or {}) for host, index, metrics in rows]
+
+
+def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet:
+    """The cluster's GPU rankings with the nodes and running jobs of the GPUs listed. A
+    Prometheus that does not answer gives empty lists and the error naming it."""
+    source = "prometheus" if cluster.prometheus_url else "posted"
+    error = ""
+    gpus: list[GPUValues] = []
+    if cluster.prometheus_url:
+        try:
+            samples = prometheus_latest(cluster, fields=RANKED_FIELDS, now=now)
+        except SourceDown as exc:
+            error = str(exc)
+        else:
+            gpus = [GPUValues(s.node, s.gpu, s.metrics) for s in samples]
+    else:
+        gpus = _posted(cluster, now)
+    rankings = rank_gpus(gpus, top=top)
+    fleet = GPUFleet(cluster=cluster, source=source, rankings=rankings, error=error)
+    listed = {
+        r.gpu.hostname
+        for rows in (rankings.hottest, rankings.least_utilised, rankings.throttled)
+        for r in rows
+    }
+    if listed:
+        fleet.nodes = {
+            n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=listed)
+        }
+        running = (
+            Job.nodes.through.objects.filter(node__hostname__in=listed, job__status="running")
+            .order_by("-job__gpu_count", "job_id")
+            .values_list("node__hostname", "job_id", "job__name")
+        )
+        for host, job_id, name in running:
+            fleet.jobs.setdefault(host, []).append(JobRef(job_id, name))
+    return fleet

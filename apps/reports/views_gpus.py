@@ -1,0 +1,60 @@
+"""The fleet view of GPUs: the hottest, least utilised and most throttled GPUs of a cluster
+with their nodes and jobs (`apps.reports.gpu_fleet`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from apps.accounts.permissions import role_required
+from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, gpu_fleet
+from apps.reports.params import pick_cluster
+
+
+@role_required()
+def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
+    """`/gpus/?cluster=`: three ranked tables of the cluster's GPUs by their latest values."""
+    cluster, names = pick_cluster(request)
+    now = timezone.now()
+    context: dict[str, Any] = {
+        "clusters": names,
+        "cluster": cluster,
+        "now": now,
+        "busy_util": BUSY_UTIL,
+        "shortfall_pct": round(CLOCK_SHORTFALL * 100),
+        "fresh_min": int(FRESH.total_seconds() // 60),
+    }
+    if cluster is not None:
+        fleet = gpu_fleet(cluster=cluster, now=now)
+        context["fleet"] = fleet
+        lists = (
+            ("hot", "Hottest", "temperature, highest first", fleet.rankings.hottest),
+            ("idle", "Least utilised", "utilisation, lowest first", fleet.rankings.least_utilised),
+            (
+                "throttled",
+                "Most throttled",
+                "SM clock furthest below the cluster's highest",
+                fleet.rankings.throttled,
+            ),
+        )
+        context["tables"] = [
+            (
+                key,
+                title,
+                order,
+                [
+                    {
+                        "r": r,
+                        "node": fleet.nodes.get(r.gpu.hostname),
+                        "jobs": fleet.jobs.get(r.gpu.hostname, []),
+                        "below": None if r.shortfall is None else r.shortfall * 100,
+                    }
+                    for r in rows
+                ],
+            )
+            for key, title, order, rows in lists
+        ]
+    return render(request, "reports/gpus.html", context)

@@ -156,3 +156,33 @@ def test_prometheus_errors(api, a017):
         ).status_code
         == 400
     )
+
+
+def test_queries_per_batch_do_not_grow_with_its_samples(api, cluster):
+    """A batch of 8 nodes and one of 128 (1,024 GPUs) take the same SQL statements: GPUs
+    read and locked at once, values, events and rollups written in bulk."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    hosts = [f"q{i:03d}" for i in range(128)]
+    nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h, gpu_count=8) for h in hosts])
+
+    def sweep(names: list[str], at: dt.datetime, ecc: int) -> tuple[int, dict]:
+        body = {
+            "samples": [
+                sample(h, g, at, temp_c=60, gpu_util=90, ecc_sbe_total=ecc, xid=0)
+                for h in names
+                for g in range(8)
+            ]
+        }
+        with CaptureQueriesContext(connection) as queries:
+            response = post(api, body)
+        assert response.status_code == 202, response.content
+        return len(queries), response.json()
+
+    sweep(hosts, T0, ecc=1)  # every GPU has values: the next ones grow a counter
+    small, small_result = sweep(hosts[:8], T0 + dt.timedelta(seconds=15), ecc=2)
+    large, large_result = sweep(hosts, T0 + dt.timedelta(seconds=30), ecc=3)
+    assert small_result == {"accepted": 64, "applied": 64, "stale": 0, "events": 64}
+    assert large_result == {"accepted": 1024, "applied": 1024, "stale": 0, "events": 1024}
+    assert small == large

@@ -65,7 +65,7 @@
   // On a page that refreshes itself, data older than two refresh periods is said in a
   // full-width banner (a wall screen whose network went away must not look current).
   function staleBanner(age) {
-    var banner = document.querySelector(".stale-banner");
+    var banner = document.querySelector(".stale-note");
     var periods = Array.prototype.map.call(
       document.querySelectorAll("[data-refresh],[data-live],[data-figure]"),
       function (el) { return Number(el.getAttribute("data-interval") || el.getAttribute("data-live") || 30); }

@@ -74,13 +74,13 @@ def test_kiosk_has_no_chrome_and_says_when_data_is_stale(chromium, live_server):
     page.wait_for_selector(".kpis")
     assert not page.locator("header.top").is_visible()
     assert page.evaluate("() => getComputedStyle(document.body).fontSize") == "18px"
-    assert not page.locator(".stale-banner").is_visible()
+    assert not page.locator(".stale-note").is_visible()
     # the network goes away: the panels stop refreshing, and after two periods it says so
     page.route("**/*", lambda route: route.abort())
     for _ in range(120):
-        if page.locator(".stale-banner").is_visible():
+        if page.locator(".stale-note").is_visible():
             break
         page.wait_for_timeout(500)
-    assert page.locator(".stale-banner").is_visible()
-    assert "No fresh data for" in page.locator(".stale-banner").inner_text()
+    assert page.locator(".stale-note").is_visible()
+    assert "No fresh data for" in page.locator(".stale-note").inner_text()
     page.close()

@@ -197,7 +197,7 @@ def test_job_list_page_shows_condition_in_words(client, users, fleet):
         row = re.search(rf'href="/jobs/{jobs[name].pk}/">{name}</a>.*?</tr>', html, re.S)
         assert f'class="badge cond-{label.lower()}">{label}</span>' in row[0]
     css = client.get("/ui/colours.css").content.decode()
-    assert ".cond-hung{--c:#d62728}" in css  # the colour comes from the choices class
+    assert ".cond-hung{--c:#d62728;" in css  # the colour comes from the choices class
 
 
 def test_node_api_lists_open_incidents_naming_it(api, fleet):

@@ -196,5 +196,5 @@ def test_reliability_pareto_counts_open_incidents_to_now(world, client, users, c
     pareto = json.loads(re.search(r'id="pareto-data"[^>]*>(.*?)</script>', html, re.S)[1])
     lost = next(t for t in pareto["data"] if t["name"] == "lost GPU-hours")
     closed = Incident.objects.get(pk=world["closed"]).lost_gpu_hours
-    assert lost["x"] == ["gpu"]
+    assert lost["x"] == ["Faulty GPU"]  # the category by its label (issue 18)
     assert lost["y"][0] == pytest.approx(expected_at(T).lost_gpu_hours + closed, rel=1e-9)

@@ -169,22 +169,23 @@ def _gpus_postgres(node_ids: list[int]) -> dict[tuple[int, int], _Gpu]:
     """`_gpus_of` as one JSON document built by the database (the rows locked in a CTE, as
     an aggregate cannot lock) and decoded at once: no per-value conversion in Python, the
     high-water mark an exact integer."""
-    watched = ", ".join(f"metrics -> '{name}'" for name in EVENT_METRICS)  # names from code
+    # {name: value} of the watched values a GPU has (JSON nulls stripped); names from code.
+    watched = ", ".join(f"'{name}', metrics -> '{name}'" for name in EVENT_METRICS)
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH g AS (SELECT id, node_id, index, updated_at, pci_bus, metrics FROM fleet_gpu "
             "WHERE node_id = ANY(%s) FOR UPDATE) "
             "SELECT coalesce(json_agg(json_build_array(id, node_id, index, "
             "(extract(epoch FROM updated_at) * 1000000)::bigint, pci_bus, "
-            f"(SELECT count(*) FROM jsonb_object_keys(metrics)), {watched})), '[]')::text FROM g",
+            "(SELECT count(*) FROM jsonb_object_keys(metrics)), "
+            f"jsonb_strip_nulls(jsonb_build_object({watched})))), '[]')::text FROM g",
             [node_ids],
         )
         (document,) = cursor.fetchone()
-    out = {}
-    for pk, node_id, index, hwm, pci_bus, n_names, *values in _loads(document):
-        seen = {k: v for k, v in zip(EVENT_METRICS, values, strict=True) if v is not None}
-        out[(node_id, index)] = _Gpu(pk, hwm, pci_bus, seen, n_names)
-    return out
+    return {
+        (node_id, index): _Gpu(pk, hwm, pci_bus, seen, n_names)
+        for pk, node_id, index, hwm, pci_bus, n_names, seen in _loads(document)
+    }
 
 
 def _loads(text: str) -> list:

@@ -80,7 +80,8 @@ class IncidentFileForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         """Resolve the job and the nodes within the chosen cluster."""
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         cluster = data.get("cluster")
         if cluster is None:
             return data

@@ -186,3 +186,22 @@ def test_queries_per_batch_do_not_grow_with_its_samples(api, cluster):
     assert small_result == {"accepted": 64, "applied": 64, "stale": 0, "events": 64}
     assert large_result == {"accepted": 1024, "applied": 1024, "stale": 0, "events": 1024}
     assert small == large
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        sample("gpu000", 0, T0, temp_c=60, power_w=612.5, tensor_active=0.4),
+        {"node": " gpu000 ", "gpu": 1.0, "ts": iso(T0), "metrics": {"temp_c": 60}},
+        {**sample("gpu000", 2, T0, temp_c=60), "pci_bus": "17:00.0"},
+        sample("gpu000", 3, T0, nvlink_bw_total=2**70, ecc_sbe_total=-(2**63)),
+        {"node": "gpu000", "gpu": 4, "ts": T0.timestamp(), "metrics": {"temp_c": 60}},
+    ],
+)
+def test_the_fast_reading_of_a_batch_is_the_careful_one(item):
+    """Well-formed samples take a fast path; whatever it reads, the field-by-field path
+    reads the same (and what it leaves, that path normalises)."""
+    from apps.fleet.intake import _parse_each, parse_telemetry_batch
+
+    now = T0 + dt.timedelta(minutes=1)
+    assert parse_telemetry_batch({"samples": [item]}, now=now) == _parse_each([item], now)

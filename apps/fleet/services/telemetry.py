@@ -75,33 +75,35 @@ def telemetry_ingest(
             if hwm is not None and at <= hwm:
                 stale += 1
                 continue
-            for change in changes(seen, sample.metrics):
-                code = _xid_code(change.value) if change.kind == "xid" else None
-                event_rows.append(
-                    (node_id, index, sample.ts, change.kind, change.value, change.previous)
-                    + (code, "", "", "exporter", now)
-                )
-                if len(event_rows) >= EVENTS_HELD:  # written as they come: memory stays flat
-                    events += _events_insert(event_rows)
-                    event_rows = []
-            seen.update({k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics})
+            watched = {k: sample.metrics[k] for k in EVENT_METRICS if k in sample.metrics}
+            if not watched.items() <= seen.items():  # all as before: no event (most samples)
+                for change in changes(seen, sample.metrics):
+                    code = _xid_code(change.value) if change.kind == "xid" else None
+                    event_rows.append(
+                        (node_id, index, sample.ts, change.kind, change.value, change.previous)
+                        + (code, "", "", "exporter", now)
+                    )
+                    if len(event_rows) >= EVENTS_HELD:  # written as they come: memory flat
+                        events += _events_insert(event_rows)
+                        event_rows = []
+                seen.update(watched)
             prev_at, newest_at, hwm = newest_at, sample.ts, at
             uuid, model = sample.uuid or uuid, sample.model or model
             pci_bus = sample.pci_bus or pci_bus
-            if PROBE_METRICS & sample.metrics.keys():
+            if not PROBE_METRICS.isdisjoint(sample.metrics):
                 probe_at = sample.ts
             applied.append((node_id, sample.ts, sample.metrics))
             fresh.append(sample.metrics)
         if not fresh:
             continue
-        if gpu.n_names + sum(len(m) for m in fresh) > METRIC_NAMES_PER_GPU:
+        if gpu.n_names + sum(map(len, fresh)) > METRIC_NAMES_PER_GPU:
             past_bound.append((gpu.pk, fresh))
         # previous = stored values + every fresh sample but the newest; latest adds it.
         before: dict[str, float] = {}
         for metrics in fresh[:-1]:
             before.update(metrics)
         gpu_rows.append(
-            (gpu.pk, _json(before), _json(fresh[-1]), newest_at, prev_at)
+            (gpu.pk, _json(before) if before else "{}", _json(fresh[-1]), newest_at, prev_at)
             + (uuid, model, probe_at, pci_bus)
         )
         if pci_bus and pci_bus != gpu.pci_bus:

@@ -130,3 +130,40 @@ class ExporterServer:
 def simulate(**options: object) -> None:
     """Run `manage.py simulate` quietly (gpus, days, seed, failure_rate …)."""
     call_command("simulate", stdout=io.StringIO(), stderr=io.StringIO(), **options)
+
+
+def heartbeating_fleet(cluster, api, *, count: int, prefix: str, per_rack: int, rack: str) -> dict:  # noqa: ANN001
+    """`count` nodes in racks of `per_rack`, in service for ten days, a running 70B job on
+    the first four, and every node's heartbeat posted by the agent persona (the health and
+    maintenance tests' cluster)."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from apps.fleet.services import NodeSpec, nodes_register
+    from apps.jobs.services import job_create
+
+    start = timezone.now() - dt.timedelta(days=10)
+    nodes = nodes_register(
+        cluster=cluster,
+        specs=[
+            NodeSpec(
+                hostname=f"{prefix}{i:02d}", rack=f"{rack}{i // per_rack}", in_service_at=start
+            )
+            for i in range(count)
+        ],
+    )
+    job, _ = job_create(
+        cluster=cluster,
+        nodes=nodes[:4],
+        name="train-70b",
+        n_params=70e9,
+        gpu_count=32,
+        status="running",
+        started_at=timezone.now() - dt.timedelta(hours=5),
+    )
+    agent = api("ada")
+    for node in nodes:
+        answer = agent.post(f"/api/v1/nodes/{node.hostname}/heartbeat/", {}, format="json")
+        assert answer.status_code == 204
+    return {"nodes": nodes, "job": job, "agent": agent}

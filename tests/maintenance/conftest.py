@@ -9,38 +9,15 @@ import pytest
 from django.utils import timezone
 
 from apps.fleet.models import Cluster
-from apps.fleet.services import NodeSpec, nodes_register
-from apps.jobs.services import job_create
 from apps.maintenance.models import MaintenanceWindow
 from apps.maintenance.services import Booking, window_book
+from tests.support import heartbeating_fleet
 
 
 @pytest.fixture
 def fleet(cluster: Cluster, api: Any) -> dict[str, Any]:
-    start = timezone.now() - dt.timedelta(days=10)
-    nodes = nodes_register(
-        cluster=cluster,
-        specs=[
-            NodeSpec(hostname=f"n{i:02d}", rack=f"rack{i // 4}", in_service_at=start)
-            for i in range(12)
-        ],
-    )
-    job, _ = job_create(
-        cluster=cluster,
-        nodes=nodes[:4],
-        name="train-70b",
-        n_params=70e9,
-        gpu_count=32,
-        status="running",
-        started_at=timezone.now() - dt.timedelta(hours=5),
-    )
-    agent = api("ada")
-    for node in nodes:
-        assert (
-            agent.post(f"/api/v1/nodes/{node.hostname}/heartbeat/", {}, format="json").status_code
-            == 204
-        )
-    return {"nodes": nodes, "job": job, "agent": agent}
+    """Twelve nodes, a running job on the first four, all heartbeating."""
+    return heartbeating_fleet(cluster, api, count=12, prefix="n", per_rack=4, rack="rack")
 
 
 def book(

@@ -35,7 +35,6 @@ import collections
 import datetime as dt
 import json
 import logging
-import math
 import os
 import random
 import tempfile
@@ -48,6 +47,7 @@ from typing import Any
 
 from kuae_agent import config
 from kuae_agent.client import Client, Outcome
+from kuae_agent.samples import Raw, step_samples
 from kuae_agent.spool import Spool
 
 log = logging.getLogger("kuae_agent.report")
@@ -57,30 +57,6 @@ METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
 CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
 LOOKUP_PATH = "/api/v1/jobs/"
 MIB = 1024 * 1024
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-# A buffered step: (ts in µs since the epoch, step, step_time_s, tokens_per_s, loss,
-# grad_norm, compute_s), exactly as the caller gave them (converted on the sender thread).
-_Raw = tuple[int, Any, Any, Any, Any, Any, Any]
-
-
-def iso_us(us: int) -> str:
-    """Microseconds since the epoch → `2026-11-23T08:00:00.000001Z`."""
-    return (_EPOCH + dt.timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _number(value: Any, *, finite: bool) -> float | None:
-    """A caller's value (a float, an int, a 0-d tensor …) as a float; None when it is None or
-    cannot be one, or (with `finite`) is not a finite number ≥ 0."""
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    if finite and not (math.isfinite(number) and number >= 0):
-        return None
-    return number
 
 
 @dataclass
@@ -149,7 +125,7 @@ class Reporter:
     ) -> None:
         env = os.environ if env is None else env
         self._on = False
-        self._buf: collections.deque[_Raw] = collections.deque(maxlen=max(1, buffer_size))
+        self._buf: collections.deque[Raw] = collections.deque(maxlen=max(1, buffer_size))
         self._cap = max(1, buffer_size)
         self._last_us = 0
         self._dropped_buffer = 0  # steps; written by step() only
@@ -433,47 +409,12 @@ class Reporter:
         self._pending.append(batch)
         self._pending_bytes += batch.size
 
-    def _samples(self, raw: _Raw) -> list[dict[str, Any]]:
-        us, step, step_time, tps, loss, grad_norm, compute = raw
-        prev, self._prev_us = self._prev_us, us
-        try:
-            step_n = int(step)
-        except (TypeError, ValueError, RuntimeError):
-            return self._invalid(step)
-        step_time_s = _number(step_time, finite=True)
-        if step_time is None and prev is not None:
-            step_time_s = (us - prev) / 1e6
-        if step_time_s is None or step_n < 0:
-            return self._invalid(step)
-        out = []
-        ts = iso_us(us)
-        if self.job_wide:
-            tokens = _number(tps, finite=True)
-            if tokens is None:
-                return self._invalid(step)
-            sample: dict[str, Any] = {
-                "ts": ts,
-                "step": step_n,
-                "step_time_s": step_time_s,
-                "tokens_per_s": tokens,
-            }
-            for name, value in (("loss", loss), ("grad_norm", grad_norm)):
-                number = _number(value, finite=False)
-                if number is not None:
-                    sample[name] = number
-            out.append(sample)
-        if self.per_node:
-            mine: dict[str, Any] = {
-                "ts": ts,
-                "step": step_n,
-                "step_time_s": step_time_s,
-                "node": self.node,
-            }
-            compute_s = _number(compute, finite=True)
-            if compute_s is not None:
-                mine["compute_s"] = compute_s
-            out.append(mine)
-        return out
+    def _samples(self, raw: Raw) -> list[dict[str, Any]]:
+        prev, self._prev_us = self._prev_us, raw[0]
+        out = step_samples(
+            raw, prev, job_wide=self.job_wide, per_node=self.per_node, node=self.node
+        )
+        return self._invalid(raw[1]) if out is None else out
 
     def _invalid(self, step: Any) -> list[dict[str, Any]]:
         self._stats.invalid += 1

@@ -19,6 +19,8 @@ from apps.incidents.models import Incident
 
 BAD = (NodeState.SUSPECT, NodeState.DRAINED, NodeState.DOWN)
 
+HEADINGS = {"switch": "Switches", "pdu": "PDUs", "nvlink_domain": "NVLink domains"}
+
 
 @dataclass
 class ComponentRow:
@@ -96,7 +98,7 @@ def topology_page(request: HttpRequest) -> HttpResponse:
         {
             "cluster": cluster,
             "clusters": list(Cluster.objects.values_list("name", flat=True)),
-            "sections": [(kind, blast.LABEL[kind], kinds.get(kind, [])) for kind in blast.KINDS],
+            "sections": [(kind, HEADINGS[kind], kinds.get(kind, [])) for kind in blast.KINDS],
             "selected": request.GET.get("component", ""),
             "states": list(NodeState),
             "placed": sum(len(rows) for rows in kinds.values()),

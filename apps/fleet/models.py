@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Now
 
@@ -53,6 +54,19 @@ class Cluster(models.Model):
         blank=True,
         default="",
         help_text="bearer token for it; empty: KUAE_PROMETHEUS_TOKEN",
+    )
+
+    # The Celery queue its checks and scheduler syncs go to: a big cluster gets workers of
+    # its own (`celery worker -Q <queue>`) and can never starve another cluster's checks.
+    # Empty: the shared default queue.
+    queue = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[
+            RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", "letters, digits, _ . : - only")
+        ],
+        help_text="Celery queue for its checks and Slurm syncs; empty: the shared queue",
     )
 
     class Meta:

@@ -75,6 +75,11 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def task_options(self) -> dict[str, str]:
+        """`apply_async` options for work done for this cluster: its own queue when it has
+        one, else nothing (the task's route or the shared default queue)."""
+        return {"queue": self.queue} if self.queue else {}
+
 
 class Node(models.Model):
     """A GPU server. `state` mirrors the newest entry of its state history."""

@@ -153,7 +153,8 @@ class SlurmLinkField(serializers.Field):
 class ClusterDetailSerializer(ClusterSerializer):
     """A cluster with its GPU accounting (`gpus`, set by the view), its scheduler link
     (`slurm`, null when none), whether KUAE's drains reach it (`actuation`) and the
-    Prometheus its GPU checks read from (`prometheus_url`, empty when none)."""
+    Prometheus its GPU checks read from (`prometheus_url`, empty when none) and the Celery
+    queue its checks and syncs go to (`queue`, empty: the shared one)."""
 
     gpus = GpuAccountSerializer(read_only=True, source="gpu_account")
     slurm = SlurmLinkField()
@@ -174,6 +175,7 @@ class ClusterDetailSerializer(ClusterSerializer):
             "slurm",
             "actuation",
             "prometheus_url",
+            "queue",
             "automation_paused",
             "automation_reason",
             "automation_by",

@@ -7,7 +7,8 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Max, QuerySet
+from django.conf import settings
+from django.db.models import Count, Max, Min, QuerySet
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node, TelemetryEvent
@@ -17,6 +18,7 @@ from apps.health.choices import (
     SOURCE_TARGET,
     CheckKind,
     ResultStatus,
+    RunStatus,
 )
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
@@ -215,3 +217,33 @@ def telemetry_source_down(*, cluster: Cluster) -> CheckResult | None:
         CheckResult.objects.filter(cluster=cluster, target=SOURCE_TARGET).order_by("-at").first()
     )
     return latest if latest is not None and latest.status == ResultStatus.ERROR else None
+
+
+@dataclass(frozen=True)
+class ChecksWaiting:
+    """Check runs nobody has taken: how many, queued since when, on which queue."""
+
+    runs: int
+    since: dt.datetime
+    queue: str
+
+
+def checks_waiting(
+    *, cluster: Cluster, now: dt.datetime, after_s: float = 120
+) -> ChecksWaiting | None:
+    """The cluster's queued runs when none of its runs has started for `after_s` while they
+    waited: no worker takes its queue (none started with `-Q <queue>`, or all are down or
+    busy). None while its checks are being taken (2 queries)."""
+    cutoff = now - dt.timedelta(seconds=after_s)
+    queued = CheckRun.objects.filter(cluster=cluster, status=RunStatus.QUEUED).aggregate(
+        n=Count("id"), since=Min("queued_at")
+    )
+    if not queued["n"] or queued["since"] > cutoff:
+        return None
+    if CheckRun.objects.filter(cluster=cluster, started_at__gte=cutoff).exists():
+        return None
+    return ChecksWaiting(
+        runs=queued["n"],
+        since=queued["since"],
+        queue=cluster.queue or settings.CELERY_TASK_DEFAULT_QUEUE,
+    )

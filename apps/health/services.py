@@ -109,8 +109,9 @@ def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -
     runs = [
         CheckRun.objects.create(cluster=cluster, kind=k, requested_by=requested_by) for k in kinds
     ]
+    options = cluster.task_options()  # a cluster with its own queue has workers of its own
     for run in runs:
-        transaction.on_commit(partial(run_check_task.delay, run.pk))
+        transaction.on_commit(partial(run_check_task.apply_async, (run.pk,), **options))
     return runs
 
 

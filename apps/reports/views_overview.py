@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
-from apps.health.selectors import telemetry_source_down
+from apps.health.selectors import checks_waiting, telemetry_source_down
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
 from apps.reports.weekly import week_so_far
@@ -31,6 +31,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["targets"] = targets_for(cluster=cluster)
         context["sched"] = cluster_sync_status(cluster=cluster)
         context["telemetry_down"] = telemetry_source_down(cluster=cluster)
+        context["checks_waiting"] = checks_waiting(cluster=cluster, now=now)
         context["can_pause"] = user_has_role(request.user, OPERATORS)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"

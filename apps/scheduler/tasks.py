@@ -13,9 +13,12 @@ from apps.scheduler.services import actuations_deliver, cluster_sync, clusters_t
 def sync_round() -> int:
     """Start one sync per cluster that names a scheduler; returns how many."""
     ids = clusters_to_sync()
-    for cluster_id in ids:
-        # a sync still queued when the next round starts is dropped, not piled up
-        sync_cluster.apply_async((cluster_id,), expires=settings.KUAE_SLURM_SYNC_S)
+    for cluster in Cluster.objects.filter(pk__in=ids).only("pk", "queue"):
+        # a sync still queued when the next round starts is dropped, not piled up; a
+        # cluster with a queue of its own syncs on its own workers
+        sync_cluster.apply_async(
+            (cluster.pk,), expires=settings.KUAE_SLURM_SYNC_S, **cluster.task_options()
+        )
     return len(ids)
 
 

@@ -93,6 +93,26 @@
     document.querySelectorAll("[data-updated]").forEach(function (el) {
       el.setAttribute("data-loaded", String(Date.now()));
     });
+    scrollStops();
+  }
+
+  // A region that scrolls (a wide table inside its card on a phone) must be reachable from
+  // the keyboard: it is a tab stop while it scrolls and nothing in it takes focus, and
+  // stops being one when a wider window lets it fit.
+  function scrollStops() {
+    document.querySelectorAll(".table-wrap, .card, [data-live]").forEach(function (el) {
+      var style = getComputedStyle(el);
+      var scrolls = /(auto|scroll)/.test(style.overflowX + " " + style.overflowY) &&
+        (el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
+      var focusable = el.querySelector("a[href], button, input, select, textarea, [tabindex]");
+      if (scrolls && !focusable && !el.hasAttribute("tabindex")) {
+        el.tabIndex = 0;
+        el.setAttribute("data-scroll-stop", "");
+      } else if (!scrolls && el.hasAttribute("data-scroll-stop")) {
+        el.removeAttribute("tabindex");
+        el.removeAttribute("data-scroll-stop");
+      }
+    });
   }
 
   function refreshPanel(el) {
@@ -262,6 +282,7 @@
       if (scheme.addEventListener) scheme.addEventListener("change", redrawAll);
     }
     rovingTiles();
+    window.addEventListener("resize", scrollStops);
     document.addEventListener("keydown", tileKeys);
     var toggle = document.querySelector(".menu-toggle");
     if (toggle) {

@@ -50,9 +50,17 @@ def cluster_wipe(cluster: Cluster) -> None:
     cluster.delete()
 
 
-def write_plan(plan: Plan, *, cluster_name: str, interval_s: float, log: Log) -> Cluster:
+def write_plan(
+    plan: Plan,
+    *,
+    cluster_name: str,
+    interval_s: float,
+    log: Log,
+    telemetry_steps: int = HISTORY_STEPS,
+) -> Cluster:
     """Create the cluster, nodes, jobs with metrics and checkpoints, incidents, node states,
-    latest telemetry and heartbeats."""
+    latest telemetry and heartbeats. Each GPU gets `telemetry_steps` 5-minute samples before
+    its latest one (0: the latest alone, as a large fleet built for a benchmark needs)."""
     with transaction.atomic():
         cluster = cluster_create(
             name=cluster_name,
@@ -79,7 +87,7 @@ def write_plan(plan: Plan, *, cluster_name: str, interval_s: float, log: Log) ->
     log(f"{len(nodes)} nodes, {len(nodes) * GPUS_PER_NODE} GPUs")
     jobs = _write_jobs(plan, cluster, nodes, interval_s, log)
     _write_interruptions(plan, cluster, nodes, jobs, log)
-    _write_live_state(plan, nodes, log)
+    _write_live_state(plan, nodes, log, telemetry_steps)
     return cluster
 
 
@@ -216,9 +224,10 @@ def _state_changes(item: Interruption, end: dt.datetime) -> list[tuple[dt.dateti
     return out
 
 
-def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
-    """GPU telemetry for the last two hours (5-minute steps, so charts have rollups) through
-    the telemetry intake, then heartbeats. Nodes that are down went silent when they failed."""
+def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> None:
+    """GPU telemetry through the telemetry intake — the latest sample and `steps` 5-minute
+    steps before it (two hours by default, so charts have rollups) — then heartbeats. Nodes
+    that are down went silent when they failed."""
     rng = random.Random(plan.seed * 17 + 3)
     busy = {n for jp in plan.jobs if jp.status == "running" for n in jp.nodes}
     slow = {jp.slow_node for jp in plan.jobs if jp.slow_node is not None}
@@ -238,7 +247,7 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log) -> None:
             counters = [GpuCounters.start(rng) for _ in range(node.gpu_count)]
             uuids = [gpu_uuid(plan.seed, node.hostname, g) for g in range(node.gpu_count)]
             working = i in busy and not down
-            for step in range(HISTORY_STEPS, -1, -1):
+            for step in range(steps, -1, -1):
                 ts = last - dt.timedelta(minutes=5 * step, seconds=rng.uniform(0, 15))
                 if ts < plan.start:
                     continue

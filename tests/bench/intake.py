@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from django.db import connection
 from django.test import Client
@@ -86,12 +89,23 @@ def _copy_baseline(hosts: list[str], ts: dt.datetime, rng: random.Random) -> flo
     return raw_write_seconds("node text, gpu int, ts timestamptz, metric text, value float8", rows)
 
 
+class Sweep(NamedTuple):
+    """One telemetry sweep's figures."""
+
+    per_post: int  # nodes per request
+    requests: int
+    seconds: float
+    copy_s: float  # COPY of the same values into an unindexed table, just before
+    queries: int  # SQL statements of the last request
+    request_ms: float  # median request time
+
+
 def bench_sweep(
     client: Client, hosts: list[str], rng: random.Random, per_posts: tuple[int, ...] = (128, 64, 1)
-) -> list[tuple[int, float, float, int]]:
+) -> list[Sweep]:
     """One telemetry sweep of every GPU of `hosts` per entry of `per_posts` (nodes per
     request), each against a COPY of the same values into an unindexed table measured just
-    before it. Prints and returns (nodes per request, sweep s, COPY s, queries per request)."""
+    before it. Prints and returns each sweep's figures."""
     values = len(hosts) * 8 * len(METRICS)
     print(
         f"\nTelemetry sweep: {len(hosts) * 8:,} GPUs × {len(METRICS)} metrics = {values:,} values"
@@ -101,24 +115,30 @@ def bench_sweep(
     for per_post in per_posts:
         copy_s = _copy_baseline(hosts, dt.datetime.now(dt.UTC), rng)
         bodies = _sweep_bodies(hosts, dt.datetime.now(dt.UTC), per_post, rng)
+        times = []
         start = time.perf_counter()
         for body in bodies[:-1]:
             response = client.post(
                 "/api/v1/ingest/telemetry/", body, content_type="application/json"
             )
             assert response.status_code == 202, response.content[:300]
+            times.append(time.perf_counter())
         with CaptureQueriesContext(connection) as queries:
             response = client.post(
                 "/api/v1/ingest/telemetry/", bodies[-1], content_type="application/json"
             )
         assert response.status_code == 202, response.content[:300]
-        took = time.perf_counter() - start
+        times.append(time.perf_counter())
+        took = times[-1] - start
+        each = [b - a for a, b in itertools.pairwise([start, *times])]
         print(
             f"  {per_post:>3} node(s) per request ({len(bodies):>4} requests): {took:6.2f} s, "
             f"{values / took:>9,.0f} values/s; COPY of the same values {copy_s * 1000:4.0f} ms "
             f"→ {took / copy_s:5.1f}× the COPY; {len(queries)} queries per request"
         )
-        out.append((per_post, took, copy_s, len(queries)))
+        out.append(
+            Sweep(per_post, len(bodies), took, copy_s, len(queries), statistics.median(each) * 1000)
+        )
     return out
 
 

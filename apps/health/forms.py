@@ -27,6 +27,13 @@ class ThresholdsForm(forms.Form):
                 help_text=f"default {DEFAULTS[f.name]:g}",
             )
 
+    def readings(self) -> list[tuple[str, float, float]]:
+        """(label, value in force, default) of every threshold: what a role that may not
+        change them reads instead of the inputs."""
+        return [
+            (str(self.fields[f.name].label), self.initial[f.name], DEFAULTS[f.name]) for f in FIELDS
+        ]
+
     def clean(self) -> dict[str, Any]:
         """Each value within its bounds."""
         data = super().clean() or {}

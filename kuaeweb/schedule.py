@@ -19,6 +19,10 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "schedule": crontab(minute=17),
         },
         "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+        "prune-check-runs": {
+            "task": "apps.health.tasks.prune_runs",
+            "schedule": crontab(minute=27),
+        },
         # Unacknowledged sev1/sev2 past KUAE_ESCALATE_SEV*_MIN: escalated once each.
         "escalate-incidents": {"task": "apps.incidents.tasks.escalate", "schedule": 30.0},
         "refresh-snapshots": {"task": "apps.reports.tasks.refresh_snapshots", "schedule": 60.0},

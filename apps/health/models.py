@@ -62,7 +62,14 @@ class CheckRun(models.Model):
 
     class Meta:
         ordering = ["-queued_at", "-id"]
-        indexes = [models.Index(fields=["cluster", "kind", "queued_at"], name="run_cluster_kind")]
+        indexes = [
+            models.Index(fields=["cluster", "kind", "queued_at"], name="run_cluster_kind"),
+            # the overview's reads (queued since when, last done, recent errors) and whether
+            # any run started lately: through indexes, however long the history
+            models.Index(fields=["cluster", "status", "queued_at"], name="run_cluster_status"),
+            models.Index(fields=["cluster", "started_at"], name="run_cluster_started"),
+            models.Index(fields=["queued_at"], name="run_queued_at"),  # retention
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} {self.status}"

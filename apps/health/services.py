@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster
 from apps.fleet.prometheus_source import SourceDown, prometheus_pull
 from apps.health import detectors as d
@@ -147,6 +148,13 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
     run.duration_s = time.perf_counter() - started
     run.save(update_fields=["status", "counts", "error", "duration_s"])
     return run
+
+
+def runs_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:
+    """Delete check runs queued more than `older_than_days` ago, in bounded batches; the
+    results they wrote stay. Returns how many runs went."""
+    cutoff = (now or timezone.now()) - dt.timedelta(days=older_than_days)
+    return delete_in_batches(CheckRun.objects.filter(queued_at__lt=cutoff))
 
 
 def runs_execute_now(

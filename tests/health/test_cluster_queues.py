@@ -1,6 +1,7 @@
 """A cluster with a Celery queue of its own (`Cluster.queue`): its checks and Slurm syncs are
 sent there, so a big cluster's backlog never holds up another's checks — proven with real
-workers over the configured broker — and the overview says when nobody takes a queue."""
+workers over the configured broker — and the overview says when nobody takes a queue. Old
+runs are pruned (the overview's reads of them go through indexes)."""
 
 from __future__ import annotations
 
@@ -136,3 +137,26 @@ def test_slurm_syncs_go_to_the_clusters_queue(
     assert tasks.sync_round() == 2
     assert sent[cluster.pk]["queue"] == "sync.c1"
     assert "queue" not in sent[other.pk]
+
+
+def test_old_runs_are_pruned_and_their_results_stay(cluster: Cluster) -> None:
+    from apps.health.models import CheckResult
+    from apps.health.services import runs_prune
+
+    now = timezone.now()
+    old = CheckRun.objects.create(cluster=cluster, kind="heartbeat", status=RunStatus.DONE)
+    new = CheckRun.objects.create(cluster=cluster, kind="heartbeat", status=RunStatus.DONE)
+    CheckRun.objects.filter(pk=old.pk).update(queued_at=now - dt.timedelta(days=31))
+    result = CheckResult.objects.create(
+        cluster=cluster,
+        kind="heartbeat",
+        target="node:x",
+        status="fail",
+        at=now,
+        since=now,
+        run=old,
+    )
+    assert runs_prune(older_than_days=30, now=now) == 1
+    assert list(CheckRun.objects.values_list("pk", flat=True)) == [new.pk]
+    result.refresh_from_db()
+    assert result.run_id is None and result.status == "fail"

@@ -19,6 +19,11 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "schedule": crontab(minute=17),
         },
         "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+        # PostgreSQL: the next days' partitions of the step-sample and rollup tables.
+        "ensure-partitions": {
+            "task": "apps.common.tasks.ensure_partitions",
+            "schedule": crontab(minute=7),
+        },
         "prune-check-runs": {
             "task": "apps.health.tasks.prune_runs",
             "schedule": crontab(minute=27),

@@ -15,7 +15,7 @@ from django.utils import timezone
 from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
 from apps.common.errors import BatchError
 from apps.common.limits import NEW_NODES
-from apps.common.retention import delete_in_batches
+from apps.common.retention import prune_before
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
@@ -460,9 +460,8 @@ def _slurm_insert(cluster: Cluster, jobs: Sequence[JobState], now: dt.datetime) 
 
 
 def job_metrics_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:
-    """Delete step samples (job-wide and per node) older than the given age; jobs,
-    checkpoints and their denormalised latest values stay."""
+    """Delete step samples (job-wide and per node) older than the given age — on PostgreSQL
+    by dropping whole days' partitions; jobs, checkpoints and their denormalised latest
+    values stay."""
     cutoff = (now or timezone.now()) - dt.timedelta(days=older_than_days)
-    return delete_in_batches(JobMetric.objects.filter(ts__lt=cutoff)) + delete_in_batches(
-        NodeStepMetric.objects.filter(ts__lt=cutoff)
-    )
+    return prune_before(JobMetric, "ts", cutoff) + prune_before(NodeStepMetric, "ts", cutoff)

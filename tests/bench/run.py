@@ -146,6 +146,9 @@ def main() -> None:
     from tests.bench.health import bench_health
 
     bench_health()
+    from tests.bench.queues import bench_queues
+
+    bench_queues()
     from tests.bench.weekly import bench_weekly
 
     bench_weekly(client, args.repeat)

@@ -1,6 +1,7 @@
 """OpenAPI: the token scheme (drf-spectacular extension), the schema view for readers and
 its Swagger UI page inside the app's frame."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.permissions import AllowAny
 
 from apps.accounts.authentication import HashedTokenAuthentication
 from apps.accounts.choices import READERS
@@ -40,7 +41,7 @@ class ReaderSchemaView(SpectacularAPIView):
     authentication_classes = [HashedTokenAuthentication, SessionAuthentication]
     permission_classes = [RolePermission]
 
-    def get_permissions(self) -> list[BasePermission]:
+    def get_permissions(self) -> Sequence[Any]:
         """Anyone's when the site makes its docs public (`KUAE_PUBLIC_DOCS`), else readers'."""
         if settings.KUAE_PUBLIC_DOCS:
             return [AllowAny()]

@@ -7,6 +7,8 @@ import datetime as dt
 from typing import Any
 
 from django import forms
+from django.forms.utils import ErrorDict
+from django.http import QueryDict
 from django.utils import timezone
 
 from apps.accounts.models import User
@@ -175,6 +177,32 @@ class LabelledRows(forms.BaseFormSet):
         for name, field in form.fields.items():
             label = "Delete" if name == "DELETE" else (field.label or name.replace("_", " "))
             field.widget.attrs["aria-label"] = f"{str(label).capitalize()}, {row}"
+
+
+def with_added_row(data: QueryDict, prefix: str, *, max_rows: int) -> QueryDict | None:
+    """`data` with one more (blank) row in formset `prefix`, up to `max_rows`: the editor's
+    Add buttons without JavaScript. None when the row count sent is not a count (the
+    formset refuses it as it would on a save)."""
+    key = f"{prefix}-TOTAL_FORMS"
+    total = data.get(key, "")
+    if not total.isdecimal():
+        return None
+    out = data.copy()
+    out[key] = str(min(int(total) + 1, max_rows))
+    return out
+
+
+def unjudged(form: forms.Form | forms.BaseFormSet) -> None:
+    """Draw a bound form or formset as typed, with no errors: adding a row is not a submit,
+    so a row still being filled in is not 'required' yet (Django validates a bound form the
+    first time its errors are read; this gives it none to find)."""
+    if isinstance(form, forms.BaseFormSet):
+        for row in form.forms:
+            unjudged(row)
+        form._errors = [row.errors for row in form.forms]  # type: ignore[attr-defined]
+        form._non_form_errors = form.error_class()  # type: ignore[attr-defined]
+    else:
+        form._errors = ErrorDict()  # type: ignore[attr-defined]
 
 
 TimelineFormSet = forms.formset_factory(

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -20,7 +20,14 @@ from apps.accounts.permissions import role_required
 from apps.common.errors import errors_text
 from apps.common.timeutil import parse_ts
 from apps.incidents.costs import costs_at
-from apps.incidents.forms import ActionFormSet, PostmortemForm, ReviewForm, TimelineFormSet
+from apps.incidents.forms import (
+    ActionFormSet,
+    PostmortemForm,
+    ReviewForm,
+    TimelineFormSet,
+    unjudged,
+    with_added_row,
+)
 from apps.incidents.models import ActionItem, Incident, Postmortem
 from apps.incidents.postmortems import (
     ActionSpec,
@@ -33,6 +40,7 @@ from apps.incidents.postmortems import (
 from apps.incidents.selectors import action_items, time_marks
 
 STEPS = {"submit": postmortem_submit, "approve": postmortem_approve, "reject": postmortem_reject}
+ROWS = {"tl": TimelineFormSet, "ai": ActionFormSet}  # the editor's formsets, by prefix
 ITEM_STATES = ("open", "overdue", "done", "all")
 
 
@@ -69,7 +77,8 @@ def _kept(formset: Any) -> list[dict[str, Any]]:
 @role_required()
 def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     """Read the postmortem; engineers edit a draft here (POST saves it, `then=submit` also
-    submits it for review)."""
+    submits it for review; `add_row=tl|ai` saves nothing and draws the editor again, as
+    typed, with one more timeline or action-item row — the Add buttons without JavaScript)."""
     if request.method == "POST" and not request.user.has_role(ENGINEERS):
         raise PermissionDenied("only engineers write postmortems")
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
@@ -87,10 +96,23 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         if not editable:
             raise PermissionDenied("only engineers edit, and only a draft")
-        form = PostmortemForm(request.POST)
-        timeline = TimelineFormSet(request.POST, prefix="tl")
-        actions = ActionFormSet(request.POST, prefix="ai")
-        if form.is_valid() and timeline.is_valid() and actions.is_valid():
+        data: QueryDict = request.POST
+        adding = request.POST.get("add_row")
+        if adding in ROWS:
+            more = with_added_row(data, adding, max_rows=ROWS[adding].max_num)
+            if more is None:
+                adding = None  # not a row count: refused below, as a save would be
+            else:
+                data = more
+        form = PostmortemForm(data)
+        timeline = TimelineFormSet(data, prefix="tl")
+        # The saved rows as initial: a due date already there may stay past (clean_due).
+        actions = ActionFormSet(data, initial=initial["actions"], prefix="ai")
+        if adding in ROWS:
+            for part in (form, timeline, actions):
+                unjudged(part)
+            status = 200
+        elif form.is_valid() and timeline.is_valid() and actions.is_valid():
             try:
                 postmortem = postmortem_save(
                     incident=incident,
@@ -113,7 +135,9 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
                 return redirect("postmortem", pk=pk)
             except ValidationError as exc:
                 messages.error(request, errors_text(exc.message_dict))
-        status = 400
+            status = 400
+        else:
+            status = 400
     user: User = request.user  # type: ignore[assignment]
     return render(
         request,

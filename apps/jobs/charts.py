@@ -19,9 +19,62 @@ from apps.common.charts import (
 from apps.common.choices import Tone
 from apps.jobs.models import Job
 from apps.jobs.readers import job_interruptions, mfu_lines
-from apps.jobs.selectors import checkpoint_times, job_metric_series
+from apps.jobs.selectors import CheckpointMark, checkpoint_marks, job_metric_series
 
 MAX_SHAPES = 300
+MAX_CHECKPOINT_MARKS = 300
+# The y-axis of the checkpoints' strip: one row, no scale, so no checkpoint reads as data.
+CHECKPOINT_STRIP = {
+    "domain": [0, 0.05],
+    "range": [0, 1],
+    "fixedrange": True,
+    "showgrid": False,
+    "zeroline": False,
+    "tickmode": "array",
+    "tickvals": [0.5],
+    "ticktext": ["checkpoints"],
+    "tickfont": {"size": 10},
+}
+
+
+def _when(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _checkpoint_text(mark: CheckpointMark) -> str:
+    """What hovering a mark says: step, time and how long training paused (for a mark of
+    several checkpoints, their count, steps, times and shortest to longest pause)."""
+    if mark.count == 1:
+        return (
+            f"checkpoint at step {mark.step_lo:,}<br>{_when(mark.first)}"
+            f"<br>training paused {mark.blocking_hi:,.1f} s"
+        )
+    pause = f"{mark.blocking_lo:,.1f}–{mark.blocking_hi:,.1f} s"
+    return (
+        f"{mark.count} checkpoints, steps {mark.step_lo:,}–{mark.step_hi:,}"
+        f"<br>{_when(mark.first)} – {_when(mark.last)}<br>training paused {pause} each"
+    )
+
+
+def _checkpoint_strip(marks: list[CheckpointMark]) -> dict[str, Any]:
+    """One trace of thin vertical ticks on the checkpoint strip (its own small axis), one
+    per mark, at the middle of the saves it stands for."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "checkpoint",
+        "xaxis": "x",
+        "yaxis": "y4",
+        "x": [iso((m.first + m.last) / 2) for m in marks],
+        "y": [0.5] * len(marks),
+        "hovertext": [_checkpoint_text(m) for m in marks],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+        "marker": {
+            "symbol": "line-ns",
+            "size": 14,
+            "line": {"width": 1.5, "color": SERIES["target"]},
+        },
+    }
 
 
 def _line(x: list[str], y: list[Any], name: str, axis: str, hover: str) -> dict[str, Any]:
@@ -50,22 +103,10 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
         _line(x, series["tokens_per_s"], "tokens_per_s", "y2", "%{y:,.0f}<extra>tokens/s</extra>"),
         _line(x, loss, "loss", "y3", "%{y:.3f}<extra>loss</extra>"),
     ]
-    checkpoints = checkpoint_times(job=job, limit=MAX_SHAPES)
-    if checkpoints:
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": "checkpoint",
-                "xaxis": "x",
-                "yaxis": "y",
-                "x": [iso(c) for c in checkpoints],
-                "y": [0] * len(checkpoints),
-                "marker": {"symbol": "triangle-up", "size": 6, "color": SERIES["target"]},
-                "hovertemplate": "checkpoint<extra></extra>",
-            }
-        )
     now = dt.datetime.now(tz=dt.UTC)
+    marks = checkpoint_marks(job=job, limit=MAX_CHECKPOINT_MARKS, now=now)
+    if marks:
+        traces.append(_checkpoint_strip(marks))
     levels = mfu_lines(job.cluster)
     shapes: list[dict[str, Any]] = []
     if levels.target is not None:
@@ -89,21 +130,24 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
             }
         )
     layout = base_layout(
-        height=600,
+        height=620,
         showlegend=False,
         shapes=shapes,
+        margin={"l": 76, "r": 20, "t": 30, "b": 40},
         xaxis={
             "type": "date",
             "rangeselector": {"buttons": RANGE_BUTTONS, "x": 0, "y": 1.06},
-            "anchor": "y3",
+            "anchor": "y4" if marks else "y3",
         },
         yaxis={
-            "domain": [0.70, 1],
+            "domain": [0.72, 1],
             "tickformat": ".0%",
             "rangemode": "tozero",
             "title": {"text": "MFU"},
         },
-        yaxis2={"domain": [0.36, 0.64], "rangemode": "tozero", "title": {"text": "tokens/s"}},
-        yaxis3={"domain": [0, 0.30], "title": {"text": "loss"}},
+        yaxis2={"domain": [0.41, 0.66], "rangemode": "tozero", "title": {"text": "tokens/s"}},
+        yaxis3={"domain": [0.10, 0.35] if marks else [0, 0.35], "title": {"text": "loss"}},
     )
+    if marks:  # their own strip under the loss panel: a tick per save on no value scale
+        layout["yaxis4"] = CHECKPOINT_STRIP
     return {"data": traces, "layout": layout, "config": CONFIG}

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Avg, QuerySet
+from django.db.models import Avg, Count, Max, Min, QuerySet
+from django.db.models.functions import Floor
 
+from apps.common.dbfuncs import Epoch
 from apps.common.downsample import downsample_indices
 from apps.common.sql import epoch_seconds
 from apps.jobs.choices import JobStatus
@@ -115,9 +118,46 @@ def job_detail(*, pk: int) -> Job | None:
     return Job.objects.select_related("cluster").filter(pk=pk).first()
 
 
-def checkpoint_times(*, job: Job, limit: int) -> list[dt.datetime]:
-    """When the job's latest `limit` checkpoints were saved, newest first."""
-    return list(job.checkpoints.order_by("-saved_at").values_list("saved_at", flat=True)[:limit])
+@dataclass(frozen=True)
+class CheckpointMark:
+    """One mark on the job chart's checkpoint strip: the `count` checkpoints (often one)
+    saved within one slice of the job's run."""
+
+    first: float  # epoch seconds of the first save in the mark
+    last: float
+    count: int
+    step_lo: int
+    step_hi: int
+    blocking_lo: float  # seconds training paused, shortest and longest save in the mark
+    blocking_hi: float
+
+
+def checkpoint_marks(*, job: Job, limit: int, now: dt.datetime) -> list[CheckpointMark]:
+    """The job's checkpoints as at most about `limit` marks in time order, in one query: its
+    run cut into `limit` equal slices, one mark per slice holding any. A slice holding one
+    checkpoint is that checkpoint; an hour of a month-long run is one mark of several."""
+    start = job.started_at
+    if start is None:  # not started: any checkpoint still gets a place
+        start = job.checkpoints.aggregate(t=Min("saved_at"))["t"]
+        if start is None:
+            return []
+    end = max(job.ended_at or now, start + dt.timedelta(seconds=limit))
+    width = (end - start).total_seconds() / limit
+    rows = (
+        job.checkpoints.annotate(slice=Floor((Epoch("saved_at") - start.timestamp()) / width))
+        .values("slice")
+        .annotate(
+            first=Min(Epoch("saved_at")),
+            last=Max(Epoch("saved_at")),
+            count=Count("id"),
+            step_lo=Min("step"),
+            step_hi=Max("step"),
+            blocking_lo=Min("blocking_s"),
+            blocking_hi=Max("blocking_s"),
+        )
+        .order_by("slice")
+    )
+    return [CheckpointMark(**{k: v for k, v in r.items() if k != "slice"}) for r in rows]
 
 
 def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None:

@@ -184,6 +184,9 @@ def weekly(
                 "gpu_count": w.job.gpu_count,
                 "wall_hours": w.wall_s / HOUR,
                 "lost_hours": w.lost_s / HOUR,
+                # What the jobs are ranked by: their hours weighted by their GPUs.
+                "scheduled_gpu_hours": w.job.gpu_count * w.wall_s / HOUR,
+                "lost_gpu_hours_total": w.job.gpu_count * w.lost_s / HOUR,
                 "effective_rate": w.effective_rate,
                 "mean_mfu": w.job.mean_mfu,
                 "lost_gpu_hours": {c: w.job.gpu_count * w.by_cause[c] / HOUR for c in CAUSES},

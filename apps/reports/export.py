@@ -9,7 +9,9 @@ from fpdf import FPDF
 from fpdf.fonts import FontFace
 
 from apps.common import csvsafe
+from apps.reports import pdf_charts
 from apps.reports.choices import LOSS_CAUSES
+from apps.reports.pdf_charts import latin
 from apps.reports.targets import target_text
 
 
@@ -64,7 +66,18 @@ def week_title(report: dict[str, Any]) -> str:
     return report["week"] + ("" if report["complete"] else " (so far)")
 
 
-JOB_COLUMNS = ("job", "name", "GPUs", "wall hours", "lost hours", "effective rate", "mean MFU")
+# The jobs are ranked by lost GPU-hours, so that is the column shown (wall-clock hours say
+# how long each ran; GPU-hours, hours × GPUs, what it was scheduled).
+JOB_COLUMNS = (
+    "job",
+    "name",
+    "GPUs",
+    "wall-clock hours",
+    "scheduled GPU-hours",
+    "lost GPU-hours",
+    "effective rate",
+    "mean MFU",
+)
 
 
 def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
@@ -72,8 +85,9 @@ def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
         str(j["id"]),
         j["name"],
         str(j["gpu_count"]),
-        _num(j["wall_hours"], 2),
-        _num(j["lost_hours"], 2),
+        _num(j["wall_hours"], 1),
+        _num(j["scheduled_gpu_hours"], 0),
+        _num(j["lost_gpu_hours_total"], 1),
         _pct(j["effective_rate"]),
         _pct(j["mean_mfu"], 1),
     )
@@ -120,31 +134,63 @@ def weekly_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def _latin(text: str) -> str:
-    """The PDF's core font is Latin-1: '≥' is spelt out, anything else becomes '?'."""
-    return text.replace("≥", ">=").encode("latin-1", "replace").decode("latin-1")
-
-
 def _table(
-    pdf: FPDF, header: tuple[str, ...], rows: list[tuple[str, ...]], widths: tuple[int, ...]
+    pdf: FPDF,
+    header: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+    widths: tuple[int, ...],
+    left: int = 1,
 ) -> None:
+    """A table of text; its first `left` columns aligned left, figures right."""
     pdf.set_font("Helvetica", size=8)
     with pdf.table(
         col_widths=widths,
         headings_style=FontFace(emphasis="BOLD", fill_color=(238, 241, 244)),
         line_height=4.6,
-        text_align=("LEFT", *(["RIGHT"] * (len(header) - 1))),
+        text_align=(*(["LEFT"] * left), *(["RIGHT"] * (len(header) - left))),
     ) as table:
         for values in [header, *rows]:
             row = table.row()
             for value in values:
-                row.cell(_latin(value))
+                row.cell(latin(value))
     pdf.ln(4)
 
 
-def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -> bytes:
+def _charts(pdf: FPDF, report: dict[str, Any], trends: dict[str, Any] | None) -> None:
+    """The waterfall across the page, then the effective rate and the cluster MTBF of the
+    past weeks side by side (on a new page when the rest of this one is too short)."""
+    height = 66 + (62 if trends else 0)
+    if pdf.get_y() + height > pdf.h - pdf.b_margin:
+        pdf.add_page()
+    top, left, width = pdf.get_y(), pdf.l_margin, pdf.epw
+    targets = report["targets"]
+    with pdf.local_context():  # colours, line widths and fonts go back as they were
+        pdf_charts.waterfall(pdf, pdf_charts.Box(left, top, width, 62), report)
+        if trends:
+            half = (width - 8) / 2
+            pdf_charts.effective_trend(
+                pdf,
+                pdf_charts.Box(left, top + 66, half, 58),
+                trends["effective"],
+                targets["effective_rate"],
+            )
+            pdf_charts.mtbf_trend(
+                pdf,
+                pdf_charts.Box(left + half + 8, top + 66, half, 58),
+                trends["reliability"],
+                targets["mtbf_hours"],
+            )
+    pdf.set_xy(left, top + height)
+
+
+def weekly_pdf(
+    report: dict[str, Any],
+    previous: dict[str, Any] | None = None,
+    trends: dict[str, Any] | None = None,
+) -> bytes:
     """A printable A4 report: headline figures against targets (and last week), where the
-    GPU-hours went, costliest categories, jobs and incidents."""
+    GPU-hours went (a waterfall), the effective rate and cluster MTBF of the past weeks
+    (`trends`, from `weekly.weekly_trends`), costliest categories, jobs and incidents."""
     pdf = FPDF(format="A4")
     pdf.set_title(f"KUAE Ops weekly report {week_title(report)}")
     pdf.set_author("KUAE Ops")
@@ -154,7 +200,7 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
     pdf.cell(
         0,
         9,
-        _latin(f"Weekly report - {report['cluster']} - {week_title(report)}"),
+        latin(f"Weekly report - {report['cluster']} - {week_title(report)}"),
         new_x="LMARGIN",
         new_y="NEXT",
     )
@@ -179,6 +225,7 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
         [(k, v, last.get(k, ""), t) for k, v, t in headline(report)],
         (70, 35, 35, 50),
     )
+    _charts(pdf, report, trends)
     if report["lost_by_category"]:
         pdf.set_font("Helvetica", "B", 11)
         pdf.cell(0, 7, "Lost GPU-hours by incident category", new_x="LMARGIN", new_y="NEXT")
@@ -192,9 +239,22 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
             (100, 40, 50),
         )
     pdf.set_font("Helvetica", "B", 11)
-    pdf.cell(0, 7, "Jobs (costliest first)", new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(0, 7, "Jobs (costliest first: by lost GPU-hours)", new_x="LMARGIN", new_y="NEXT")
     _table(
-        pdf, JOB_COLUMNS, [_job_row(j) for j in report["jobs"][:40]], (14, 60, 18, 24, 24, 26, 24)
+        pdf,
+        (
+            "Job",
+            "Name",
+            "GPUs",
+            "Wall-clock h",
+            "Scheduled GPU-h",
+            "Lost GPU-h",
+            "Effective",
+            "MFU",
+        ),
+        [_job_row(j) for j in report["jobs"][:40]],
+        (12, 52, 14, 22, 26, 22, 22, 20),
+        left=2,
     )
     if report["incidents"]:
         pdf.set_font("Helvetica", "B", 11)
@@ -213,5 +273,6 @@ def weekly_pdf(report: dict[str, Any], previous: dict[str, Any] | None = None) -
                 for i in report["incidents"][:40]
             ],
             (14, 84, 38, 26, 28),
+            left=3,
         )
     return bytes(pdf.output())

@@ -3,31 +3,94 @@ causes (dicts rather than plotly.graph_objects, like every chart here)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from apps.common.charts import CONFIG, SERIES, base_layout, target_line
+from apps.common.choices import Tone
 from apps.incidents.choices import category_label
+from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
 from apps.reports.choices import GpuHours
 from apps.reports.targets import target_text
 
+# Tick values of the MTBF axis (hours, log scale) and how they read.
+MTBF_TICKS = (
+    (1, "1 h"),
+    (2, "2 h"),
+    (6, "6 h"),
+    (12, "12 h"),
+    (24, "1 d"),
+    (48, "2 d"),
+    (96, "4 d"),
+    (168, "7 d"),
+    (360, "15 d"),
+    (720, "30 d"),
+    (1440, "60 d"),
+    (2160, "90 d"),
+    (4320, "180 d"),
+    (8760, "1 y"),
+)
+
+
+def _mtbf_axis(values: list[float], target: float) -> tuple[dict[str, Any], float]:
+    """The log MTBF axis over the measured weeks and the target, and the height (hours) of
+    the band above its highest tick where the "no failure" markers sit."""
+    top = max([*values, target])
+    low = min([*values, target])
+    ticks = [(v, t) for v, t in MTBF_TICKS if low / 1.5 <= v <= top * 1.05]
+    axis = {
+        "type": "log",
+        "title": {"text": "MTBF (log)"},
+        "domain": [0.40, 1],
+        "range": [math.log10(low / 1.5), math.log10(top * 3)],
+        "tickmode": "array",
+        "tickvals": [v for v, _ in ticks],
+        "ticktext": [t for _, t in ticks],
+    }
+    return axis, top * 2
+
 
 def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) -> dict[str, Any]:
-    """Cluster MTBF (bars, hours) against its target (a floor) and MTTR (line, minutes) per
-    ISO week; the week in progress is labelled "so far"."""
+    """Cluster MTBF (bars, log scale) against its target (a floor) above MTTR (a line, in
+    minutes) per ISO week, each in its own panel so no axis shares a side with another.
+
+    A week without a failure has no MTBF: it gets a marker at the top ("no failure", the
+    MTBF is longer than the week) instead of a bar, and no MTTR; a week in which no node was
+    in service says "no data". Neither is ever drawn as 0."""
     x = [w["week"] + ("" if w.get("complete", True) else " (so far)") for w in weeks]
+    empty = [not w.get("node_days", 1) for w in weeks]
+    calm = [w["interruptions"] == 0 and not e for w, e in zip(weeks, empty, strict=True)]
+    mtbf = [w["mtbf_hours"] for w in weeks]
+    yaxis, band = _mtbf_axis([v for v in mtbf if v], mtbf_target)
     traces = [
         {
             "type": "bar",
-            "name": "cluster MTBF (h)",
+            "name": "cluster MTBF",
             "x": x,
-            "y": [w["mtbf_hours"] for w in weeks],
+            "y": mtbf,
+            "customdata": [w["interruptions"] for w in weeks],
             "marker": {"color": SERIES["mfu"]},
-            "hovertemplate": "%{y:.1f} h<extra>cluster MTBF</extra>",
+            "hovertemplate": "%{y:.1f} h over %{customdata} unexpected interruption(s)"
+            "<extra>cluster MTBF</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "no failure (MTBF longer than the week)",
+            "x": [week for week, c in zip(x, calm, strict=True) if c],
+            "y": [band for c in calm if c],
+            "hovertext": [
+                f"0 unexpected interruptions in {w['hours']:.0f} h: MTBF longer than the week"
+                for w, c in zip(weeks, calm, strict=True)
+                if c
+            ],
+            "hovertemplate": "%{hovertext}<extra>no failure</extra>",
+            "marker": {"symbol": "triangle-up", "size": 11, "color": Tone.GOOD.colour},
         },
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": "MTTR (min)",
+            "name": "MTTR",
             "x": x,
             "y": [w["mttr_minutes"] for w in weeks],
             "yaxis": "y2",
@@ -36,21 +99,30 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
         },
     ]
     layout = base_layout(
-        height=320,
+        height=360,
         showlegend=True,
         hovermode="x",
-        yaxis={"title": {"text": "cluster MTBF (hours, log)"}, "type": "log"},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        margin={"l": 64, "r": 16, "t": 40, "b": 56},
+        xaxis=week_axis(
+            x,
+            week_ticks([w["week"] for w in weeks], [w.get("complete", True) for w in weeks]),
+            anchor="y2",
+        ),
+        yaxis=yaxis,
         yaxis2={
-            "title": {"text": "MTTR (minutes)"},
-            "overlaying": "y",
-            "side": "right",
+            "title": {"text": "MTTR (min)"},
+            "domain": [0, 0.28],
+            "anchor": "x",
             "rangemode": "tozero",
+            "nticks": 4,
         },
         shapes=[
             target_line(
                 mtbf_target, label=f"cluster MTBF target {target_text('mtbf_hours', mtbf_target)}"
             )
         ],
+        annotations=no_data_notes(x, empty, why="no node was in service", yref="y domain"),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 

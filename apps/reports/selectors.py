@@ -238,10 +238,11 @@ def _incident_times(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> l
 
 
 def weekly_reliability(
-    *, cluster: Cluster, weeks: int, now: dt.datetime
+    *, cluster: Cluster, weeks: int, now: dt.datetime, last: dt.datetime | None = None
 ) -> list[dict[str, object]]:
-    """§4.1 for each of the last `weeks` ISO weeks (two queries in all)."""
-    first = week_start(now) - (weeks - 1) * WEEK
+    """§4.1 for each of the `weeks` ISO weeks up to the one starting `last` (default: this
+    week), in two queries."""
+    first = (last or week_start(now)) - (weeks - 1) * WEEK
     incidents = _incident_times(cluster, first, now)
     in_service = list(Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True))
     out = []

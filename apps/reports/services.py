@@ -13,7 +13,12 @@ from apps.common.weeks import WEEK, week_label
 from apps.fleet.models import Cluster
 from apps.reports.export import headline, weekly_csv, weekly_pdf
 from apps.reports.models import ReportDelivery, Snapshot
-from apps.reports.weekly import week_so_far_compute, week_so_far_key, weekly_report
+from apps.reports.weekly import (
+    week_so_far_compute,
+    week_so_far_key,
+    weekly_report,
+    weekly_trends,
+)
 
 
 def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
@@ -39,7 +44,8 @@ def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime
         f"[KUAE Ops] {cluster.name} weekly report {week}", body, None, recipients
     )
     message.attach(f"{name}.csv", weekly_csv(report), "text/csv")
-    message.attach(f"{name}.pdf", weekly_pdf(report, previous), "application/pdf")
+    trends = weekly_trends(cluster=cluster, start=start, now=now)
+    message.attach(f"{name}.pdf", weekly_pdf(report, previous, trends), "application/pdf")
     with transaction.atomic():
         # Claim the week first: a concurrent sender fails here; a failed send rolls it back.
         try:

@@ -15,7 +15,7 @@ from apps.reports.choices import LOSS_CAUSES
 from apps.reports.export import weekly_csv, weekly_pdf
 from apps.reports.params import int_param, pick_cluster, week_param
 from apps.reports.selectors import targets_for, whatif_projection
-from apps.reports.weekly import weekly_report
+from apps.reports.weekly import weekly_report, weekly_trends
 from apps.reports.weekly_charts import lost_by_category_figure, waterfall_figure
 
 
@@ -71,6 +71,9 @@ def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
         response = HttpResponse(weekly_csv(report), content_type="text/csv; charset=utf-8")
     else:
         previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
-        response = HttpResponse(weekly_pdf(report, previous), content_type="application/pdf")
+        trends = weekly_trends(cluster=cluster, start=start, now=now)
+        response = HttpResponse(
+            weekly_pdf(report, previous, trends), content_type="application/pdf"
+        )
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -13,7 +13,7 @@ from apps.reports.availability import availability
 from apps.reports.effective import weekly
 from apps.reports.inputs import incident_facts, job_runs, node_histories
 from apps.reports.models import Snapshot
-from apps.reports.selectors import reliability_report, targets_for
+from apps.reports.selectors import reliability_report, targets_for, weekly_reliability
 from apps.reports.targets import MFU_REFERENCE
 
 
@@ -74,10 +74,12 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
     }
 
 
-def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list[dict[str, Any]]:
-    """Effective rate and lost GPU-hours for each of the last `weeks` ISO weeks (the inputs
-    of the whole span are loaded once)."""
-    first = week_start(now) - (weeks - 1) * WEEK
+def effective_by_week(
+    *, cluster: Cluster, weeks: int, now: dt.datetime, last: dt.datetime | None = None
+) -> list[dict[str, Any]]:
+    """Effective rate and lost GPU-hours for each of the `weeks` ISO weeks up to the one
+    starting `last` (default: this week); the inputs of the whole span are loaded once."""
+    first = (last or week_start(now)) - (weeks - 1) * WEEK
     runs = job_runs(cluster=cluster, start=first, end=now, with_mfu=False)
     out = []
     for k in range(weeks):
@@ -98,6 +100,18 @@ def effective_by_week(*, cluster: Cluster, weeks: int, now: dt.datetime) -> list
             }
         )
     return out
+
+
+def weekly_trends(
+    *, cluster: Cluster, start: dt.datetime, now: dt.datetime, weeks: int = 8
+) -> dict[str, list[dict[str, Any]]]:
+    """The `weeks` ISO weeks up to the report's (starting `start`) since the first job, for
+    the PDF's trend charts: effective rate and lost GPU-hours (`effective`), cluster MTBF
+    (`reliability`)."""
+    effective = effective_by_week(cluster=cluster, weeks=weeks, now=now, last=start)
+    reliability = weekly_reliability(cluster=cluster, weeks=weeks, now=now, last=start)
+    since = effective[0]["week"] if effective else ""  # the weeks since the first job
+    return {"effective": effective, "reliability": [w for w in reliability if w["week"] >= since]}
 
 
 SNAPSHOT_MAX_AGE = dt.timedelta(minutes=5)

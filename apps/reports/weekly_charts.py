@@ -17,6 +17,7 @@ from apps.common.charts import (
     translucent,
 )
 from apps.fleet.choices import NodeState
+from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
 from apps.reports.choices import LOSS_CAUSES, GpuHours
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
 
@@ -25,10 +26,11 @@ def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
     """Scheduled GPU-hours, minus each cause of loss, down to the productive ones."""
     lost = report["lost_gpu_hours"]
     causes = [c.value for c in LOSS_CAUSES]
+    names = ["scheduled", *(c.label for c in LOSS_CAUSES), GpuHours.PRODUCTIVE.label]
     trace = {
         "type": "waterfall",
         "orientation": "v",
-        "x": ["scheduled", *causes, "productive"],
+        "x": names,
         "measure": ["absolute", *(["relative"] * len(causes)), "total"],
         "y": [report["scheduled_gpu_hours"], *(-lost[c] for c in causes), 0],
         "text": [
@@ -48,12 +50,28 @@ def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
         height=320,
         showlegend=False,
         hovermode="closest",
+        xaxis={
+            "tickmode": "array",
+            "tickvals": names,
+            "ticktext": [wrap(n) for n in names],  # two short lines rather than slanted
+            "tickangle": 0,
+        },
         yaxis={
             "title": {"text": "GPU-hours"},
             "range": [max(0.0, low), report["scheduled_gpu_hours"] * 1.01 + 1],
         },
     )
     return {"data": [trace], "layout": layout, "config": CONFIG}
+
+
+def wrap(label: str) -> str:
+    """`rework since checkpoint` → `rework since<br>checkpoint`: a tick label on two lines,
+    broken at the space nearest its middle."""
+    if " " not in label:
+        return label
+    middle = len(label) / 2
+    cut = min((i for i, ch in enumerate(label) if ch == " "), key=lambda i: abs(i - middle))
+    return f"{label[:cut]}<br>{label[cut + 1 :]}"
 
 
 def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,14 +98,16 @@ def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict[str, Any]:
     """Effective rate per ISO week (line) over the GPU-hours lost by cause (stacked bars);
-    the week in progress is labelled "so far"."""
+    the week in progress is labelled "so far". A week in which no job ran has neither: it
+    is a gap marked "no data", while a week of jobs that lost nothing has real zeros."""
     x = [w["label"] for w in weeks]
+    empty = [not w["scheduled_gpu_hours"] for w in weeks]
     traces: list[dict[str, Any]] = [
         {
             "type": "bar",
             "name": c.label,
             "x": x,
-            "y": [w["lost_gpu_hours"][c] for w in weeks],
+            "y": [None if e else w["lost_gpu_hours"][c] for w, e in zip(weeks, empty, strict=True)],
             "yaxis": "y2",
             "marker": {"color": c.colour},
             "hovertemplate": "%{y:,.0f} GPU·h<extra>" + c.label + "</extra>",
@@ -105,15 +125,18 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
             "hovertemplate": "%{y:.2%}<extra>effective rate</extra>",
         }
     )
+    ticks = week_ticks([w["week"] for w in weeks], [w["complete"] for w in weeks])
     layout = base_layout(
-        height=360,
+        height=380,
         barmode="stack",
         hovermode="x",
-        legend={"orientation": "h", "y": -0.12},
-        margin={"l": 60, "r": 20, "t": 10, "b": 60},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        margin={"l": 64, "r": 16, "t": 40, "b": 56},
+        xaxis=week_axis(x, ticks, anchor="y2"),
         yaxis={"title": {"text": "effective rate"}, "tickformat": ".1%", "domain": [0.5, 1]},
         yaxis2={"title": {"text": "lost GPU·h"}, "domain": [0, 0.42], "anchor": "x"},
         shapes=[target_line(target, label=f"target {target_text('effective_rate', target)}")],
+        annotations=no_data_notes(x, empty, why="no job ran", yref="y2 domain"),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
@@ -206,6 +229,7 @@ def availability_heatmap_figure(series: dict[str, Any]) -> dict[str, Any]:
         "xgap": 1,
         "ygap": 1,
         "hovertemplate": "%{y} · %{x}: %{z:.1%}<extra></extra>",
+        "hoverongaps": False,  # a day the node was not in service: blank, no hover
     }
     layout = base_layout(
         height=max(200, 60 + 16 * len(rows)),

@@ -11,6 +11,8 @@ import pytest
 from django.utils import timezone
 
 from apps.common.weeks import week_label, week_start
+from apps.reports.export import JOB_COLUMNS
+from tests.reports.test_weekly_pdf import content, runs
 from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
@@ -59,12 +61,56 @@ def test_csv_and_pdf_downloads(client, users, sim, last_week):
     api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
     figures = {r[0]: r[1] for r in rows if len(r) == 3}
     assert figures["Effective training rate"] == f"{100 * api['effective_rate']:.2f}%"
-    job_rows = [r for r in rows if len(r) == 7 and r[0].isdigit()]
-    assert len(job_rows) == len(api["jobs"])
+    header = rows.index(list(JOB_COLUMNS))
+    job_rows = rows[header + 1 : header + 1 + len(api["jobs"])]
+    assert [int(r[0]) for r in job_rows] == [j["id"] for j in api["jobs"]]
+    assert rows[header + 1 + len(api["jobs"])] == []  # then the incidents
     pdf = client.get(f"/reports/weekly.pdf?week={last_week}")
     assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
     assert pdf.content.startswith(b"%PDF-") and len(pdf.content) > 2000
     assert client.get("/reports/weekly.xlsx").status_code == 404
+
+
+def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_week):
+    """Page, CSV and PDF rank the jobs by lost GPU-hours and show that column (and the
+    scheduled GPU-hours), with wall-clock hours labelled as such."""
+    client.force_login(users["mia"])
+    jobs = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()["jobs"]
+    lost = [sum(j["lost_gpu_hours"].values()) for j in jobs]
+    assert len(jobs) > 3 and lost == sorted(lost, reverse=True)
+    rows = list(csv.reader(io.StringIO(client.get(f"/reports/weekly.csv?week={last_week}").text)))
+    header = rows.index(list(JOB_COLUMNS))
+    column = {name: k for k, name in enumerate(JOB_COLUMNS)}
+    for row, job, gpu_h in zip(rows[header + 1 :], jobs, lost, strict=False):
+        assert row[column["lost GPU-hours"]] == f"{gpu_h:,.1f}"
+        assert row[column["scheduled GPU-hours"]] == f"{job['gpu_count'] * job['wall_hours']:,.0f}"
+        assert row[column["wall-clock hours"]] == f"{job['wall_hours']:,.1f}"
+    html = client.get(f"/reports/weekly/?week={last_week}").content.decode()
+    assert (
+        '<th scope="col" class="r" aria-sort="descending">Lost <span class="muted">GPU·h</span>'
+        in html
+    )
+    assert "Wall-clock" in html and f'<td class="r">{lost[0]:,.1f}</td>' in html
+    text = runs(content(client.get(f"/reports/weekly.pdf?week={last_week}").content))
+    jobs_at = text.index("Jobs (costliest first: by lost GPU-hours)")
+    assert text[jobs_at + 1 : jobs_at + 9] == [
+        "Job",
+        "Name",
+        "GPUs",
+        "Wall-clock h",
+        "Scheduled GPU-h",
+        "Lost GPU-h",
+        "Effective",
+        "MFU",
+    ]
+    assert text[jobs_at + 9 : jobs_at + 15] == [
+        str(jobs[0]["id"]),
+        jobs[0]["name"],
+        str(jobs[0]["gpu_count"]),
+        f"{jobs[0]['wall_hours']:,.1f}",
+        f"{jobs[0]['gpu_count'] * jobs[0]['wall_hours']:,.0f}",
+        f"{lost[0]:,.1f}",
+    ]
 
 
 def test_trends_page_and_chart_endpoints(client, users, sim):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from django.core.paginator import Page, Paginator
+from django.db.models import Case, Value, When
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
 from apps.common.listing import list_page
+from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster
 from apps.jobs.charts import job_progress_figure
 from apps.jobs.choices import JobStatus
@@ -15,6 +18,10 @@ from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
 from apps.jobs.readers import job_incidents
 from apps.jobs.selectors import job_detail, job_list
+
+# A job's page shows its nodes this many at a time (`?nodes=` is the page), those not
+# healthy first: a job on 9,600 nodes is pages of chips, not one page of 9,600.
+NODES_PER_PAGE = 256
 
 
 @role_required()
@@ -56,12 +63,20 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "mfu_now": job.mfu_now(stopped=health.stopped),
             "checkpoints": list(job.checkpoints.order_by("-saved_at")[:20]),
             "checkpoint_count": job.checkpoints.count(),
-            "nodes": list(job.nodes.order_by("hostname").values_list("hostname", "state")),
+            "nodes": _nodes_page(job, request.GET.get("nodes")),
             "attempts": list(job.attempts.order_by("-key")[:20]),
             "attempt_count": job.attempts.count(),
             "now": timezone.now(),
         },
     )
+
+
+def _nodes_page(job: Job, number: str | None) -> Page:
+    """One page of the job's (hostname, state), nodes not healthy first, then by name; a
+    page number that is not one gives the first or last page."""
+    healthy_last = Case(When(state=NodeState.HEALTHY, then=Value(1)), default=Value(0))
+    rows = job.nodes.order_by(healthy_last, "hostname").values_list("hostname", "state")
+    return Paginator(rows, NODES_PER_PAGE).get_page(number)
 
 
 @role_required()

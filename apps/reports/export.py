@@ -1,14 +1,13 @@
-"""The weekly report as CSV (stdlib csv) and PDF (fpdf2): the same figures as the page."""
+"""The weekly report as PDF (fpdf2), and its headline rows (the PDF's and the e-mail's): the
+same figures as the page. The tidy CSV tables are `weekly_tables.py`."""
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
-from apps.common import csvsafe
 from apps.reports import pdf_charts
 from apps.reports.choices import LOSS_CAUSES
 from apps.reports.pdf_charts import latin
@@ -91,47 +90,6 @@ def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
         _pct(j["effective_rate"]),
         _pct(j["mean_mfu"], 1),
     )
-
-
-def weekly_csv(report: dict[str, Any]) -> str:
-    """Headline figures, then one row per job, then the incidents behind the lost hours."""
-    out = io.StringIO()
-    w = csvsafe.writer(out)  # a title or job name is never a live formula
-    w.writerow(
-        ["KUAE Ops weekly report", f"cluster {report['cluster']}", f"week {week_title(report)}"]
-    )
-    w.writerow(["figure", "value", "target"])
-    w.writerows(headline(report))
-    w.writerow([])
-    w.writerow(JOB_COLUMNS)
-    w.writerows(_job_row(j) for j in report["jobs"])
-    w.writerow([])
-    w.writerow(
-        [
-            "incident",
-            "title",
-            "category",
-            "severity",
-            "planned",
-            "lost GPU-hours this week",
-            "incident's cost GPU-hours",
-            "recovered",
-        ]
-    )
-    w.writerows(
-        (
-            i["id"],
-            i["title"],
-            i["category_label"],
-            i["severity"],
-            i["planned"],
-            _num(i["week_lost_gpu_hours"], 2),
-            _num(i["lost_gpu_hours"], 2),
-            "yes" if i["recovered"] else "no (still costing)",
-        )
-        for i in report["incidents"]
-    )
-    return out.getvalue()
 
 
 def _table(

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from apps.common.weeks import WEEK, week_label
 from apps.fleet.models import Cluster
-from apps.reports.export import headline, weekly_csv, weekly_pdf
+from apps.reports.export import headline, weekly_pdf
 from apps.reports.models import ReportDelivery, Snapshot
 from apps.reports.weekly import (
     week_so_far_compute,
@@ -19,11 +19,13 @@ from apps.reports.weekly import (
     weekly_report,
     weekly_trends,
 )
+from apps.reports.weekly_tables import weekly_zip
 
 
 def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
-    """E-mail the week's report (text, CSV and PDF) to KUAE_REPORT_EMAILS, once per cluster
-    and week; False when already sent or nobody is on the list."""
+    """E-mail the week's report (text, PDF, and its tables as tidy CSV in a ZIP) to
+    KUAE_REPORT_EMAILS, once per cluster and week; False when already sent or nobody is
+    on the list."""
     week = week_label(start)
     recipients = list(settings.KUAE_REPORT_EMAILS)
     if not recipients or ReportDelivery.objects.filter(cluster=cluster, week=week).exists():
@@ -43,7 +45,7 @@ def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime
     message = EmailMessage(
         f"[KUAE Ops] {cluster.name} weekly report {week}", body, None, recipients
     )
-    message.attach(f"{name}.csv", weekly_csv(report), "text/csv")
+    message.attach(f"{name}.zip", weekly_zip(report, now=now, folder=name), "application/zip")
     trends = weekly_trends(cluster=cluster, start=start, now=now)
     message.attach(f"{name}.pdf", weekly_pdf(report, previous, trends), "application/pdf")
     with transaction.atomic():

@@ -16,7 +16,9 @@ urlpatterns = [
     path("reliability/", views_reliability.reliability_page, name="reliability"),
     path("reports/weekly/", views_weekly.weekly_page, name="weekly-report"),
     re_path(
-        r"^reports/weekly\.(?P<fmt>csv|pdf)$", views_weekly.weekly_download, name="weekly-download"
+        r"^reports/weekly\.(?P<fmt>csv|zip|pdf)$",
+        views_weekly.weekly_download,
+        name="weekly-download",
     ),
     path("reports/trends/", views_trends.trends_page, name="trends"),
     path("gpus/", views_gpus.gpu_fleet_page, name="gpu-fleet"),

@@ -1,5 +1,5 @@
 """The weekly report: the page (headline figures against targets, where the GPU-hours went,
-causes, jobs, incidents, a what-if) and its CSV and PDF."""
+causes, jobs, incidents, a what-if) and its downloads: tidy CSV tables and the PDF."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from django.utils import timezone
 from apps.accounts.permissions import role_required
 from apps.common.weeks import WEEK, week_label
 from apps.reports.choices import LOSS_CAUSES
-from apps.reports.export import weekly_csv, weekly_pdf
+from apps.reports.export import weekly_pdf
 from apps.reports.params import int_param, pick_cluster, week_param
 from apps.reports.selectors import targets_for, whatif_projection
 from apps.reports.weekly import weekly_report, weekly_trends
 from apps.reports.weekly_charts import lost_by_category_figure, waterfall_figure
+from apps.reports.weekly_tables import weekly_csv, weekly_zip
 
 
 def _causes(report: dict[str, Any]) -> list[tuple[str, str, float, float | None]]:
@@ -59,7 +60,8 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
-    """The week's report as `csv` or `pdf` (every reader may export)."""
+    """The week's report (every reader may export): `csv`, its headline figures as one tidy
+    row; `zip`, every table as tidy CSV; `pdf`, the printable report."""
     cluster, _ = pick_cluster(request)
     if cluster is None:
         raise Http404("no cluster")
@@ -68,7 +70,11 @@ def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
     report = weekly_report(cluster=cluster, start=start, now=now)
     name = f"kuae-weekly-{cluster.name}-{report['week']}"
     if fmt == "csv":
-        response = HttpResponse(weekly_csv(report), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(weekly_csv(report, now=now), content_type="text/csv; charset=utf-8")
+    elif fmt == "zip":
+        response = HttpResponse(
+            weekly_zip(report, now=now, folder=name), content_type="application/zip"
+        )
     else:
         previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
         trends = weekly_trends(cluster=cluster, start=start, now=now)

@@ -4,9 +4,7 @@ downtime, rework and lost GPU-hours for it at the same instant."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import json
 import re
 
@@ -16,6 +14,7 @@ from django.utils import timezone
 from apps.incidents.impact import impact
 from apps.incidents.models import Incident
 from apps.jobs.services import checkpoints_record_bulk, job_create
+from tests.reports.tables import tables
 
 pytestmark = pytest.mark.django_db
 
@@ -160,11 +159,11 @@ def test_every_surface_shows_one_figure_at_one_instant(world, client, users, clo
     for name, html in pages.items():
         assert figure_in_row(html, pk) == want.lost_gpu_hours, name
         assert "so far" in html, name  # the downtime is marked as still running
-    export = client.get(f"/reports/weekly.csv?cluster=c1&week={WEEK}").content.decode()
-    rows = list(csv.reader(io.StringIO(export)))
-    incidents = rows[next(i for i, r in enumerate(rows) if r[:1] == ["incident"]) :]
-    row = next(r for r in incidents if r[0] == str(pk))
-    assert row[6] == f"{want.lost_gpu_hours:,.2f}" and row[7].startswith("no")
+    export = tables(client.get(f"/reports/weekly.zip?cluster=c1&week={WEEK}").content)
+    row = next(r for r in export["incidents"] if r["incident_id"] == str(pk))
+    assert float(row["lost_gpu_hours_total"]) == want.lost_gpu_hours
+    assert (row["recovered"], float(row["downtime_seconds"])) == ("false", want.downtime_s)
+    assert row["generated_at_utc"] == clock.at.isoformat().replace("+00:00", "Z")
 
 
 def test_an_open_incident_keeps_costing_and_sorts_by_its_cost_now(world, client, users, clock):

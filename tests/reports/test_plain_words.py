@@ -4,9 +4,7 @@ are labelled in words; errors name fields as the form does."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import re
 from html.parser import HTMLParser
 
@@ -20,6 +18,7 @@ from apps.health.thresholds import FIELDS
 from apps.incidents.choices import Category, category_label
 from apps.incidents.models import Incident
 from apps.jobs.models import Job
+from tests.reports.tables import tables
 from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
@@ -101,11 +100,12 @@ def test_pareto_weekly_table_and_csv_use_labels(client, users, sim):
     labels = {category_label(c) for c in top}
     assert any(f'"{label}"' in reliability for label in labels)  # the Pareto's bars
     weekly = client.get(f"/reports/weekly/?week={week}").content.decode()
-    rows = list(csv.reader(io.StringIO(client.get(f"/reports/weekly.csv?week={week}").text)))
-    incidents = rows[[r[:1] for r in rows].index(["incident"]) + 1 :]  # after their header
-    shown = {r[2] for r in incidents if r and r[0].isdigit()}
+    files = tables(client.get(f"/reports/weekly.zip?week={week}").content)
+    shown = {r["category_label"] for r in files["incidents"]}
     assert shown and shown <= {c.label for c in Category}
     assert all(f"<td>{label}</td>" in weekly for label in shown)
+    for row in files["incidents"] + files["categories"]:  # the slug beside its label
+        assert category_label(row["category"]) == row["category_label"]
 
 
 def test_category_label() -> None:

@@ -4,9 +4,7 @@ the last complete week (page, API and export)."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import json
 import re
 
@@ -17,6 +15,7 @@ from apps.common.weeks import week_label, week_start
 from apps.fleet.services import cluster_create
 from apps.jobs.services import job_create
 from apps.reports.models import ClusterTargets
+from tests.reports.tables import rows
 
 pytestmark = pytest.mark.django_db
 
@@ -90,13 +89,10 @@ def test_an_admin_sets_a_clusters_targets_and_every_surface_reads_them(
     assert "target ≥ 10 d" in overview
     weekly = client.get("/reports/weekly/?cluster=c1").content.decode()
     assert "target ≥ 95%" in weekly and "target ≥ 97%" in weekly and "target ≥ 42%" in weekly
-    rows = list(
-        csv.reader(io.StringIO(client.get("/reports/weekly.csv?cluster=c1").content.decode()))
-    )
-    targets = {r[0]: r[2] for r in rows if len(r) == 3}
-    assert targets["Effective training rate"] == "≥ 95%"
-    assert targets["Cluster MTBF (hours)"].startswith("cluster MTBF ≥ 10 d")
-    assert targets["Mean MFU (GPU-weighted)"] == "≥ 42% (best public figure 60%)"
+    [row] = rows(client.get("/reports/weekly.csv?cluster=c1").content.decode())
+    assert row["effective_rate_target"] == "0.95" and row["gpu_availability_target"] == "0.97"
+    assert row["cluster_mtbf_target_hours"] == "240.0"  # 10 days
+    assert (row["mean_mfu_target"], row["mfu_best_public"]) == ("0.42", "0.6")
     reliability = client.get("/reliability/?cluster=c1").content.decode()
     assert "target ≥ 10 d" in reliability
 
@@ -130,14 +126,9 @@ def test_a_week_in_progress_reads_so_far(client, users, running):
     assert "(so far)" in re.search(r"<h1>.*?</h1>", page, re.S)[0]
     for label in ("Effective training rate", "Cluster MTBF", "GPU availability"):
         assert re.search(label + r' <span class="muted">so far</span>', page), label
-    rows = list(
-        csv.reader(
-            io.StringIO(
-                client.get(f"/reports/weekly.csv?cluster=c1&week={this_week()}").content.decode()
-            )
-        )
-    )
-    assert rows[0][2] == f"week {this_week()} (so far)"
+    [row] = rows(client.get(f"/reports/weekly.csv?cluster=c1&week={this_week()}").text)
+    assert (row["week"], row["complete"]) == (this_week(), "false")
+    assert row["figures_until_utc"] < row["week_end_utc"]  # so far: ISO UTC times sort
     chart = client.get("/charts/reports/effective.json?cluster=c1&days=21").json()
     weeks = chart["data"][-1]["x"]
     assert weeks[-1] == f"{this_week()} (so far)" and not any("so far" in w for w in weeks[:-1])

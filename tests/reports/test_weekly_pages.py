@@ -1,17 +1,16 @@
-"""The weekly report page, its CSV and PDF, the trends page and its chart endpoints, over a
+"""The weekly report page, its CSV, ZIP and PDF, the trends page and its chart endpoints, over a
 simulated cluster (the simulator writes through the same services as the API)."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 
 import pytest
 from django.utils import timezone
 
 from apps.common.weeks import week_label, week_start
-from apps.reports.export import JOB_COLUMNS
+from tests.reports.tables import rows as table_rows
+from tests.reports.tables import tables
 from tests.reports.test_weekly_pdf import content, runs
 from tests.support import simulate
 
@@ -52,23 +51,33 @@ def test_weekly_page_shows_targets_jobs_and_incidents(
     assert client.get("/reports/weekly/?week=garbage").status_code == 404
 
 
-def test_csv_and_pdf_downloads(client, users, sim, last_week):
+def test_csv_zip_and_pdf_downloads(client, users, sim, last_week):
     client.force_login(users["mia"])
+    api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
     response = client.get(f"/reports/weekly.csv?week={last_week}")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert f"{last_week}.csv" in response["Content-Disposition"]
-    rows = list(csv.reader(io.StringIO(response.content.decode())))
-    api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
-    figures = {r[0]: r[1] for r in rows if len(r) == 3}
-    assert figures["Effective training rate"] == f"{100 * api['effective_rate']:.2f}%"
-    header = rows.index(list(JOB_COLUMNS))
-    job_rows = rows[header + 1 : header + 1 + len(api["jobs"])]
-    assert [int(r[0]) for r in job_rows] == [j["id"] for j in api["jobs"]]
-    assert rows[header + 1 + len(api["jobs"])] == []  # then the incidents
+    [row] = table_rows(response.content.decode())  # one tidy row: the week's figures
+    assert (row["cluster"], row["week"], row["complete"]) == ("kuae-sim", last_week, "true")
+    assert float(row["effective_rate"]) == api["effective_rate"]  # a number, not "97.94%"
+    assert float(row["scheduled_gpu_hours"]) == api["scheduled_gpu_hours"]
+    archive = client.get(f"/reports/weekly.zip?week={last_week}")
+    assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"
+    assert f"{last_week}.zip" in archive["Content-Disposition"]
+    files = tables(archive.content)
+    assert set(files) == {"headline", "losses", "categories", "jobs", "incidents", "columns"}
+    assert files["headline"] == [row]
+    assert [int(j["job_id"]) for j in files["jobs"]] == [j["id"] for j in api["jobs"]]
+    assert [int(i["incident_id"]) for i in files["incidents"]] == [
+        i["id"] for i in api["incidents"]
+    ]
     pdf = client.get(f"/reports/weekly.pdf?week={last_week}")
     assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
     assert pdf.content.startswith(b"%PDF-") and len(pdf.content) > 2000
     assert client.get("/reports/weekly.xlsx").status_code == 404
+    page = client.get(f"/reports/weekly/?week={last_week}").content.decode()
+    for fmt in ("csv", "zip", "pdf"):
+        assert f'href="/reports/weekly.{fmt}?cluster=kuae-sim&week={last_week}" download' in page
 
 
 def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_week):
@@ -78,13 +87,15 @@ def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_wee
     jobs = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()["jobs"]
     lost = [sum(j["lost_gpu_hours"].values()) for j in jobs]
     assert len(jobs) > 3 and lost == sorted(lost, reverse=True)
-    rows = list(csv.reader(io.StringIO(client.get(f"/reports/weekly.csv?week={last_week}").text)))
-    header = rows.index(list(JOB_COLUMNS))
-    column = {name: k for k, name in enumerate(JOB_COLUMNS)}
-    for row, job, gpu_h in zip(rows[header + 1 :], jobs, lost, strict=False):
-        assert row[column["lost GPU-hours"]] == f"{gpu_h:,.1f}"
-        assert row[column["scheduled GPU-hours"]] == f"{job['gpu_count'] * job['wall_hours']:,.0f}"
-        assert row[column["wall-clock hours"]] == f"{job['wall_hours']:,.1f}"
+    archive = client.get(f"/reports/weekly.zip?week={last_week}").content
+    rows = tables(archive)["jobs"]
+    assert len(rows) == len(jobs)
+    for row, job, gpu_h in zip(rows, jobs, lost, strict=True):
+        assert float(row["lost_gpu_hours"]) == pytest.approx(gpu_h)
+        assert float(row["scheduled_gpu_hours"]) == pytest.approx(
+            job["gpu_count"] * job["wall_hours"]
+        )
+        assert float(row["wall_clock_hours"]) == job["wall_hours"]
     html = client.get(f"/reports/weekly/?week={last_week}").content.decode()
     assert (
         '<th scope="col" class="r" aria-sort="descending">Lost <span class="muted">GPU·h</span>'

@@ -88,6 +88,9 @@ def _set_aside(cursor: CursorWrapper, table: str, shape: _Shape, q: Quote) -> st
     """Rename `table` out of the way and free the names the new one takes over: its primary
     key, unique constraints and indexes (their names are the schema's), its sequences."""
     old = f"{table}__old"
+    # Rows written earlier in this transaction have their deferred foreign keys checked
+    # now: a table with checks pending cannot be altered.
+    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     cursor.execute(f"ALTER TABLE {q(table)} RENAME TO {q(old)}")
     if shape.primary:
         cursor.execute(f"ALTER TABLE {q(old)} DROP CONSTRAINT {q(shape.primary[0])}")

@@ -212,13 +212,17 @@ def _day_attach(table: str, column: str, day: dt.date) -> bool | None:
         partitions = _partitions(cursor, table)
         start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
         end = start + dt.timedelta(days=1)
-        if any(
-            not p.default
-            and (p.start is None or p.start < end)
-            and (p.end is None or p.end > start)
-            for p in partitions
-        ):
+        if any(_overlaps(p, start, end) for p in partitions):
             return False
+        # Writers wait while the day is attached (readers do not): an insert that had
+        # already routed its row to DEFAULT by the partitions it saw would fail once the
+        # new one is attached. The locks are taken parent first, as inserts take them, and
+        # DEFAULT's at the strength ATTACH needs (holding a weaker one, the move's DELETE,
+        # while waiting for that could deadlock with an insert).
+        cursor.execute(f"LOCK TABLE {q(table)} IN SHARE ROW EXCLUSIVE MODE")
+        default = _default_of(partitions)
+        if default is not None:
+            cursor.execute(f"LOCK TABLE {q(default)} IN ACCESS EXCLUSIVE MODE")
         bounds = q(f"{name}_bounds")
         cursor.execute(
             f"CREATE TABLE {q(name)} (LIKE {q(table)} "
@@ -227,7 +231,6 @@ def _day_attach(table: str, column: str, day: dt.date) -> bool | None:
         cursor.execute(
             f"ALTER TABLE {q(name)} ADD CONSTRAINT {bounds} CHECK ({col} >= {lo} AND {col} < {hi})"
         )
-        default = _default_of(partitions)
         if default is not None:
             cols = _columns(cursor, table)
             cursor.execute(
@@ -245,9 +248,8 @@ def partitions_drop_before(table: str, cutoff: dt.datetime, *, batch: int = DEFA
     """Retention for a partitioned table: drop every day partition wholly older than
     `cutoff` and delete DEFAULT's rows older than it; returns how many rows went.
 
-    A partition's rows are counted just before it is detached (a row that arrives in
-    between goes uncounted). Another worker pruning the same table, or a lock timeout,
-    leaves the rest for the next run."""
+    Another worker pruning the same table, or a lock timeout, leaves the rest for the next
+    run."""
     column = partition_key(table)
     if column is None:
         return 0
@@ -255,23 +257,23 @@ def partitions_drop_before(table: str, cutoff: dt.datetime, *, batch: int = DEFA
     for part in partitions_list(table):
         if part.default or part.end is None or part.end > cutoff:
             continue
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {q(part.name)}")
-            (rows,) = cursor.fetchone()
         try:
-            dropped = _day_drop(table, part.name)
+            rows = _day_drop(table, part.name)
         except OperationalError as error:
             log.warning("partition %s not dropped: %s", part.name, error)
             return removed
-        if dropped is None:
+        if rows is None:
             return removed
-        removed += rows if dropped else 0
+        removed += rows
     return removed + _default_prune(table, column, cutoff, batch)
 
 
-def _day_drop(table: str, name: str) -> bool | None:
-    """Detach and drop one partition. True: gone; False: it already was; None: another
-    session holds the table's lock."""
+def _day_drop(table: str, name: str) -> int | None:
+    """Count one partition's rows, then detach and drop it; returns the count (0 when it
+    was gone already), or None when another session holds the table's lock.
+
+    The count runs before the table-wide lock DETACH takes, so that readers and writers
+    wait only for the detach itself; a row that arrives in between goes uncounted."""
     with transaction.atomic(), connection.cursor() as cursor:
         if not _try_lock(cursor, table):
             return None
@@ -281,10 +283,12 @@ def _day_drop(table: str, name: str) -> bool | None:
             [table, name],
         )
         if cursor.fetchone() is None:
-            return False
+            return 0
+        cursor.execute(f"SELECT count(*) FROM {q(name)}")
+        (rows,) = cursor.fetchone()
         cursor.execute(f"ALTER TABLE {q(table)} DETACH PARTITION {q(name)}")
         cursor.execute(f"DROP TABLE {q(name)}")
-    return True
+    return rows
 
 
 def _default_prune(table: str, column: str, cutoff: dt.datetime, batch: int) -> int:

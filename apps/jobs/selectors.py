@@ -157,7 +157,18 @@ def checkpoint_marks(*, job: Job, limit: int, now: dt.datetime) -> list[Checkpoi
         )
         .order_by("slice")
     )
-    return [CheckpointMark(**{k: v for k, v in r.items() if k != "slice"}) for r in rows]
+    return [
+        CheckpointMark(
+            first=float(r["first"]),
+            last=float(r["last"]),
+            count=int(r["count"]),
+            step_lo=int(r["step_lo"]),
+            step_hi=int(r["step_hi"]),
+            blocking_lo=float(r["blocking_lo"]),
+            blocking_hi=float(r["blocking_hi"]),
+        )
+        for r in rows
+    ]
 
 
 def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None:

@@ -111,7 +111,10 @@ def weekly_trends(
     effective = effective_by_week(cluster=cluster, weeks=weeks, now=now, last=start)
     reliability = weekly_reliability(cluster=cluster, weeks=weeks, now=now, last=start)
     since = effective[0]["week"] if effective else ""  # the weeks since the first job
-    return {"effective": effective, "reliability": [w for w in reliability if w["week"] >= since]}
+    return {
+        "effective": effective,
+        "reliability": [w for w in reliability if str(w["week"]) >= since],
+    }
 
 
 SNAPSHOT_MAX_AGE = dt.timedelta(minutes=5)

@@ -22,9 +22,13 @@ class Epoch(Func):
         )
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(
-            compiler, connection, template="((julianday(%(expressions)s) - 2440587.5) * 86400.0)"
-        )
+        # Django keeps a datetime as UTC text, 'YYYY-MM-DD HH:MM:SS[.ffffff]'; SQLite's date
+        # functions round to the millisecond, so the whole seconds are strftime's of the text
+        # up to them and the fraction is read as written: exact to the microsecond.
+        sql, params = compiler.compile(self.source_expressions[0])
+        whole = f"CAST(strftime('%%s', substr({sql}, 1, 19)) AS REAL)"
+        seconds = f"{whole} + CAST(substr({sql}, 20) AS REAL)"
+        return f"({seconds})", (*params, *params)
 
 
 def from_epoch(seconds: float) -> dt.datetime:

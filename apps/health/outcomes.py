@@ -91,30 +91,26 @@ def _store_results(
 ) -> list[d.Finding]:
     """Upsert each target's result; return the findings that turned to pass."""
     existing = {
-        target: (pk, status, message, since, last_fail)
-        for target, pk, status, message, since, last_fail in CheckResult.objects.filter(
+        target: (pk, status, message)
+        for target, pk, status, message in CheckResult.objects.filter(
             cluster=run.cluster, kind=run.kind
-        ).values_list("target", "pk", "status", "message", "since", "last_fail_at")
+        ).values_list("target", "pk", "status", "message")
     }
     # Only results whose verdict or message changed are written: most of 10,000 GPUs pass
     # unchanged minute after minute, and their `at` stays when that pass was set (the
     # kind's last run time is on the run). Non-pass messages carry live figures, so they
-    # are refreshed every run.
-    new, updates, cleared = [], [], []
+    # are refreshed every run. Their times are read for those alone: at 100,000 GPUs,
+    # reading every result's two timestamps took longer than the rest of storing them.
+    new, changed, cleared = [], [], []
     for f in findings:
-        last_fail = now if f.status == ResultStatus.FAIL else None
         message = f.message[:2000]
         if f.target in existing:
-            pk, status, old_message, since, prev_fail = existing[f.target]
+            pk, status, old_message = existing[f.target]
             if status != ResultStatus.PASS and f.status == ResultStatus.PASS:
                 cleared.append(f)
             if status == f.status == ResultStatus.PASS and old_message == message:
                 continue
-            details = orjson.dumps(_clean(f.details)).decode()
-            same_since = since if status == f.status else now
-            updates.append(
-                (pk, f.status, message, details, now, run.pk, same_since, last_fail or prev_fail)
-            )
+            changed.append((pk, status, message, f))
         else:
             new.append(
                 CheckResult(
@@ -129,9 +125,17 @@ def _store_results(
                     at=now,
                     run=run,
                     since=now,
-                    last_fail_at=last_fail,
+                    last_fail_at=now if f.status == ResultStatus.FAIL else None,
                 )
             )
+    times = _result_times([pk for pk, *_ in changed])
+    updates = []
+    for pk, status, message, f in changed:
+        since, prev_fail = times[pk]
+        last_fail = now if f.status == ResultStatus.FAIL else prev_fail
+        details = orjson.dumps(_clean(f.details)).decode()
+        same_since = since if status == f.status else now
+        updates.append((pk, f.status, message, details, now, run.pk, same_since, last_fail))
     CheckResult.objects.bulk_create(new, batch_size=2000)
     update_many(
         CheckResult._meta.db_table,
@@ -140,6 +144,16 @@ def _store_results(
         updates,
     )
     return cleared
+
+
+def _result_times(
+    pks: Sequence[int],
+) -> dict[int, tuple[dt.datetime, dt.datetime | None]]:
+    """Results' `since` and `last_fail_at` by id (no query for none)."""
+    if not pks:
+        return {}
+    rows = among(CheckResult.objects.all(), "id", pks).values_list("pk", "since", "last_fail_at")
+    return {pk: (since, last_fail) for pk, since, last_fail in rows}
 
 
 def _key(f: d.Finding, job_of_node: dict[str, int]) -> Key:

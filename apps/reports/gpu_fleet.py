@@ -20,6 +20,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+from django.db.models import BigIntegerField, Count, F, FloatField, Max, Q, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce, Collate
 
 from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.prometheus_source import SourceDown, prometheus_latest
@@ -91,12 +97,21 @@ class Rankings:
     counted: int = 0
 
 
-def rank_gpus(gpus: Iterable[GPUValues], *, top: int = TOP) -> Rankings:
+def rank_gpus(
+    gpus: Iterable[GPUValues],
+    *,
+    top: int = TOP,
+    max_clock: float | None = None,
+    counted: int | None = None,
+) -> Rankings:
     """Rank GPUs: hottest (temperature, highest first), least utilised (utilisation, lowest
-    first) and throttled (see the module's docstring), `top` of each; ties by host and GPU."""
+    first) and throttled (see the module's docstring), `top` of each; ties by host and GPU.
+    `max_clock` and `counted` are the fleet's when `gpus` are only the candidates for the
+    lists (else taken from `gpus`)."""
     rows = list(gpus)
-    clocks = [g.metrics["sm_clock_mhz"] for g in rows if g.metrics.get("sm_clock_mhz")]
-    max_clock = max(clocks) if clocks else None
+    if max_clock is None:
+        clocks = [g.metrics["sm_clock_mhz"] for g in rows if g.metrics.get("sm_clock_mhz")]
+        max_clock = max(clocks) if clocks else None
 
     def ranked(g: GPUValues) -> Ranked:
         clock = g.metrics.get("sm_clock_mhz")
@@ -127,7 +142,7 @@ def rank_gpus(gpus: Iterable[GPUValues], *, top: int = TOP) -> Rankings:
         least_utilised=[ranked(g) for g in idle[:top]],
         throttled=throttled[:top],
         max_clock=max_clock,
-        counted=len(rows),
+        counted=len(rows) if counted is None else counted,
     )
 
 
@@ -151,13 +166,45 @@ class GPUFleet:
     jobs: dict[str, list[JobRef]] = field(default_factory=dict)
 
 
-def _posted(cluster: Cluster, now: dt.datetime) -> list[GPUValues]:
-    rows = (
-        GPU.objects.filter(node__cluster=cluster, updated_at__gte=now - FRESH)
-        .values_list("node__hostname", "index", "metrics")
-        .iterator(chunk_size=5000)
+def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
+    """The posted values (fresh within FRESH) ranked in the database: the count and the
+    highest SM clock in one query, then each list's `top` by the same keys as `rank_gpus`
+    (names compared bytewise, as Python does), which ranks those candidates again — so a
+    100,000-GPU cluster sends a few dozen GPUs' documents, not all of them."""
+    fresh = GPU.objects.filter(node__cluster=cluster, updated_at__gte=now - FRESH).annotate(
+        temp=_number("temp_c"),
+        util=_number("gpu_util"),
+        clock=_number("sm_clock_mhz"),
+        throttle=_number("sm_clock_throttle"),
     )
-    return [GPUValues(host, index, metrics or {}) for host, index, metrics in rows]
+    fleet = fresh.aggregate(n=Count("pk"), max_clock=Max("clock", filter=~Q(clock=0)))
+    max_clock = fleet["max_clock"]
+    host = Collate("node__hostname", "C" if connection.vendor == "postgresql" else "BINARY")
+    slowdown = Cast("throttle", BigIntegerField()).bitand(sum(SLOWDOWN_REASONS))
+    throttled = Q(throttle__isnull=False) & ~Q(reasons=0)
+    shortfall: Any = Value(0.0)
+    if max_clock:
+        shortfall = Coalesce(Value(1.0) - F("clock") / Value(float(max_clock)), Value(0.0))
+        busy = Q(util__gte=BUSY_UTIL, clock__isnull=False, shortfall__gte=CLOCK_SHORTFALL)
+        throttled |= busy
+    candidates = fresh.annotate(host=host, reasons=slowdown, shortfall=shortfall)
+    lists = (
+        candidates.filter(temp__isnull=False).order_by("-temp", "host", "index"),
+        candidates.filter(util__isnull=False).order_by("util", "host", "index"),
+        candidates.filter(throttled).order_by("-shortfall", "host", "index"),
+    )
+    found: dict[tuple[str, int], GPUValues] = {}
+    for listed in lists:
+        for hostname, index, metrics in listed.values_list("node__hostname", "index", "metrics")[
+            :top
+        ]:
+            found[(hostname, index)] = GPUValues(hostname, index, metrics or {})
+    return rank_gpus(found.values(), top=top, max_clock=max_clock, counted=fleet["n"])
+
+
+def _number(key: str) -> Cast:
+    """A GPU's latest `key` as a number in SQL (the intake keeps numbers only)."""
+    return Cast(KT(f"metrics__{key}"), FloatField())
 
 
 def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet:
@@ -165,17 +212,16 @@ def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet
     Prometheus that does not answer gives empty lists and the error naming it."""
     source = "prometheus" if cluster.prometheus_url else "posted"
     error = ""
-    gpus: list[GPUValues] = []
+    rankings = Rankings()
     if cluster.prometheus_url:
         try:
             samples = prometheus_latest(cluster, fields=RANKED_FIELDS, now=now)
         except SourceDown as exc:
             error = str(exc)
         else:
-            gpus = [GPUValues(s.node, s.gpu, s.metrics) for s in samples]
+            rankings = rank_gpus((GPUValues(s.node, s.gpu, s.metrics) for s in samples), top=top)
     else:
-        gpus = _posted(cluster, now)
-    rankings = rank_gpus(gpus, top=top)
+        rankings = _posted(cluster, now, top)
     fleet = GPUFleet(cluster=cluster, source=source, rankings=rankings, error=error)
     listed = {
         r.gpu.hostname

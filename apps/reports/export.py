@@ -65,28 +65,16 @@ def week_title(report: dict[str, Any]) -> str:
     return report["week"] + ("" if report["complete"] else " (so far)")
 
 
-# The jobs are ranked by lost GPU-hours, so that is the column shown (wall-clock hours say
-# how long each ran; GPU-hours, hours × GPUs, what it was scheduled).
-JOB_COLUMNS = (
-    "job",
-    "name",
-    "GPUs",
-    "wall-clock hours",
-    "scheduled GPU-hours",
-    "lost GPU-hours",
-    "effective rate",
-    "mean MFU",
-)
-
-
 def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
+    """A job's row of the PDF: ranked by lost GPU-hours, so that column comes first, then
+    what it was scheduled (GPUs × hours) and how long it ran."""
     return (
         str(j["id"]),
         j["name"],
         str(j["gpu_count"]),
-        _num(j["wall_hours"], 1),
-        _num(j["scheduled_gpu_hours"], 0),
         _num(j["lost_gpu_hours_total"], 1),
+        _num(j["scheduled_gpu_hours"], 0),
+        _num(j["wall_hours"], 1),
         _pct(j["effective_rate"]),
         _pct(j["mean_mfu"], 1),
     )
@@ -204,14 +192,14 @@ def weekly_pdf(
             "Job",
             "Name",
             "GPUs",
-            "Wall-clock h",
-            "Scheduled GPU-h",
             "Lost GPU-h",
+            "Scheduled GPU-h",
+            "Wall-clock h",
             "Effective",
             "MFU",
         ),
         [_job_row(j) for j in report["jobs"][:40]],
-        (12, 52, 14, 22, 26, 22, 22, 20),
+        (12, 52, 14, 22, 26, 23, 21, 20),
         left=2,
     )
     if report["incidents"]:

@@ -4,6 +4,7 @@ simulated cluster (the simulator writes through the same services as the API).""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.utils import timezone
@@ -101,16 +102,24 @@ def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_wee
         '<th scope="col" class="r" aria-sort="descending">Lost <span class="muted">GPU·h</span>'
         in html
     )
-    assert "Wall-clock" in html and f'<td class="r">{lost[0]:,.1f}</td>' in html
+    row = html[html.index(">" + jobs[0]["name"] + "</a>") :]
+    cells = re.findall(r'<td class="r">([^<]*)</td>', row)[:4]  # the costliest job's first
+    assert cells == [
+        f"{jobs[0]['gpu_count']:,}",
+        f"{lost[0]:,.1f}",
+        f"{jobs[0]['gpu_count'] * jobs[0]['wall_hours']:,.0f}",
+        f"{jobs[0]['wall_hours']:.1f}",
+    ]
+    assert "Wall-clock" in html
     text = runs(content(client.get(f"/reports/weekly.pdf?week={last_week}").content))
     jobs_at = text.index("Jobs (costliest first: by lost GPU-hours)")
     assert text[jobs_at + 1 : jobs_at + 9] == [
         "Job",
         "Name",
         "GPUs",
-        "Wall-clock h",
-        "Scheduled GPU-h",
         "Lost GPU-h",
+        "Scheduled GPU-h",
+        "Wall-clock h",
         "Effective",
         "MFU",
     ]
@@ -118,9 +127,9 @@ def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_wee
         str(jobs[0]["id"]),
         jobs[0]["name"],
         str(jobs[0]["gpu_count"]),
-        f"{jobs[0]['wall_hours']:,.1f}",
-        f"{jobs[0]['gpu_count'] * jobs[0]['wall_hours']:,.0f}",
         f"{lost[0]:,.1f}",
+        f"{jobs[0]['gpu_count'] * jobs[0]['wall_hours']:,.0f}",
+        f"{jobs[0]['wall_hours']:,.1f}",
     ]
 
 

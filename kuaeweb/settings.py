@@ -259,6 +259,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No deep links: swagger-ui draws each as a link inside the operation's button, which
+    # screen readers and keyboards cannot reach apart (nested interactive controls).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Descriptions are read in Swagger UI: no references to internal design documents.

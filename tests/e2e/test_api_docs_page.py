@@ -11,6 +11,7 @@ from django.test import override_settings
 
 from apps.accounts.services import user_create_or_update
 from tests.e2e.support import sign_in, watch
+from tests.e2e.test_accessibility import SCAN, _axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,9 +28,14 @@ def _operations(page) -> int:  # noqa: ANN001 - a Playwright page
 
 
 def test_a_reader_sees_swagger_ui_in_the_app_frame(chromium, live_server):
+    axe = _axe()
     user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
     for scheme in ("light", "dark"):
         context = chromium.new_context(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
+        context.route(  # axe-core from the app's origin: the page CSP allows only 'self'
+            live_server.url + "/__axe.js",
+            lambda route: route.fulfill(body=axe, content_type="application/javascript"),
+        )
         page = context.new_page()
         seen = watch(page, live_server.url)
         sign_in(page, live_server.url, "mia", "pw")
@@ -42,6 +48,8 @@ def test_a_reader_sees_swagger_ui_in_the_app_frame(chromium, live_server):
         # The card stays light in the dark theme: swagger-ui's own text is dark on white.
         card = page.locator(".card.api-docs")
         assert card.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 255, 255)"
+        page.add_script_tag(url=live_server.url + "/__axe.js")
+        assert page.evaluate(SCAN) == []  # no serious or critical WCAG violation
         page.locator("#swagger-ui .opblock-summary").first.click()  # an operation opens
         page.wait_for_selector("#swagger-ui .opblock.is-open")
         seen.assert_clean()
@@ -60,6 +68,10 @@ def test_public_docs_for_someone_not_signed_in(chromium, live_server):
     sign_in_link = page.locator("header.top a.sign-in")
     assert sign_in_link.inner_text() == "Sign in"
     assert page.locator("header.top >> text=Sign out").count() == 0
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing scrolls sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 391
+    assert not sign_in_link.is_visible()  # in the menu, as the user menu is
+    page.click("header.top .menu-toggle")
     sign_in_link.click()
     page.wait_for_selector("#id_username")
     assert "/login/?next=/api/docs/" in page.url

@@ -1,5 +1,5 @@
 """A manager in real Chromium opens the weekly report and the trends page: every chart
-draws, the CSV and PDF download, nothing is fetched from outside the app."""
+draws, the CSV, its ZIP of tables and the PDF download, nothing is fetched from outside the app."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from apps.accounts.services import user_create_or_update
 from tests.e2e.support import sign_in, watch
+from tests.reports.tables import tables
 from tests.support import simulate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,10 +33,17 @@ def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tm
     assert charts.count() >= 3
     assert page.locator(".waterfalllayer .point").count() == 6  # scheduled, 4 causes, productive
     with page.expect_download() as csv_download:
-        page.click("a.button >> text=CSV")
+        page.click("a.button >> text=Figures (CSV)")
     csv_path = tmp_path / csv_download.value.suggested_filename
     csv_download.value.save_as(csv_path)
-    assert csv_path.read_text().startswith("KUAE Ops weekly report")
+    header, week, *more = csv_path.read_text().splitlines()
+    assert header.startswith("cluster,week,") and week.startswith("kuae-sim,") and not more
+    with page.expect_download() as zip_download:
+        page.click("a.button >> text=All tables (ZIP of CSV)")
+    zip_path = tmp_path / zip_download.value.suggested_filename
+    zip_download.value.save_as(zip_path)
+    files = tables(zip_path.read_bytes())
+    assert files["headline"][0]["week"] == week.split(",")[1] and files["jobs"]
     with page.expect_download() as pdf_download:
         page.click("a.button >> text=PDF")
     pdf_path = tmp_path / pdf_download.value.suggested_filename

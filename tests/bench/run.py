@@ -167,6 +167,9 @@ def main() -> None:
     from tests.bench.reporter import bench_reporter
 
     bench_reporter()
+    from tests.bench.partitions import bench_partitions
+
+    bench_partitions()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ def prune_before(model: type[models.Model], field: str, cutoff: dt.datetime) -> 
     day that straddles it stays until it is all older) and DEFAULT's rows before it; any
     other table, SQLite's among them, has exactly its older rows deleted in batches."""
     table = model._meta.db_table
-    if partition_key(table) == model._meta.get_field(field).column:
+    column = getattr(model._meta.get_field(field), "column", field)
+    if partition_key(table) == column:
         return partitions_drop_before(table, cutoff)
     return delete_in_batches(model._default_manager.filter(**{f"{field}__lt": cutoff}))

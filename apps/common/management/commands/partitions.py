@@ -19,11 +19,12 @@ from apps.common.tasks import DAYS_AHEAD
 
 def _size(n: int) -> str:
     """Bytes in the largest unit that keeps the figure at least 1."""
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+    value = float(n)
+    for unit in ("B", "kB", "MB"):
+        if value < 1024:
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"
 
 
 def _range(part: Partition) -> str:
@@ -65,7 +66,8 @@ class Command(BaseCommand):
                 f"~{rows:,} rows, {_size(size)}"
             )
             for part in parts:
-                rows = f"~{part.rows:,}"
+                estimate = f"~{part.rows:,}"
                 self.stdout.write(
-                    f"  {part.name:<32} {_range(part):<40} {rows:>13} rows {_size(part.bytes):>10}"
+                    f"  {part.name:<32} {_range(part):<40} {estimate:>13} rows "
+                    f"{_size(part.bytes):>10}"
                 )

@@ -210,8 +210,11 @@ def test_django_schema_changes_still_apply_to_the_partitioned_tables() -> None:
     assert not exists("jobmetric_probe_step")
 
     with connection.cursor() as cursor:
+        cursor.execute("SELECT setval('jobs_jobmetric_id_seq', 500)")
         for sql in connection.ops.sequence_reset_sql(no_style(), [JobMetric]):
             cursor.execute(sql)
+        cursor.execute("SELECT last_value, is_called FROM jobs_jobmetric_id_seq")
+        assert cursor.fetchone() == (1, False)  # found and reset: the table is empty
 
 
 @needs_postgres

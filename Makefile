@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 
-.PHONY: run test lint bench fuzz load lock clean
+.PHONY: run test lint bench bench-scale fuzz load lock clean
 
 # Every dependency, transitive ones included, from the hash-checked development lock (the
 # runtime's plus the test tools); then the project and its node agent (agent/, the
@@ -53,6 +53,10 @@ lint: $(VENV)/.installed
 ## bench: figures against a baseline measured in the same run (PostgreSQL when DATABASE_URL is set)
 bench: $(VENV)/.installed
 	$(PY) -m tests.bench.run
+
+## bench-scale: make bench's last part alone — sweep, checks and pages at 10,240 and 102,400 GPUs
+bench-scale: $(VENV)/.installed
+	$(PY) -m tests.bench.scale $(SCALE_ARGS)
 
 ## load: gunicorn, 2 workers and beat on PostgreSQL/Redis under agent and browser load
 load: $(VENV)/.installed

@@ -58,6 +58,11 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=30)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--seeds", type=int, default=20, help="detection-quality clusters")
+    parser.add_argument(
+        "--scale-gpus",
+        default="10240,102400",
+        help="fleet sizes of the scale part (tests/bench/scale.py), comma-separated; '' skips it",
+    )
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     django_ready(url)
@@ -170,6 +175,15 @@ def main() -> None:
     from tests.bench.partitions import bench_partitions
 
     bench_partitions()
+    if args.scale_gpus:
+        from django.db import connections
+
+        from tests.bench.scale import bench_scale
+        from tests.bench.scale import parser as scale_parser
+
+        connections.close_all()  # each size recreates the bench database
+        sizes = [int(n) for n in args.scale_gpus.split(",") if n.strip()]
+        bench_scale(url, sizes, scale_parser().parse_args([]))
 
 
 if __name__ == "__main__":

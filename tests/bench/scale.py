@@ -96,6 +96,7 @@ def report(sizes: list[dict], seconds: float) -> None:
             for kind, counts in size["findings"].items()
         )
         print(f"  results at {size['gpus']:,} GPUs: {found}")
+    table("Checks, detection alone (ms): loading what each reads and judging", sizes, "detect")
     table("Pages, server time (median ms)", sizes, "pages")
     print(f"\nScale part: {seconds / 60:.1f} min")
 

@@ -13,9 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.accounts.services import token_issue, user_create_or_update
+from apps.common.tasks import ensure_partitions
 from apps.fleet.models import GPU, Cluster, Node
 from apps.health.choices import SCHEDULED_KINDS
-from apps.health.services import runs_execute_now
+from apps.health.services import detect, limits_for, runs_execute_now
 from apps.incidents.models import Incident
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.simulator.plan import make_plan
@@ -43,6 +44,7 @@ class SizeFigures:
     build: dict[str, float] = field(default_factory=dict)
     sweep: dict[str, Figure] = field(default_factory=dict)
     checks: dict[str, Figure] = field(default_factory=dict)
+    detect: dict[str, Figure] = field(default_factory=dict)
     findings: dict[str, dict[str, int]] = field(default_factory=dict)
     pages: dict[str, Figure] = field(default_factory=dict)
 
@@ -52,7 +54,8 @@ def fleet_build(gpus: int, *, days: float, failure_rate: float, out: SizeFigures
     telemetry alone (one sample per GPU through the intake) rather than hours of it: racks,
     leaf switches and PDUs, a flagship job on three quarters of the nodes and lanes of
     smaller ones with their recent job-wide and per-node samples (a straggler, a hang),
-    incidents and state changes. The tables are then analysed, as autovacuum would."""
+    incidents and state changes. Then, as in production, each day's samples go to their
+    day's partition (where the tables are partitioned) and the tables are analysed."""
     start = time.perf_counter()
     plan = make_plan(
         gpus=gpus,
@@ -65,6 +68,7 @@ def fleet_build(gpus: int, *, days: float, failure_rate: float, out: SizeFigures
         plan, cluster_name=CLUSTER, interval_s=60, log=lambda m: print(f"  {m}"), telemetry_steps=0
     )
     out.build["written, s"] = time.perf_counter() - start
+    ensure_partitions()  # as beat does hourly: the days' rows out of DEFAULT, if partitioned
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -80,8 +84,16 @@ def fleet_build(gpus: int, *, days: float, failure_rate: float, out: SizeFigures
 
 def checks_measure(cluster: Cluster, out: SizeFigures) -> None:
     """Every scheduled kind through the real service: one run of all (results and incidents
-    created), then each kind alone in steady state, timed with its SQL statements counted."""
+    created), then each kind alone in steady state, timed with its SQL statements counted;
+    and each kind's detection alone (loading what it reads and judging, nothing stored)."""
     runs_execute_now(cluster=cluster, kinds=list(SCHEDULED_KINDS), requested_by="bench")
+    now, limits = timezone.now(), limits_for(cluster)
+    for kind in SCHEDULED_KINDS:
+        with CaptureQueriesContext(connection) as queries:
+            start = time.perf_counter()
+            detect(kind, cluster, now, limits)
+            took = time.perf_counter() - start
+        out.detect[kind] = Figure(took * 1000, len(queries))
     for kind in SCHEDULED_KINDS:
         with CaptureQueriesContext(connection) as queries:
             start = time.perf_counter()

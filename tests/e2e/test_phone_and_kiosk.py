@@ -1,6 +1,6 @@
-"""Phones and wall screens (issue 18, item 2), in real Chromium: at 390 px no page scrolls
-sideways and the menu folds behind a button; `?kiosk=1` shows no chrome and says when its
-data has gone stale."""
+"""Phones and wall screens (issue 18, item 2), in real Chromium: at 390 px the menu folds
+behind a button (no page scrolls sideways: tests/e2e/test_every_page.py); `?kiosk=1` shows
+no chrome and says when its data has gone stale."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ import pytest
 from django.core.management import call_command
 
 from apps.accounts.services import user_create_or_update
-from apps.fleet.models import Node
-from apps.incidents.models import Incident
-from apps.jobs.models import Job
 from tests.e2e.support import sign_in, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -18,36 +15,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 WIDE = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 
-def test_no_page_scrolls_sideways_on_a_phone(chromium, live_server):
-    call_command("simulate", gpus=64, days=7, seed=5)
+def test_the_menu_folds_behind_a_button_on_a_phone(chromium, live_server):
+    call_command("simulate", gpus=16, days=1, seed=5)
     user_create_or_update(username="otto", role="operator", password="pw", check_password=False)
     page = chromium.new_page(viewport={"width": 390, "height": 844})
     seen = watch(page, live_server.url)
     sign_in_phone(page, live_server.url)
-    node = Node.objects.order_by("hostname").first()
-    job = Job.objects.order_by("id").first()
-    incident = Incident.objects.order_by("id").first()
-    pages = [
-        "/",
-        "/nodes/",
-        "/jobs/",
-        "/incidents/",
-        "/health/",
-        "/reliability/",
-        "/reports/weekly/",
-        "/reports/trends/",
-        f"/nodes/{node.hostname}/",
-        f"/jobs/{job.pk}/",
-    ] + ([f"/incidents/{incident.pk}/"] if incident else [])
-    wide = {}
-    for url in pages:
-        page.goto(live_server.url + url)
-        page.wait_for_load_state("networkidle")
-        scroll, inner = page.evaluate(WIDE)
-        if scroll > inner + 1:
-            wide[url] = scroll
-    assert not wide, f"pages wider than the 390 px phone: {wide}"
-    # the menu is folded behind its button, and opens
+    page.goto(live_server.url + "/nodes/")
     assert not page.locator("#main-nav").is_visible()
     page.click(".menu-toggle")
     assert page.locator("#main-nav >> text=Incidents").is_visible()

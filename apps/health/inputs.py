@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from typing import Any
 
 import orjson
 from django.db.models import Count, Q
@@ -124,9 +125,10 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
     ]
 
 
-def _json_value(value: object) -> object:
+def _json_value(value: object) -> Any:
     """A JSON value read as text (PostgreSQL's `->>`: `62`, `1834.2`, `true`, a string
-    unquoted) or as itself (SQLite) → the value the document holds."""
+    unquoted) or as itself (SQLite) → the value the document holds (a number: the intake
+    keeps numbers only)."""
     if not isinstance(value, str):
         return value
     try:

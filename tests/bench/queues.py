@@ -65,6 +65,7 @@ def bench_queues(big_name: str = "kuae-sim", rounds: int = 3) -> None:
     from apps.fleet.models import Cluster
     from apps.fleet.services import NodeSpec, cluster_create, nodes_register
     from apps.health.choices import SCHEDULED_KINDS
+    from apps.incidents.models import Incident
     from kuaeweb.celery import app
 
     big = Cluster.objects.get(name=big_name)
@@ -95,6 +96,10 @@ def bench_queues(big_name: str = "kuae-sim", rounds: int = 3) -> None:
     finally:
         app.conf.task_default_queue = default
         Cluster.objects.filter(pk=big.pk).update(queue="")
+        # The later parts (the weekly report, the scale part) expect one cluster.
+        Incident.objects.filter(cluster=small).delete()
+        small.nodes.all().delete()
+        small.delete()
     print(
         f"  both on the shared queue (2 workers):      small cluster's check done after "
         f"{shared_small:.2f} s (backlog done after {shared_all:.2f} s)\n"

@@ -1,11 +1,11 @@
 """A cluster's Prometheus as its telemetry source (CONTRACT §10, DESIGN "Telemetry sources").
 
-A pull asks the cluster's `prometheus_url` one instant query (`apps.fleet.promql`) — the
-same one at 2 nodes or 20,000 — and feeds the latest values it answers into the telemetry
-intake that posted telemetry goes through (`telemetry_ingest`). The checks' loaders then
-read the same GPU rows and XID/counter events whichever way the values came: an XID gauge
-that changed is an event, a counter that grew is one, a GPU whose series vanished stops
-being fresh.
+A pull asks the cluster's `prometheus_url` one instant query (`apps.fleet.promql`) of the
+fields it needs — the same one at 2 nodes or 20,000 — and feeds the latest values it
+answers into the telemetry intake that posted telemetry goes through (`telemetry_ingest`).
+The checks' loaders then read the same GPU rows and XID/counter events whichever way the
+values came: an XID gauge that changed is an event, a counter that grew is one, a GPU whose
+series vanished stops being fresh.
 
 A server that does not answer — refused, timed out, a 5xx, an answer that is not JSON or
 not a vector, an answer past `KUAE_PROMETHEUS_MAX_BYTES`, an address the destination policy
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import httpx
@@ -36,6 +36,7 @@ from apps.fleet.promql import (
     vector_of,
 )
 from apps.fleet.services.telemetry import IngestResult, telemetry_ingest
+from apps.fleet.telemetry import DCGM_FIELDS
 
 QUERY_PATH = "/api/v1/query"
 QUERY_RANGE_PATH = "/api/v1/query_range"
@@ -162,13 +163,18 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def prometheus_pull(cluster: Cluster, *, now: dt.datetime) -> IngestResult:
-    """Read the latest dcgm values of the cluster's GPUs from its Prometheus (one query)
-    and store them as posted telemetry is stored (values, events, rollups, the nodes'
-    last_seen_at). SourceDown when the server does not answer; nothing is written then."""
+def prometheus_pull(
+    cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
+) -> IngestResult:
+    """Read the latest dcgm values of the cluster's GPUs from its Prometheus (one query) —
+    every field, or those stored as `metrics` (KUAE's names) and the temperature with the
+    GPU's identity — and store them as posted telemetry is stored (values, events, rollups,
+    the nodes' last_seen_at). SourceDown when the server does not answer; nothing is
+    written then."""
     url = cluster.prometheus_url
     known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
-    vector = instant_query(url, dcgm_query(), at=now, token=token_for(cluster))
+    fields = [f for f, name in DCGM_FIELDS.items() if metrics is None or name in metrics]
+    vector = instant_query(url, dcgm_query(fields), at=now, token=token_for(cluster))
     hosts = host_index({host for host, _ in known})
     samples = samples_of(vector, hosts=hosts, known=known, ts=now)
     return telemetry_ingest(samples=samples, now=now)
@@ -182,6 +188,7 @@ def prometheus_latest(
     fleet view's GPU rankings). SourceDown when the server does not answer."""
     url = cluster.prometheus_url
     known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
-    vector = instant_query(url, dcgm_query(fields), at=now, token=token_for(cluster))
+    query = dcgm_query(fields, identity=False)
+    vector = instant_query(url, query, at=now, token=token_for(cluster))
     hosts = host_index({host for host, _ in known})
     return samples_of(vector, hosts=hosts, known=known, ts=now)

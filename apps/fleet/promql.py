@@ -1,8 +1,9 @@
 """What KUAE asks a cluster's Prometheus (CONTRACT §10) and how it reads the answer: pure,
 no database, no network.
 
-One instant query per pull, whatever the cluster's size: every dcgm field of the §2 table,
-for every GPU the server knows, reduced to the labels KUAE files a value under. The
+One instant query per pull, whatever the cluster's size: the dcgm fields of the §2 table the
+pull needs, for every GPU the server knows, reduced to the labels KUAE files a value under
+(and the GPU's identity on one field only). The
 cluster's nodes are picked out of the answer here, by their `Hostname` (or `hostname`)
 label, not in PromQL: a regex of 1,000 hostnames is a slow query and a long request, while
 a Prometheus that scrapes several clusters only sends a few more series. The answer's size
@@ -22,21 +23,36 @@ from apps.fleet.pcibus import pci_bus_or_blank
 from apps.fleet.telemetry import DCGM_FIELDS, DCGM_NOT_SUPPORTED
 
 HOST_LABELS = ("Hostname", "hostname")
-# The labels kept per series: the field, the host, the GPU and what names it.
-KEPT_LABELS = ("__name__", *HOST_LABELS, "gpu", "UUID", "modelName", "pci_bus_id")
+# The labels a value is filed under: the field, the host and the GPU.
+VALUE_LABELS = ("__name__", *HOST_LABELS, "gpu")
+# What names the GPU besides, asked of one field only: the same on every field of a GPU, and
+# as long again as the rest of a series in the answer.
+IDENTITY_LABELS = ("UUID", "modelName", "pci_bus_id")
+IDENTITY_FIELD = "DCGM_FI_DEV_GPU_TEMP"
 
 
 class AnswerError(ValueError):
     """The server answered, but not with an instant vector: the message says what."""
 
 
-def dcgm_query(fields: Iterable[str] = DCGM_FIELDS) -> str:
-    """The one instant query of a pull: the latest value of each field per GPU. `max by`
-    keeps one series per (field, host, GPU) even when two scrape jobs or an HA pair of
-    exporters report the same GPU, and drops labels KUAE does not read (instance, driver
-    version …), which makes the answer about half as long."""
-    names = "|".join(sorted(set(fields)))
-    return f'max by ({", ".join(KEPT_LABELS)}) ({{__name__=~"{names}"}})'
+def dcgm_query(fields: Iterable[str] = DCGM_FIELDS, *, identity: bool = True) -> str:
+    """The one instant query of a pull: the latest value of each of `fields` per GPU.
+
+    `max by` keeps one series per (field, host, GPU) even when two scrape jobs or an HA pair
+    of exporters report the same GPU, and drops labels KUAE does not read (instance, driver
+    version …). With `identity`, the temperature (added when not among `fields`) also
+    carries the GPU's UUID, model and PCI address, which the other fields leave out: the
+    answer is about half as long as with every label on every field."""
+    names = set(fields)
+    parts = []
+    if identity:
+        names.discard(IDENTITY_FIELD)
+        by = ", ".join((*VALUE_LABELS, *IDENTITY_LABELS))
+        parts.append(f'max by ({by}) ({{__name__="{IDENTITY_FIELD}"}})')
+    if names:
+        pattern = "|".join(sorted(names))
+        parts.append(f'max by ({", ".join(VALUE_LABELS)}) ({{__name__=~"{pattern}"}})')
+    return " or ".join(parts)
 
 
 def _result(answer: Any, kind: str) -> list[Any]:
@@ -59,19 +75,17 @@ def _result(answer: Any, kind: str) -> list[Any]:
 def vector_of(answer: Any) -> list[tuple[dict[str, str], float]]:
     """The (labels, value) pairs of an instant query's JSON answer; AnswerError when it is
     not a successful vector (the server's own error message is named)."""
-    result = _result(answer, "vector")
     out = []
-    for item in result:
-        if not isinstance(item, dict):
-            continue
-        labels, pair = item.get("metric"), item.get("value")
-        if not isinstance(labels, dict) or not isinstance(pair, list) or len(pair) != 2:
-            continue
+    for item in _result(answer, "vector"):
+        # The shape Prometheus answers, checked by trying it (a pull reads 10⁶ of these):
+        # {"metric": {label: value}, "value": [time, "number"]}; anything else is skipped.
         try:
-            value = float(pair[1])
-        except (TypeError, ValueError):
+            labels, (_, number) = item["metric"], item["value"]
+            value = float(number)
+        except (TypeError, KeyError, ValueError):
             continue
-        out.append(({str(k): str(v) for k, v in labels.items()}, value))
+        if type(labels) is dict and type(number) is str:
+            out.append((labels, value))
     return out
 
 
@@ -93,7 +107,7 @@ def host_index(hostnames: Iterable[str]) -> dict[str, str]:
 def _host(labels: Mapping[str, str], hosts: Mapping[str, str]) -> str | None:
     for key in HOST_LABELS:
         value = labels.get(key)
-        if value:
+        if value and type(value) is str:
             return hosts.get(value) or hosts.get(value.split(".", 1)[0])
     return None
 
@@ -110,25 +124,45 @@ def samples_of(
     index), and dcgm's "not supported" sentinels or NaN are left out."""
     values: dict[tuple[str, int], dict[str, float]] = {}
     identity: dict[tuple[str, int], tuple[str, str, str]] = {}
+    # A GPU's series share its host and gpu labels: each pair is looked up once (None: not
+    # one of the cluster's GPUs).
+    gpus: dict[tuple[object, object, object], tuple[str, int] | None] = {}
     for labels, value in vector:
-        name = DCGM_FIELDS.get(labels.get("__name__", ""))
-        host = _host(labels, hosts)
-        gpu = labels.get("gpu", "")
-        if name is None or host is None or not gpu.isdigit():
+        field = labels.get("__name__")
+        name = DCGM_FIELDS.get(field) if type(field) is str else None
+        if name is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
-        if (host, int(gpu)) not in known:
+        seen = (labels.get("Hostname"), labels.get("hostname"), labels.get("gpu"))
+        try:
+            key = gpus.get(seen, False)
+        except TypeError:  # a label that is a list or an object: no GPU of ours
             continue
-        if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+        if key is False:
+            key = gpus[seen] = _gpu_key(labels, hosts, known)
+        if key is None:
             continue
-        key = (host, int(gpu))
         values.setdefault(key, {})[name] = int(value) if value.is_integer() else value
-        if key not in identity:
+        if "UUID" in labels or "modelName" in labels or "pci_bus_id" in labels:
             bus = pci_bus_or_blank(labels.get("pci_bus_id"))
-            identity[key] = (labels.get("UUID", ""), labels.get("modelName", ""), bus)
+            # As long as the GPU's columns hold (a label may be anything a server sends).
+            uuid, model = (str(labels.get(k, ""))[:64] for k in ("UUID", "modelName"))
+            identity[key] = (uuid, model, bus)
+    blank = ("", "", "")  # kept as stored (the intake leaves blank identity alone)
     return [
-        TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
+        TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), blank))
         for (host, gpu), metrics in sorted(values.items())
     ]
+
+
+def _gpu_key(
+    labels: Mapping[str, str], hosts: Mapping[str, str], known: Container[tuple[str, int]]
+) -> tuple[str, int] | None:
+    """(hostname, index) of the series' GPU when it is one of `known`, else None."""
+    host, gpu = _host(labels, hosts), labels.get("gpu")
+    if host is None or type(gpu) is not str or not gpu.isdigit():
+        return None
+    key = (host, int(gpu))
+    return key if key in known else None
 
 
 # Charts over a range (CONTRACT §10): at most this many points per series, with a step no

@@ -98,6 +98,8 @@ def report(sizes: list[dict], seconds: float) -> None:
         print(f"  results at {size['gpus']:,} GPUs: {found}")
     table("Checks, detection alone (ms): loading what each reads and judging", sizes, "detect")
     table("Pages, server time (median ms)", sizes, "pages")
+    if any(size["prometheus"] for size in sizes):
+        table("Prometheus as the source: a pull, and each check reading it", sizes, "prometheus")
     print(f"\nScale part: {seconds / 60:.1f} min")
 
 

@@ -22,6 +22,7 @@ from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.simulator.plan import make_plan
 from apps.simulator.writer import write_plan
 from tests.bench.intake import bench_sweep
+from tests.bench.prometheus_scale import prometheus_measure
 from tests.bench.timing import median_ms
 
 CLUSTER = "kuae-scale"
@@ -47,6 +48,7 @@ class SizeFigures:
     detect: dict[str, Figure] = field(default_factory=dict)
     findings: dict[str, dict[str, int]] = field(default_factory=dict)
     pages: dict[str, Figure] = field(default_factory=dict)
+    prometheus: dict[str, Figure] = field(default_factory=dict)
 
 
 def fleet_build(gpus: int, *, days: float, failure_rate: float, out: SizeFigures) -> Cluster:
@@ -162,10 +164,18 @@ def sweep_measure(client: Client, out: SizeFigures) -> None:
     out.sweep["first sweep (events for most GPUs), s"] = Figure(cold.seconds, cold.queries)
 
 
+def prometheus_part(cluster: Cluster, out: SizeFigures) -> None:
+    """The cluster reading its telemetry from a real Prometheus (prometheus_scale.py)."""
+    figures: dict[str, tuple[float, int | None]] = {}
+    prometheus_measure(cluster, figures)
+    out.prometheus = {label: Figure(value, queries) for label, (value, queries) in figures.items()}
+
+
 def measure_size(gpus: int, *, days: float, failure_rate: float, repeat: int) -> SizeFigures:
     """Build a fleet of `gpus` in the (fresh) database Django is set up on and measure it:
-    checks and pages first, on the fleet as built; the sweep last, as its values replace
-    the built ones (the hot GPU, the slow GPU) the checks judge."""
+    checks and pages first, on the fleet as built; then the sweep, as its values replace
+    the built ones (the hot GPU, the slow GPU) the checks judge; then the same fleet read
+    from a real Prometheus."""
     out = SizeFigures(gpus)
     print(f"\n{gpus:,} GPUs: building", flush=True)
     cluster = fleet_build(gpus, days=days, failure_rate=failure_rate, out=out)
@@ -177,6 +187,7 @@ def measure_size(gpus: int, *, days: float, failure_rate: float, repeat: int) ->
         ("checks", lambda: checks_measure(cluster, out)),
         ("pages", lambda: pages_measure(reader, cluster, repeat, out)),
         ("sweep", lambda: sweep_measure(writer, out)),
+        ("Prometheus", lambda: prometheus_part(cluster, out)),
     ):
         start = time.perf_counter()
         run()

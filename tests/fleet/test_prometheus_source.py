@@ -17,6 +17,9 @@ from django.utils import timezone
 from apps.fleet.models import Cluster
 from apps.fleet.prometheus_source import SourceDown, instant_query, token_for
 from apps.fleet.promql import dcgm_query, host_index, samples_of, vector_of
+from apps.fleet.telemetry import COUNTERS, DCGM_FIELDS
+from apps.health.choices import CheckKind
+from apps.health.services import PULLED_METRICS, TELEMETRY_KINDS
 
 URL = "/api/v1/clusters/c1/"
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -67,11 +70,79 @@ def test_token_from_the_cluster_else_the_environment(cluster: Cluster, settings:
     assert token_for(cluster) == "own"
 
 
-def test_one_query_names_every_field_and_keeps_few_labels() -> None:
+def test_one_query_names_every_field_with_the_identity_on_one() -> None:
     query = dcgm_query()
-    assert query.startswith("max by (__name__, Hostname, hostname, gpu, UUID, modelName")
-    assert "DCGM_FI_DEV_GPU_TEMP" in query and "DCGM_FI_DEV_XID_ERRORS" in query
+    identity, values = query.split(" or ")
+    assert identity == (
+        "max by (__name__, Hostname, hostname, gpu, UUID, modelName, pci_bus_id) "
+        '({__name__="DCGM_FI_DEV_GPU_TEMP"})'
+    )
+    assert values.startswith('max by (__name__, Hostname, hostname, gpu) ({__name__=~"')
+    assert "DCGM_FI_DEV_XID_ERRORS" in values and "DCGM_FI_DEV_GPU_TEMP" not in values
     assert "Hostname=~" not in query  # never a regex of the cluster's hostnames
+    # Without the identity (the fleet view), and the temperature added to a pull without it.
+    assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"], identity=False) == (
+        'max by (__name__, Hostname, hostname, gpu) ({__name__=~"DCGM_FI_DEV_GPU_UTIL"})'
+    )
+    assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"]).count("DCGM_FI_DEV_GPU_TEMP") == 1
+
+
+def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() -> None:
+    pulled = PULLED_METRICS
+    assert set(pulled) == set(TELEMETRY_KINDS)
+    assert {"temp_c", "mem_temp_c"} <= pulled[CheckKind.THERMAL]
+    assert {"xid", *COUNTERS, "row_remap_failure"} <= pulled[CheckKind.GPU_ERRORS]
+    kinds = list(pulled.values())
+    assert sum(map(len, kinds)) == len(set().union(*kinds))  # no field read twice a minute
+    assert set().union(*kinds) == set(DCGM_FIELDS.values())
+
+
+def test_vector_of_skips_what_is_not_a_series() -> None:
+    good = {"metric": {"__name__": "x", "gpu": "0"}, "value": [1, "2.5"]}
+    answer = {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [
+                good,
+                5,
+                {"metric": [], "value": [1, "2"]},
+                {"metric": {}, "value": [1]},
+                {"metric": {}, "value": [1, 2]},
+                {"metric": {}, "value": [1, "not a number"]},
+                {"value": [1, "2"]},
+            ],
+        },
+    }
+    assert vector_of(answer) == [({"__name__": "x", "gpu": "0"}, 2.5)]
+
+
+def test_samples_of_takes_the_identity_where_it_is_and_ignores_odd_labels() -> None:
+    vector = [
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "n1", "gpu": "0"}, 97.0),
+        (
+            {
+                "__name__": "DCGM_FI_DEV_GPU_TEMP",
+                "Hostname": "n1",
+                "gpu": "0",
+                "UUID": "GPU-1",
+                "modelName": "H100",
+                "pci_bus_id": "00000000:18:00.0",
+            },
+            61.0,
+        ),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "n1", "gpu": "1"}, 5.0),
+        ({"__name__": ["DCGM_FI_DEV_GPU_UTIL"], "Hostname": "n1", "gpu": "1"}, 5.0),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": 7, "gpu": "1"}, 5.0),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": ["n1"], "gpu": "1"}, 5.0),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "n1", "gpu": 1}, 5.0),
+    ]
+    known = {("n1", 0), ("n1", 1)}
+    samples = samples_of(vector, hosts=host_index(["n1"]), known=known, ts=NOW)
+    assert [(s.gpu, s.metrics, s.uuid, s.model, s.pci_bus) for s in samples] == [
+        (0, {"gpu_util": 97, "temp_c": 61}, "GPU-1", "H100", "0000:18:00.0"),
+        (1, {"gpu_util": 5}, "", "", ""),  # blank: the intake keeps what it has
+    ]
 
 
 def test_samples_of_picks_the_cluster_gpus_and_maps_names() -> None:

@@ -27,8 +27,9 @@ import pytest
 from django.utils import timezone
 
 from apps.fleet.choices import NodeState
-from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+from apps.fleet.telemetry import DCGM_FIELDS
 from apps.health.choices import SOURCE_TARGET, CheckKind, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun
 from apps.health.services import run_execute
@@ -415,6 +416,12 @@ def test_query_count_is_the_same_at_2_and_20_nodes(stack: dict[str, Any]) -> Non
         )
         assert gpus.count() == 8 * len(hosts)
     assert counts["small"] == counts["large"] == 3  # one instant query per run
+    # Each run reads the fields its check judges; the three read every field between them,
+    # and the GPU's identity with the temperature.
+    gpu = GPU.objects.get(node__hostname="pq-l19", index=7)
+    exposed = {name for field, name in DCGM_FIELDS.items() if f"\n{field}{{" in TEMPLATE}
+    assert len(exposed) >= 10 and exposed <= set(gpu.metrics)
+    assert gpu.uuid.startswith("GPU-") and gpu.pci_bus and gpu.model
     assert all(r.startswith("POST /api/v1/query") for r in proxy.requests)
 
 

@@ -197,10 +197,12 @@ KUAE_SLURM_TIMEOUT_S = env_int("KUAE_SLURM_TIMEOUT_S", 20, minimum=1)
 KUAE_SLURM_CONF = env_str("KUAE_SLURM_CONF", env_str("SLURM_CONF"))  # for `cli` without a path
 KUAE_SLURM_JWT = env_secret("KUAE_SLURM_JWT")
 # A cluster's Prometheus (CONTRACT §10, `prometheus_url`): the bearer token when the cluster
-# has none of its own (admin), how long one query may take (connect to last byte), and the
-# largest answer read (bytes) — past it the source counts as not answering.
+# has none of its own (admin), how long one query may take (connect to last byte) for a page
+# and for a check's pull of every GPU (up to 15 s at 102,400 GPUs on a 2-core machine), and
+# the largest answer read (bytes) — past either bound the source counts as not answering.
 KUAE_PROMETHEUS_TOKEN = env_secret("KUAE_PROMETHEUS_TOKEN")
 KUAE_PROMETHEUS_TIMEOUT_S = env_int("KUAE_PROMETHEUS_TIMEOUT_S", 10, minimum=1)
+KUAE_PROMETHEUS_PULL_TIMEOUT_S = env_int("KUAE_PROMETHEUS_PULL_TIMEOUT_S", 30, minimum=1)
 KUAE_PROMETHEUS_MAX_BYTES = env_int("KUAE_PROMETHEUS_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 KUAE_SLURM_USER = env_str("KUAE_SLURM_USER")  # X-SLURM-USER-NAME, for a JWT with no user
 KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)

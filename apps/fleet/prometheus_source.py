@@ -174,7 +174,13 @@ def prometheus_pull(
     url = cluster.prometheus_url
     known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
     fields = [f for f, name in DCGM_FIELDS.items() if metrics is None or name in metrics]
-    vector = instant_query(url, dcgm_query(fields), at=now, token=token_for(cluster))
+    vector = instant_query(
+        url,
+        dcgm_query(fields),
+        at=now,
+        token=token_for(cluster),
+        timeout_s=settings.KUAE_PROMETHEUS_PULL_TIMEOUT_S,
+    )
     hosts = host_index({host for host, _ in known})
     samples = samples_of(vector, hosts=hosts, known=known, ts=now)
     return telemetry_ingest(samples=samples, now=now)

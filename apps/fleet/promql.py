@@ -134,11 +134,10 @@ def samples_of(
             continue
         seen = (labels.get("Hostname"), labels.get("hostname"), labels.get("gpu"))
         try:
-            key = gpus.get(seen, False)
+            known_pair = seen in gpus
         except TypeError:  # a label that is a list or an object: no GPU of ours
             continue
-        if key is False:
-            key = gpus[seen] = _gpu_key(labels, hosts, known)
+        key = gpus[seen] if known_pair else gpus.setdefault(seen, _gpu_key(labels, hosts, known))
         if key is None:
             continue
         values.setdefault(key, {})[name] = int(value) if value.is_integer() else value

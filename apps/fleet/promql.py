@@ -3,11 +3,11 @@ no database, no network.
 
 One instant query per pull, whatever the cluster's size: the dcgm fields of the §2 table the
 pull needs, for every GPU the server knows, reduced to the labels KUAE files a value under
-(and the GPU's identity on one field only). The
-cluster's nodes are picked out of the answer here, by their `Hostname` (or `hostname`)
-label, not in PromQL: a regex of 1,000 hostnames is a slow query and a long request, while
-a Prometheus that scrapes several clusters only sends a few more series. The answer's size
-is bounded where it is read (`KUAE_PROMETHEUS_MAX_BYTES`).
+(and the GPU's identity on one field only). The cluster's nodes are picked out of the
+answer here, by their `Hostname` (or `hostname`) label, not in PromQL: a regex of 1,000
+hostnames is a slow query and a long request, while a Prometheus that scrapes several
+clusters only sends a few more series. The answer's size is bounded where it is read
+(`KUAE_PROMETHEUS_MAX_BYTES`).
 """
 
 from __future__ import annotations

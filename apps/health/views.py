@@ -52,7 +52,10 @@ def health_page(request: HttpRequest) -> HttpResponse:
             query.setlist("status", ["fail", "warn"])
         filterset = ResultFilter(query, queryset=results(cluster=cluster))
         page = Paginator(filterset.qs, 100).get_page(request.GET.get("page"))
-        thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
+        # Read, not created: a page view writes nothing (the defaults until someone saves).
+        thresholds = Thresholds.objects.filter(cluster=cluster).first() or Thresholds(
+            cluster=cluster
+        )
         query.pop("page", None)
         context.update(
             kinds=kind_statuses(cluster=cluster),

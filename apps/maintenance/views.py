@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -73,7 +73,7 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
                 )
                 return redirect("maintenance-detail", pk=window.pk)
     elif request.method == "POST":
-        raise Http404
+        raise PermissionDenied("only operators book maintenance windows")
     cal = calendar(now=now, cluster=cluster)
     days = [now + dt.timedelta(days=i) for i in range(7)]
     return render(

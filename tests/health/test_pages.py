@@ -28,6 +28,9 @@ def test_health_page(client, users, checked, django_assert_max_num_queries):
     assert "Run now" not in html  # managers read; operators run
     client.force_login(users["otto"])
     assert "Run now" in client.get("/health/").content.decode()
+    # Reading the page writes nothing: no thresholds row until someone saves one.
+    assert "the defaults" in client.get("/health/?cluster=c1").content.decode()
+    assert not Thresholds.objects.exists()
 
 
 def test_run_now_and_thresholds_are_for_operators(

@@ -143,3 +143,21 @@ def test_admin_lists_fleet_and_jobs(client, users, nodes, job):
     client.force_login(users["root"])
     for path in ("/admin/fleet/node/", "/admin/jobs/job/", "/admin/incidents/incident/"):
         assert client.get(path).status_code == 200
+
+
+def test_readme_api_example_names_what_make_run_makes():
+    """The README's API example is run beside `make run` as written: the interpreter is the
+    one `make` installs into, and the cluster is the one the demo simulates."""
+    from apps.simulator.management.commands.simulate import Command as Simulate
+
+    text = (ROOT / "README.md").read_text()
+    example = text.split("## Using the API", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    venv = next(
+        line.split(":=")[1].strip()
+        for line in (ROOT / "Makefile").read_text().splitlines()
+        if line.startswith("VENV :=")
+    )
+    assert example.startswith(f"TOKEN=$({venv}/bin/python manage.py create_user ")
+    demo_cluster = Simulate().create_parser("manage.py", "simulate").get_default("cluster")
+    assert f"--cluster {demo_cluster} " in example
+    assert "http://127.0.0.1:8000/api/v1/jobs/1/metrics/" in example  # make run's PORT

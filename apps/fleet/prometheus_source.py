@@ -29,6 +29,7 @@ from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster
 from apps.fleet.promql import (
     AnswerError,
+    dcgm_fields,
     dcgm_query,
     host_index,
     matrix_of,
@@ -173,7 +174,7 @@ def prometheus_pull(
     written then."""
     url = cluster.prometheus_url
     known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
-    fields = [f for f, name in DCGM_FIELDS.items() if metrics is None or name in metrics]
+    fields = DCGM_FIELDS if metrics is None else dcgm_fields(metrics)
     vector = instant_query(
         url,
         dcgm_query(fields),

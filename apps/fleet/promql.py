@@ -35,6 +35,11 @@ class AnswerError(ValueError):
     """The server answered, but not with an instant vector: the message says what."""
 
 
+def dcgm_fields(metrics: Container[str]) -> list[str]:
+    """The dcgm fields stored under `metrics` (KUAE's names, as in posted telemetry)."""
+    return [field for field, name in DCGM_FIELDS.items() if name in metrics]
+
+
 def dcgm_query(fields: Iterable[str] = DCGM_FIELDS, *, identity: bool = True) -> str:
     """The one instant query of a pull: the latest value of each of `fields` per GPU.
 
@@ -134,10 +139,11 @@ def samples_of(
             continue
         seen = (labels.get("Hostname"), labels.get("hostname"), labels.get("gpu"))
         try:
-            known_pair = seen in gpus
+            key = gpus[seen]
+        except KeyError:
+            key = gpus[seen] = _gpu_key(labels, hosts, known)
         except TypeError:  # a label that is a list or an object: no GPU of ours
             continue
-        key = gpus[seen] if known_pair else gpus.setdefault(seen, _gpu_key(labels, hosts, known))
         if key is None:
             continue
         values.setdefault(key, {})[name] = int(value) if value.is_integer() else value

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster
 from apps.fleet.prometheus_source import SourceDown, instant_query, token_for
-from apps.fleet.promql import dcgm_query, host_index, samples_of, vector_of
+from apps.fleet.promql import dcgm_fields, dcgm_query, host_index, samples_of, vector_of
 from apps.fleet.telemetry import COUNTERS, DCGM_FIELDS
 from apps.health.choices import CheckKind
 from apps.health.services import PULLED_METRICS, TELEMETRY_KINDS
@@ -85,6 +85,12 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
         'max by (__name__, Hostname, hostname, gpu) ({__name__=~"DCGM_FI_DEV_GPU_UTIL"})'
     )
     assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"]).count("DCGM_FI_DEV_GPU_TEMP") == 1
+    # KUAE's names to dcgm's: both spellings of the throttle reasons.
+    assert dcgm_fields({"xid", "sm_clock_throttle"}) == [
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    ]
 
 
 def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() -> None:

@@ -31,9 +31,12 @@ RUN = re.compile(r"\(((?:[^()\\]|\\.)*)\) Tj")
 
 
 def content(pdf: bytes) -> str:
-    """Every compressed stream of the PDF, inflated (page contents, in order)."""
+    """Every compressed stream of the PDF, inflated (page contents, in order). Inflated by a
+    decompressor object, which keeps what it read when the stream's last byte is a CR the
+    `\r?\nendstream` split took (zlib.decompress refused such a stream as truncated)."""
     streams = re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S)
-    return b"".join(zlib.decompress(s) for s in streams if s[:1] == b"x").decode("latin-1")
+    inflated = (zlib.decompressobj().decompress(s) for s in streams if s[:1] == b"x")
+    return b"".join(inflated).decode("latin-1")
 
 
 def runs(ops: str) -> list[str]:

@@ -58,7 +58,12 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "task": "apps.maintenance.tasks.maintenance_tick",
         "schedule": float(settings.KUAE_MAINTENANCE_TICK_S),
     }
-    # Repairs (CONTRACT §9.5): new drains open repairs; burn-ins are judged.
+    # Repairs (docs/repairs.md): new drains open repairs within seconds (no page read opens
+    # one; the pages show it as being opened until then); burn-ins are judged.
+    schedule["repairs-sync"] = {
+        "task": "apps.repairs.tasks.repairs_sync",
+        "schedule": float(settings.KUAE_REPAIRS_SYNC_S),
+    }
     schedule["repairs-tick"] = {
         "task": "apps.repairs.tasks.repairs_tick",
         "schedule": float(settings.KUAE_REPAIRS_TICK_S),

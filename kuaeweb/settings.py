@@ -210,6 +210,8 @@ KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)
 KUAE_MAINTENANCE_TICK_S = env_int("KUAE_MAINTENANCE_TICK_S", 30, minimum=1)
 # How often new drains open repairs and burn-ins are judged (CONTRACT §9.5), seconds.
 KUAE_REPAIRS_TICK_S = env_int("KUAE_REPAIRS_TICK_S", 30, minimum=1)
+# How soon a drain or down has its repair (docs/repairs.md): pages only read, this tick opens.
+KUAE_REPAIRS_SYNC_S = env_int("KUAE_REPAIRS_SYNC_S", 5, minimum=1)
 
 KUAE_RETAIN_METRICS_DAYS = env_int("KUAE_RETAIN_METRICS_DAYS", 90, minimum=1)
 KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)

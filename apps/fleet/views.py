@@ -12,7 +12,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import role_required, user_has_role
+from apps.common import panels
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.charts import node_telemetry_figure
@@ -55,7 +56,9 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
-    """A node: the open incidents naming it, its GPUs' latest values, state history, jobs."""
+    """A node: the open incidents naming it, its GPUs' latest values, state history, jobs;
+    above them the panels the apps above the fleet lend (its maintenance windows, its
+    repair)."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
@@ -67,6 +70,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
         "fleet/node_detail.html",
         {
             "node": node,
+            "panels": panels.render(slot=panels.NODE, request=request, node=node),
             "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
             "gpus": gpus,
             "gpu_columns": GPU_COLUMNS,
@@ -80,7 +84,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "window_query": _window_query(window),
             "ranges": [(key, label) for key, (label, _) in RANGES.items()],
             "now": timezone.now(),
-            "can_set_state": request.user.has_role(OPERATORS),
+            "can_set_state": user_has_role(request.user, OPERATORS),
             "state_form": NodeStateForm(
                 initial={"state": "drained" if node.state in ("healthy", "suspect") else "healthy"}
             ),

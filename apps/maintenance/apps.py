@@ -12,8 +12,11 @@ class MaintenanceConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.incidents import silences
+        from apps.maintenance.panels import panels_lend
         from apps.maintenance.services import alerts_silence
 
         # The Alertmanager intake (incidents) knows no window: it asks this app, which
         # keeps an alert on the window covering its node (DESIGN: dependencies point one way).
         silences.lend(silence=alerts_silence)
+        # The node page (fleet) and the overview (reports) show windows without knowing them.
+        panels_lend()

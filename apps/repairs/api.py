@@ -22,7 +22,7 @@ from apps.repairs.serializers import (
     ReturnSerializer,
     flat_errors,
 )
-from apps.repairs.services import Step, node_return, repair_update, repairs_sync
+from apps.repairs.services import Step, node_return, repair_update
 
 TRUE = {"1", "true", "yes", "on"}
 
@@ -31,7 +31,9 @@ class RepairListView(generics.ListAPIView):
     """`GET repairs/?cluster=&status=&node=` (paginated, newest first): a repair is opened
     when a node becomes drained or down (one open per node; a further drain or down is added
     to it), holds the reason, the incidents open then, the failing check results (evidence)
-    and the steps done, and closes when the node is back in service."""
+    and the steps done, and closes when the node is back in service. A drain's repair is
+    listed within `KUAE_REPAIRS_SYNC_S` seconds (5 by default): the beat opens it, a read
+    never does."""
 
     roles = {"GET": READERS}
     serializer_class = RepairSerializer
@@ -39,10 +41,6 @@ class RepairListView(generics.ListAPIView):
 
     def get_queryset(self):  # noqa: ANN201
         return repair_list()
-
-    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
-        repairs_sync()  # a drain written a moment ago has its repair already
-        return super().list(request, *args, **kwargs)
 
 
 class RepairDetailView(APIView):

@@ -9,3 +9,10 @@ class RepairsConfig(AppConfig):
 
     name = "apps.repairs"
     label = "repairs"
+
+    def ready(self) -> None:
+        from apps.repairs.panels import panels_lend
+
+        # The node page (fleet) and the reliability page (reports) show repairs without
+        # knowing them (docs/repairs.md).
+        panels_lend()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from apps.common.choices import ColouredChoices, Hue, css_prefix
+from apps.fleet.choices import NodeState
 
 
 @css_prefix("repair")
@@ -39,6 +40,10 @@ class Closure(models.TextChoices):
     SKIPPED = "skipped", "Returned without burn-in"
     OUTSIDE = "outside", "Returned to service outside the repair"
 
+
+LIVE = (RepairStatus.OPEN, RepairStatus.BURN_IN)  # a repair not closed yet
+# A node put back in one of these states by anyone but this app closes its repair.
+IN_SERVICE = (NodeState.HEALTHY, NodeState.SUSPECT)
 
 # A node with this many repairs opened within REPEAT_DAYS is a repeat offender.
 REPEAT_REPAIRS = 3

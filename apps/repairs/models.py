@@ -70,8 +70,13 @@ class RepairChange(models.Model):
         return f"repair #{self.repair_id} change {self.change_id}"
 
 
+# State change ids re-read behind the cursor: a transaction that committed late.
+OVERLAP = 500
+
+
 class Cursor(models.Model):
-    """How far the repairs app has read the fleet's state history (one row)."""
+    """How far the repairs app has read the fleet's state history (one row); each sync
+    re-reads OVERLAP ids behind it."""
 
     last_change_id = models.BigIntegerField(default=0)
 

@@ -1,18 +1,20 @@
-"""Reads of the repairs app: lists for the API and the page, a node's open repair, repeat
-offenders."""
+"""Reads of the repairs app: lists for the API and the page, a node's open repair, the
+repairs being opened, repeat offenders. Reads only: a page read opens no repair
+(docs/repairs.md)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
-from apps.fleet.models import Node
+from apps.fleet.choices import OUT_OF_SERVICE
+from apps.fleet.models import Node, NodeStateChange
 from apps.incidents.models import Incident
-from apps.repairs.choices import REPEAT_DAYS, REPEAT_REPAIRS, RepairStatus
-from apps.repairs.models import Repair
+from apps.repairs.choices import LIVE, REPEAT_DAYS, REPEAT_REPAIRS, RepairStatus
+from apps.repairs.models import OVERLAP, Cursor, Repair, RepairChange
 
 
 def repair_list() -> QuerySet[Repair]:
@@ -31,6 +33,45 @@ def repair_list() -> QuerySet[Repair]:
 def open_repair_of(node: Node) -> Repair | None:
     """The node's repair not yet closed, if any."""
     return repair_list().filter(node=node).exclude(status=RepairStatus.CLOSED).first()
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A node drained or down whose repair is not opened yet: `change` is the drain or down
+    the next sync (the beat's, every KUAE_REPAIRS_SYNC_S seconds) opens it for. The pages
+    show it as a repair being opened, so that reading them need not write it."""
+
+    node: Node
+    change: NodeStateChange
+
+
+def repairs_opening(
+    *, cluster: str = "", node: Node | None = None, limit: int = 200
+) -> list[Opening]:
+    """Nodes drained or down now, with no repair open, that have a drain or down the sync
+    has not taken yet (of every cluster, one, or one node), the longest waiting first. The
+    sync reads past its cursor only (less a margin), so this does too: a few indexed rows."""
+    cursor = Cursor.objects.filter(pk=1).values_list("last_change_id", flat=True).first() or 0
+    taken = RepairChange.objects.filter(change=OuterRef("pk"))
+    live = Repair.objects.filter(node=OuterRef("node_id"), status__in=LIVE)
+    rows = (
+        NodeStateChange.objects.filter(
+            id__gt=max(0, cursor - OVERLAP),
+            state__in=OUT_OF_SERVICE,
+            node__state__in=OUT_OF_SERVICE,
+        )
+        .filter(~Exists(taken), ~Exists(live))
+        .select_related("node", "node__cluster")
+        .order_by("id")
+    )
+    if cluster:
+        rows = rows.filter(node__cluster__name=cluster)
+    if node is not None:
+        rows = rows.filter(node=node)
+    first: dict[int, Opening] = {}
+    for change in rows[: limit * 4]:  # the first untaken change per node opens its repair
+        first.setdefault(change.node_id, Opening(node=change.node, change=change))
+    return list(first.values())[:limit]
 
 
 def repair_counts(node_ids: list[int], *, now: dt.datetime | None = None) -> dict[int, int]:
@@ -77,20 +118,21 @@ def repeat_offenders(
 
 @dataclass
 class Board:
-    """The repairs page: open, in burn-in, recently closed."""
+    """The repairs page: being opened, open, in burn-in, recently closed."""
 
+    opening: list[Opening] = field(default_factory=list)
     open: list[Repair] = field(default_factory=list)
     burn_in: list[Repair] = field(default_factory=list)
     closed: list[Repair] = field(default_factory=list)
 
 
 def board(*, cluster: str = "", closed_days: int = 7, limit: int = 200) -> Board:
-    """The repairs page's three lists (of every cluster, or one)."""
+    """The repairs page's lists (of every cluster, or one)."""
     rows = repair_list()
     if cluster:
         rows = rows.filter(node__cluster__name=cluster)
     since = timezone.now() - dt.timedelta(days=closed_days)
-    out = Board()
+    out = Board(opening=repairs_opening(cluster=cluster, limit=limit))
     out.open = list(rows.filter(status=RepairStatus.OPEN).order_by("opened_at", "id")[:limit])
     out.burn_in = list(
         rows.filter(status=RepairStatus.BURN_IN).order_by("return_requested_at", "id")[:limit]

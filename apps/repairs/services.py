@@ -6,8 +6,9 @@ anything. This app reads the fleet's state history instead, as the scheduler rea
 actuation outbox: `repairs_sync` takes the `drained`/`down` changes written since it last
 looked (a cursor on the change id, re-reading a margin behind it so a change committed late
 is not missed; each change is taken once, `RepairChange` being unique per change). It runs
-on a beat tick, and before the repairs page, the node page's repair panel and the repairs
-API read, so a drain shows its repair at once.
+on a short beat tick (`repairs-sync`, every KUAE_REPAIRS_SYNC_S seconds) and before a
+return; never from a page read (docs/repairs.md): until the tick has run, the pages show a
+drained node's repair as being opened (`selectors.repairs_opening`).
 """
 
 from __future__ import annotations
@@ -33,17 +34,14 @@ from apps.health.services import limits_for
 from apps.incidents.choices import ACTIVE_STATUSES
 from apps.incidents.models import Incident
 from apps.repairs.burn_in import EVENT_KINDS, PROBE_KEYS, SinceEvent, Verdict, judge
-from apps.repairs.choices import Closure, RepairAction, RepairStatus
-from apps.repairs.models import Cursor, Repair, RepairChange
+from apps.repairs.choices import IN_SERVICE, LIVE, Closure, RepairAction, RepairStatus
+from apps.repairs.models import OVERLAP, Cursor, Repair, RepairChange
 
 log = logging.getLogger(__name__)
 
 SOURCE = "repair"  # NodeStateChange.source of a return by this app
-IN_SERVICE = (NodeState.HEALTHY, NodeState.SUSPECT)
-OVERLAP = 500  # change ids re-read behind the cursor (a transaction that committed late)
 BATCH = 20_000  # change ids read per sync at most (a long history is read over several)
 EVIDENCE_MAX = 20
-LIVE = (RepairStatus.OPEN, RepairStatus.BURN_IN)
 
 
 def _incidents_at(node_id: int, at: dt.datetime) -> list[int]:

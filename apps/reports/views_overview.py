@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
+from apps.common import panels
 from apps.health.selectors import checks_waiting, telemetry_source_down
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
@@ -33,6 +34,8 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["telemetry_down"] = telemetry_source_down(cluster=cluster)
         context["checks_waiting"] = checks_waiting(cluster=cluster, now=now)
         context["can_pause"] = user_has_role(request.user, OPERATORS)
+        # the windows in progress (the maintenance app lends them)
+        context["panels"] = panels.render(slot=panels.OVERVIEW, request=request, cluster=cluster)
     template = (
         "reports/_overview_panels.html" if request.GET.get("panel") else "reports/overview.html"
     )

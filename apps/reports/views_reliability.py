@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
+from apps.common import panels
 from apps.reports.params import int_param, pick_cluster
 from apps.reports.reliability_charts import pareto_figure, reliability_trend_figure
 from apps.reports.selectors import (
@@ -41,5 +42,7 @@ def reliability_page(request: HttpRequest) -> HttpResponse:
             trend=reliability_trend_figure(weeks, targets.mtbf_hours),
             pareto=pareto_figure(causes),
             lemons=lemon_nodes(cluster=cluster, start=start, end=now, now=now),
+            # the repeat offenders (the repairs app lends them)
+            panels=panels.render(slot=panels.RELIABILITY, request=request, cluster=cluster),
         )
     return render(request, "reports/reliability.html", context)

@@ -1,6 +1,7 @@
 """Working a repair to closure in real Chromium (CONTRACT §9.5): an engineer drains a node
-from its page, finds its repair, adds a step, returns it; the node stays drained until its
-agent posts a passing GEMM probe through the API; then it is healthy and the repair closed."""
+from its page (its repair being opened), finds its repair once the beat opened it, adds a
+step, returns it; the node stays drained until its agent posts a passing GEMM probe through
+the API; then it is healthy and the repair closed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Node
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.repairs.models import Repair
-from apps.repairs.services import repairs_tick
+from apps.repairs.services import repairs_sync, repairs_tick
 from tests.e2e.support import sign_in, watch
 from tests.e2e.test_accessibility import SCAN, _axe
 
@@ -47,6 +48,8 @@ def test_engineer_works_a_repair_to_closure(chromium, live_server):
     page.wait_for_selector("text=gpu002 is now drained.")
     banner = page.locator("[data-node-repair]")
     assert "Under repair" in banner.inner_text() and "XID 79 on GPU 3" in banner.inner_text()
+    assert "being opened" in banner.inner_text()  # the page only reads: the beat opens it
+    repairs_sync()  # as the beat's next tick does, within seconds
 
     page.click("nav >> text=Repairs")
     page.wait_for_selector("h1 >> text=Repairs")

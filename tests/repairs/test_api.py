@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apps.repairs.models import Repair
+from apps.repairs.services import repairs_sync
 from tests.repairs.conftest import drain
 
 pytestmark = pytest.mark.django_db
@@ -14,6 +15,7 @@ pytestmark = pytest.mark.django_db
 def test_list_filters_by_cluster_and_status(fleet):
     drain("n01")
     drain("n02")
+    repairs_sync()  # the beat's tick: a read opens no repair
     mia = fleet["mia"]
     assert mia.get("/api/v1/repairs/?cluster=c1&status=open").json()["count"] == 2
     assert mia.get("/api/v1/repairs/?cluster=other").json()["count"] == 0
@@ -26,7 +28,7 @@ def test_list_filters_by_cluster_and_status(fleet):
 
 def test_engineers_patch_steps_others_are_refused(fleet):
     drain("n01")
-    fleet["mia"].get("/api/v1/repairs/")
+    repairs_sync()
     pk = Repair.objects.get().pk
     steps = [
         {"action": "reset_gpu", "note": "nvidia-smi -r"},
@@ -50,7 +52,7 @@ def test_engineers_patch_steps_others_are_refused(fleet):
 
 def test_bad_input_is_a_400_naming_the_field(fleet):
     drain("n01")
-    fleet["mia"].get("/api/v1/repairs/")
+    repairs_sync()
     pk = Repair.objects.get().pk
     erin = fleet["erin"]
     steps = [{"action": "reboot"}, {"action": "reboot"}, {"action": "pray"}]

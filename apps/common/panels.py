@@ -1,0 +1,70 @@
+"""Panels one app shows on another app's page, lent at start-up.
+
+A page shows what apps above its own know — the node page (fleet) shows the node's
+maintenance windows and its repair, the overview (reports) the windows in progress, the
+reliability page (reports) the repeat offenders — yet its app may not import them:
+dependencies point one way, and a template tag that reaches up is the same import in
+disguise. So each page names a slot here; the app that knows lends a panel to it from its
+`AppConfig.ready()` (a template and a function that reads the panel's context, as
+`fleet/readers.py` lends readers), and the page's view renders what was lent. A panel only
+reads: a page read writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+# The slots, and what a panel's context function is given (keyword arguments).
+NODE = "node"  # the node page, under its heading: `node` (a fleet Node)
+OVERVIEW = "overview"  # the overview's polled panels, above the node grid: `cluster`
+RELIABILITY = "reliability"  # the reliability page, after the lemon nodes: `cluster`
+SUBJECTS: dict[str, frozenset[str]] = {
+    NODE: frozenset({"node"}),
+    OVERVIEW: frozenset({"cluster"}),
+    RELIABILITY: frozenset({"cluster"}),
+}
+
+PanelContext = Callable[..., Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A template and the read that fills it (None: nothing to show), placed by `order`."""
+
+    template: str
+    context: PanelContext
+    order: int
+
+
+_lent: dict[str, list[Panel]] = {slot: [] for slot in SUBJECTS}
+
+
+def lend(*, slot: str, template: str, context: PanelContext, order: int = 100) -> None:
+    """Show `template`, filled by `context(**subject)`, in `slot` (lower `order` first).
+    Lending the same template again replaces it, so a second `ready()` adds nothing."""
+    if slot not in SUBJECTS:
+        raise ValueError(f"no panel slot {slot!r}: one of {', '.join(sorted(SUBJECTS))}")
+    panels = [p for p in _lent[slot] if p.template != template]
+    panels.append(Panel(template=template, context=context, order=order))
+    _lent[slot] = sorted(panels, key=lambda p: p.order)
+
+
+def render(*, slot: str, request: HttpRequest | None = None, **subject: Any) -> list[str]:  # noqa: ANN401
+    """The slot's panels as HTML, in order, for `subject` (the keywords the slot names);
+    a panel with nothing to show is left out."""
+    if set(subject) != SUBJECTS[slot]:
+        raise TypeError(f"slot {slot!r} is given {', '.join(sorted(SUBJECTS[slot]))}")
+    out: list[str] = []
+    for panel in _lent[slot]:
+        context = panel.context(**subject)
+        if context is None:
+            continue
+        html = render_to_string(panel.template, dict(context), request=request)
+        if html.strip():
+            out.append(html)
+    return out

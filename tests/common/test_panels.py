@@ -1,0 +1,47 @@
+"""The panel registry (`apps/common/panels.py`): a page shows what apps above its own lend
+it at start-up, in order, and a panel with nothing to show is left out."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.common import panels
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_apps_above_lend_their_panels_at_start_up():
+    lent = {slot: [p.template for p in ps] for slot, ps in panels._lent.items()}
+    assert lent == {
+        panels.NODE: ["maintenance/_node_windows.html", "repairs/_node_repair.html"],
+        panels.OVERVIEW: ["maintenance/_overview_windows.html"],
+        panels.RELIABILITY: ["repairs/_offenders.html"],
+    }
+
+
+def test_panels_render_in_order_and_one_with_nothing_to_show_is_left_out(monkeypatch, nodes):
+    monkeypatch.setitem(panels._lent, panels.NODE, [])
+    panels.lend(slot=panels.NODE, template="repairs/_node_repair.html", context=lambda node: None)
+    panels.lend(
+        slot=panels.NODE,
+        template="maintenance/_node_windows.html",
+        context=lambda node: {"windows": [], "now": None, "node": node},
+        order=5,
+    )
+    assert panels.render(slot=panels.NODE, node=nodes[0]) == []  # nothing to show: nothing
+    panels.lend(  # lending a template again replaces it
+        slot=panels.NODE,
+        template="repairs/_node_repair.html",
+        context=lambda node: {"opening": None, "offender": True, "recent": 3, "days": 30},
+        order=1,
+    )
+    assert [p.order for p in panels._lent[panels.NODE]] == [1, 5]
+    (html,) = panels.render(slot=panels.NODE, node=nodes[0])
+    assert "data-repeat-offender" in html and "3 repairs in the last 30 days" in html
+
+
+def test_a_wrong_slot_or_subject_fails_loudly(nodes):
+    with pytest.raises(ValueError, match="no panel slot 'nodes'"):
+        panels.lend(slot="nodes", template="x.html", context=lambda node: {})
+    with pytest.raises(TypeError, match="is given node"):
+        panels.render(slot=panels.NODE, cluster=nodes[0].cluster)

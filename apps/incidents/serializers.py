@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
-from apps.fleet.models import Node
+from apps.fleet.validators import nodes_of_cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
 from apps.jobs.models import Job
@@ -130,16 +130,7 @@ class IncidentWriteSerializer(serializers.Serializer):
                 {"job": [f"job {job.pk} is not in cluster {cluster.name}"]}
             )
         if "nodes" in attrs and cluster is not None:
-            wanted = list(dict.fromkeys(attrs["nodes"]))
-            found = {
-                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
-            }
-            missing = [h for h in wanted if h not in found]
-            if missing:
-                raise serializers.ValidationError(
-                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
-                )
-            attrs["nodes"] = [found[h] for h in wanted]
+            attrs["nodes"] = nodes_of_cluster(cluster=cluster, hostnames=attrs["nodes"])
         return attrs
 
 

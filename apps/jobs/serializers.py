@@ -11,8 +11,8 @@ from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
 from apps.common.timeutil import not_future
-from apps.fleet.models import Node
 from apps.fleet.serializers import IncidentRefSerializer
+from apps.fleet.validators import nodes_of_cluster
 from apps.jobs.choices import JobCondition, JobStatus
 from apps.jobs.models import Checkpoint, Job
 from apps.jobs.readers import OK, JobIncidents
@@ -100,16 +100,7 @@ class JobWriteSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         cluster = attrs.get("cluster") or (self.instance.cluster if self.instance else None)
         if "nodes" in attrs and cluster is not None:
-            wanted = list(dict.fromkeys(attrs["nodes"]))
-            found = {
-                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
-            }
-            missing = [h for h in wanted if h not in found]
-            if missing:
-                raise serializers.ValidationError(
-                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
-                )
-            attrs["nodes"] = [found[h] for h in wanted]
+            attrs["nodes"] = nodes_of_cluster(cluster=cluster, hostnames=attrs["nodes"])
         if (
             self.instance is not None
             and "cluster" in attrs

@@ -10,6 +10,7 @@ import math
 import pytest
 from django.test import override_settings
 
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 
 pytestmark = pytest.mark.django_db
@@ -353,3 +354,18 @@ def test_hourly_sums_follow_the_samples_and_ignore_repeats(api, job):
         .values_list("hour__hour", "n", "step_s_sum", "tps_step_sum")
     )
     assert hours == [(8, 3, 4.0, 100 * 2 + 300 + 200), (9, 1, 1.0, 1.0)]
+
+
+def test_nodes_must_be_this_clusters(api, nodes, job):
+    """Another cluster's node is refused as an unknown one, on create and on a PATCH (whose
+    cluster is the job's), with the words incidents use too."""
+    other = cluster_create(name="c2", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8)
+    nodes_register(cluster=other, specs=[NodeSpec(hostname="far001")])
+    body = {"name": "run-2", "cluster": "c1", "gpu_count": 8, "nodes": ["gpu000", "far001"]}
+    response = api("otto").post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"nodes": ["unknown in cluster c1: far001"]}
+    patched = api("ada").patch(f"/api/v1/jobs/{job.pk}/", {"nodes": ["far001"]}, format="json")
+    assert patched.status_code == 400
+    assert patched.json() == {"nodes": ["unknown in cluster c1: far001"]}
+    assert Job.objects.count() == 1 and job.nodes.count() == 4

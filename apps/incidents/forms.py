@@ -34,13 +34,15 @@ class IncidentEditForm(forms.Form):
     resolved_at = forms.DateTimeField(required=False, help_text="UTC")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
-    def __init__(self, *args: object, engineer: bool, **kwargs: object) -> None:
+    def __init__(self, *args: Any, engineer: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.engineer = engineer
         if not engineer:
             for name in [n for n in self.fields if n not in OPERATOR_FIELDS]:
                 del self.fields[name]
-        self.fields["status"].choices = status_choices(engineer=engineer)
+        status = self.fields["status"]
+        assert isinstance(status, forms.ChoiceField)  # declared above; `fields` holds Field
+        status.choices = status_choices(engineer=engineer)
 
 
 class CommentForm(forms.Form):

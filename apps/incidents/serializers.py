@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
+from apps.fleet.models import Cluster
 from apps.fleet.validators import nodes_of_cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
@@ -26,8 +27,11 @@ class TimelineSerializer(serializers.ModelSerializer):
 class IncidentSerializer(serializers.ModelSerializer):
     """An incident as the API answers it; `nodes` are hostnames, `job` the job's id."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    cluster: serializers.SlugRelatedField[Cluster] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    # What `many=True` builds, spelled out so the declared type is the field's own.
+    nodes = serializers.SlugRelatedField.many_init(slug_field="hostname", read_only=True)
     component = serializers.SerializerMethodField(
         help_text="the switch, PDU or NVLink domain whose nodes failed together (CONTRACT "
         '§9.4): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "" for any other incident'

@@ -222,7 +222,11 @@ def _mark_extremes(job: Job, wide: Sequence[MetricSample]) -> None:
     hi = bucket_start(max(s.ts for s in wide)) + dt.timedelta(seconds=BUCKET_SECONDS)
     flagged = JobMetric.objects.filter(job=job, extreme=True, ts__gte=lo, ts__lt=hi)
     keep = bucket_extremes(
-        [*flagged.values_list("ts", "tokens_per_s"), *((s.ts, s.tokens_per_s) for s in wide)]
+        [
+            *flagged.values_list("ts", "tokens_per_s"),
+            # A job-wide sample always has a rate (the intake requires it without `node`).
+            *((s.ts, s.tokens_per_s) for s in wide if s.tokens_per_s is not None),
+        ]
     )
     flagged.update(extreme=False)
     ordered = sorted(keep)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 from django.db.models import Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -22,7 +24,7 @@ from apps.reports.effective import Interruption, JobRun
 
 def _jobs_in(
     cluster: Cluster, start: dt.datetime, end: dt.datetime, only: int | None
-) -> list[dict]:
+) -> list[Mapping[str, Any]]:
     jobs = Job.objects.filter(cluster=cluster, started_at__lt=end).filter(
         Q(ended_at__isnull=True) | Q(ended_at__gt=start)
     )

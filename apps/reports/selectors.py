@@ -291,30 +291,30 @@ def lemon_nodes(
 ) -> list[dict[str, object]]:
     """Repeat offenders: nodes ranked by failures per node-day in service within the window."""
     end = min(end, now)
-    through = Incident.nodes.through.objects.filter(
-        incident__cluster=cluster,
-        incident__interrupts_job=True,
-        incident__planned=False,
-        incident__detected_at__gte=start,
-        incident__detected_at__lt=end,
+    # One filter() call: the count is of the incidents these conditions select (the join the
+    # filter made), so a node's failures are its interrupting, unplanned ones in the window.
+    rows = (
+        Node.objects.filter(
+            incidents__cluster=cluster,
+            incidents__interrupts_job=True,
+            incidents__planned=False,
+            incidents__detected_at__gte=start,
+            incidents__detected_at__lt=end,
+        )
+        .annotate(failures=Count("incidents"))
+        .values_list("hostname", "rack", "state", "in_service_at", "failures")
     )
-    counts = dict(
-        through.values("node_id").annotate(n=Count("incident_id")).values_list("node_id", "n")
-    )
-    rows = Node.objects.filter(pk__in=counts).values_list(
-        "pk", "hostname", "rack", "state", "in_service_at"
-    )
-    out = []
-    for pk, hostname, rack, state, in_service in rows:
+    out: list[dict[str, Any]] = []
+    for hostname, rack, state, in_service, failures in rows:
         days = max((end - max(start, in_service)).total_seconds(), 3600.0) / 86400
         out.append(
             {
                 "hostname": hostname,
                 "rack": rack,
                 "state": state,
-                "failures": counts[pk],
+                "failures": failures,
                 "days": days,
-                "per_node_day": counts[pk] / days,
+                "per_node_day": failures / days,
             }
         )
     return sorted(out, key=lambda r: (-r["failures"], -r["per_node_day"], r["hostname"]))[:limit]

@@ -81,7 +81,7 @@ def effective_by_week(
     starting `last` (default: this week); the inputs of the whole span are loaded once."""
     first = (last or week_start(now)) - (weeks - 1) * WEEK
     runs = job_runs(cluster=cluster, start=first, end=now, with_mfu=False)
-    out = []
+    out: list[dict[str, Any]] = []
     for k in range(weeks):
         start = first + k * WEEK
         w = weekly(runs, start=start, end=start + WEEK, now=now)

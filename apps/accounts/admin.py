@@ -5,8 +5,9 @@ from apps.accounts.models import AgentScope, ApiToken, AuditEvent, User, describ
 
 
 class AgentScopeInline(admin.StackedInline):
-    """Where an agent's token may write (CONTRACT §1): none → the whole fleet (a relay); a
-    cluster → that cluster; a cluster and a hostlist → those nodes and the jobs on them."""
+    """Where an agent's token may write (docs/operations.md, Agent tokens): none → the whole fleet
+    (a relay); a cluster → that cluster; a cluster and a hostlist → those nodes and the jobs on
+    them."""
 
     model = AgentScope
     can_delete = True

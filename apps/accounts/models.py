@@ -16,7 +16,7 @@ from apps.common.hostnames import Hostlists
 
 
 class User(AbstractUser):
-    """A person or machine account; `role` decides what it may do (CONTRACT §1)."""
+    """A person or machine account; `role` decides what it may do (docs/api.md, Conventions)."""
 
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MANAGER)
 
@@ -33,8 +33,8 @@ class User(AbstractUser):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Save; a password set (or dropped) since the last save — create_user, the admin's
-        password form — revokes every token the user had (CONTRACT §1). A hash upgraded at
-        sign-in is no change: Django clears `_password` before that save."""
+        password form — revokes every token the user had (docs/operations.md, Security notes). A
+        hash upgraded at sign-in is no change: Django clears `_password` before that save."""
         changed = self.pk is not None and (
             getattr(self, "_password", None) is not None
             or getattr(self, "_password_dropped", False)
@@ -73,7 +73,7 @@ class ApiToken(models.Model):
         return raw
 
 
-MAX_SCOPE_NODES = 20_000  # CONTRACT §1 bounds: hostlist expansion
+MAX_SCOPE_NODES = 20_000  # docs/operations.md, Limits: hostlist expansion
 
 
 def scope_hostnames(expression: str) -> list[str]:
@@ -87,7 +87,7 @@ def scope_hostnames(expression: str) -> list[str]:
 
 
 class AgentScope(models.Model):
-    """Where an agent account may write (CONTRACT §1 "Agent tokens are scoped"): only its
+    """Where an agent account may write (docs/operations.md, Agent tokens and scopes): only its
     cluster and, when `hostlist` is set, only those nodes of it (and the jobs that run on
     them). An agent without a scope is a whole-fleet relay. Checked by apps.accounts.scope."""
 

@@ -1,4 +1,4 @@
-"""Role checks for API views and pages (CONTRACT §1)."""
+"""Role checks for API views and pages (docs/api.md, Conventions)."""
 
 from __future__ import annotations
 

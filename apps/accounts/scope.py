@@ -1,4 +1,4 @@
-"""Where an agent token may write (CONTRACT §1 "Agent tokens are scoped") — checked here and
+"""Where an agent token may write (docs/operations.md, Agent tokens and scopes) — checked here and
 nowhere else.
 
 Every intake calls one of these with what it is about to write, before it writes anything:

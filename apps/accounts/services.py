@@ -40,7 +40,7 @@ def user_create_or_update(
 @transaction.atomic
 def token_issue(*, user: User) -> str:
     """Issue a new API token and return its raw value; the user's older tokens are revoked
-    (CONTRACT §1: re-issue is how a token is rotated)."""
+    (docs/operations.md, Security notes: re-issue is how a token is rotated)."""
     token_revoke(user=user)
     return ApiToken.issue(user)
 
@@ -54,9 +54,10 @@ def token_revoke(*, user: User) -> int:
 
 @transaction.atomic
 def agent_scope_set(*, user: User, cluster: str | None, hostlist: str = "") -> AgentScope | None:
-    """Where an agent account may write (CONTRACT §1): cluster `cluster` (a name) and, given a
-    `hostlist`, only those nodes of it; `cluster=None` makes it a whole-fleet relay. Only an
-    agent has a scope. ValueError naming the problem (unknown cluster, bad hostlist)."""
+    """Where an agent account may write (docs/operations.md, Agent tokens): cluster `cluster` (a
+    name) and, given a `hostlist`, only those nodes of it; `cluster=None` makes it a whole-fleet
+    relay. Only an agent has a scope. ValueError naming the problem (unknown cluster, bad
+    hostlist)."""
     from apps.fleet.models import Cluster
 
     if cluster is None:

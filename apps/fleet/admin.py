@@ -16,7 +16,7 @@ class NodeForm(forms.ModelForm):
         fields = "__all__"  # noqa: DJ007 - the admin's own choice of fields applies
 
     def clean_hostname(self) -> str:
-        try:  # a DNS name, as everywhere a node is named (CONTRACT §1)
+        try:  # a DNS name, as everywhere a node is named (docs/operations.md, Limits)
             return hostname_clean(self.cleaned_data.get("hostname") or "")
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc

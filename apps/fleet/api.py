@@ -1,4 +1,4 @@
-"""Fleet endpoints: clusters, nodes, node state and heartbeats (CONTRACT §2)."""
+"""Fleet endpoints: clusters, nodes, node state and heartbeats (docs/api.md, Clusters; Nodes)."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ class ClusterListView(generics.ListCreateAPIView):
 
 class ClusterDetailView(generics.RetrieveUpdateAPIView):
     """One cluster by name, with `node_count`, `gpu_count` and where its GPUs are (`gpus`:
-    allocated, idle, unavailable, by node state — CONTRACT §6), its Slurm connection and
-    actuation mode (§7). Admins change them with PATCH."""
+    allocated, idle, unavailable, by node state — docs/formulas.md, GPUs now), its Slurm connection
+    and actuation mode (docs/slurm.md). Admins change them with PATCH."""
 
     roles = {"GET": READERS, "PATCH": ADMINS}
     http_method_names = ["get", "patch", "head", "options"]
@@ -77,7 +77,7 @@ class ClusterDetailView(generics.RetrieveUpdateAPIView):
 class ClusterAutomationView(APIView):
     """`POST clusters/{name}/automation/` `{paused, reason}`: while paused, the checks run,
     store results and open incidents, but change no node state and nothing is sent to the
-    scheduler (CONTRACT §9.2). Every page shows the pause and who set it."""
+    scheduler (docs/on-call.md, Pausing automation). Every page shows the pause and who set it."""
 
     roles = {"POST": OPERATORS}
 
@@ -121,7 +121,7 @@ class NodeListView(generics.ListAPIView):
 
 class NodeTopologyView(APIView):
     """`POST nodes/topology/`: set where nodes sit — rack, switch, PDU, NVLink domain
-    (CONTRACT §9.4) — for up to 20,000 nodes at once, all or nothing."""
+    (docs/checks.md, Blast radius) — for up to 20,000 nodes at once, all or nothing."""
 
     roles = {"POST": OPERATORS}
 

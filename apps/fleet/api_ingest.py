@@ -102,7 +102,7 @@ class PrometheusIngestView(APIView):
 
 
 class EventIngestView(APIView):
-    """`POST ingest/events/`: XIDs from nodes' kernel logs (CONTRACT §5.1), all or nothing."""
+    """`POST ingest/events/`: XIDs from nodes' kernel logs (docs/xid.md), all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True

@@ -18,7 +18,7 @@ from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
 MAX_METRICS = METRIC_NAMES_PER_GPU  # per sample; per GPU kept: services/telemetry.py
-MAX_EVENTS = 10_000  # CONTRACT §1 bounds: events per batch
+MAX_EVENTS = 10_000  # docs/operations.md, Limits: events per batch
 MAX_MESSAGE = 500
 EVENT_KINDS = ("xid",)
 
@@ -168,7 +168,7 @@ def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, 
 
 @dataclass(frozen=True, slots=True)
 class EventIn:
-    """One reported event (CONTRACT §5.1): an XID from a node's kernel log, naming its GPU by
+    """One reported event (docs/xid.md): an XID from a node's kernel log, naming its GPU by
     index, by PCI address (normal form), or both."""
 
     node: str

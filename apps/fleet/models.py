@@ -25,7 +25,7 @@ class Cluster(models.Model):
     gpus_per_node = models.PositiveSmallIntegerField(default=8)
     simulated = models.BooleanField(default=False, help_text="written by `simulate`")
     created_at = models.DateTimeField(auto_now_add=True)
-    # The scheduler that places jobs on it (CONTRACT §7): how to reach it, and whether
+    # The scheduler that places jobs on it (docs/slurm.md): how to reach it, and whether
     # KUAE's drains and returns are sent to it. Secrets come from the environment.
     slurm_kind = models.CharField(
         max_length=8, choices=SchedulerKind.choices, blank=True, default=""
@@ -36,16 +36,17 @@ class Cluster(models.Model):
     actuation = models.CharField(
         max_length=8, choices=ActuationMode.choices, default=ActuationMode.OFF
     )
-    # Paused automation (CONTRACT §9.2): checks still run and open incidents, but change no
+    # Paused automation (docs/on-call.md): checks still run and open incidents, but change no
     # node state and nothing is sent to the scheduler. Who, when and why are shown on
     # every page while it lasts.
     automation_paused = models.BooleanField(default=False)
     automation_reason = models.CharField(max_length=300, blank=True, default="")
     automation_by = models.CharField(max_length=150, blank=True, default="")
     automation_at = models.DateTimeField(null=True, blank=True)
-    # The Prometheus-API server that already scrapes the cluster's dcgm-exporters (CONTRACT
-    # §10): the GPU checks read their values from it. Its bearer token is set here in the
-    # admin only (never through the API), else KUAE_PROMETHEUS_TOKEN applies.
+    # The Prometheus-API server that already scrapes the cluster's dcgm-exporters
+    # (docs/integrations.md, 2d. Prometheus): the GPU checks read their values from it.
+    # Its bearer token is set here in the admin only (never through the API), else
+    # KUAE_PROMETHEUS_TOKEN applies.
     prometheus_url = models.CharField(
         max_length=500, blank=True, default="", help_text="http(s)://host:port of its HTTP API"
     )
@@ -87,8 +88,9 @@ class Node(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="nodes")
     hostname = models.CharField(max_length=253, unique=True)
     rack = models.CharField(max_length=64, blank=True, default="")
-    # Topology (CONTRACT §9.4): the leaf switch, PDU and NVLink domain it hangs off. Nodes
-    # that fail together behind one of them are one incident for it, not one each.
+    # Topology (docs/checks.md, Blast radius): the leaf switch, PDU and NVLink domain it
+    # hangs off. Nodes that fail together behind one of them are one incident for it, not
+    # one each.
     switch = models.CharField(max_length=64, blank=True, default="")
     pdu = models.CharField(max_length=64, blank=True, default="")
     nvlink_domain = models.CharField(max_length=64, blank=True, default="")
@@ -150,7 +152,7 @@ class NodeStateChange(models.Model):
 
 
 class Actuation(models.Model):
-    """A request to the scheduler to drain or resume a node: the outbox (CONTRACT §7).
+    """A request to the scheduler to drain or resume a node: the outbox (docs/slurm.md).
 
     Written in the same transaction as the state change it follows, so it is never lost;
     the scheduler app delivers pending rows and records the result.
@@ -221,7 +223,7 @@ class TelemetryEvent(models.Model):
     """Something a GPU reported that matters later: an XID, a counter that grew, a reset.
 
     From telemetry (`source` exporter: the XID gauge changed, a counter grew) or from the
-    node's kernel log (`source` kernel: every `NVRM: Xid` line, CONTRACT §5.1). An XID's
+    node's kernel log (`source` kernel: every `NVRM: Xid` line, docs/xid.md). An XID's
     `value` is its code (also in `code`). A kernel XID names the GPU by PCI address; `gpu` is
     None until the node's telemetry has said which index has that address.
     """
@@ -287,7 +289,7 @@ class TelemetryEvent(models.Model):
                 condition=models.Q(source="exporter"),
                 name="event_once",
             ),
-            # A kernel event is (node, PCI address or GPU, code, ts) — CONTRACT §5.1.
+            # A kernel event is (node, PCI address or GPU, code, ts) — docs/xid.md.
             models.UniqueConstraint(
                 fields=["node", "kind", "pci_bus", "code", "at"],
                 condition=models.Q(source="kernel") & ~models.Q(pci_bus=""),

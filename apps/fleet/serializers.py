@@ -1,4 +1,4 @@
-"""API shapes for clusters and nodes (CONTRACT §2)."""
+"""API shapes for clusters and nodes (docs/api.md, Clusters; Nodes)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,15 @@ def validate_exporter_url(value: str) -> None:
 
 
 def validate_prometheus_url(value: str) -> None:
-    """A cluster's Prometheus (CONTRACT §10): an http(s) URL under the same destination
-    policy as exporters (KUAE_SCRAPE_ALLOW) — one on loopback is refused unless listed."""
+    """A cluster's Prometheus (docs/integrations.md, 2d. Prometheus): an http(s) URL under the same
+    destination policy as exporters (KUAE_SCRAPE_ALLOW) — one on loopback is refused unless
+    listed."""
     validate_exporter_url(value)
 
 
 class IncidentRefSerializer(serializers.Serializer):
-    """An open incident as a node's or a job's answer lists it (CONTRACT §6)."""
+    """An open incident as a node's or a job's answer lists it (docs/incidents.md, A job's
+    condition)."""
 
     id = serializers.IntegerField()
     category = serializers.CharField()
@@ -63,7 +65,7 @@ class GpuStatesSerializer(serializers.Serializer):
 
 
 class GpuAccountSerializer(serializers.Serializer):
-    """`allocated + idle + unavailable = total` (CONTRACT §6)."""
+    """`allocated + idle + unavailable = total` (docs/formulas.md, GPUs now)."""
 
     total = serializers.IntegerField()
     allocated = serializers.IntegerField(help_text="on healthy or suspect nodes running a job")
@@ -95,7 +97,7 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 
 class SlurmLinkSerializer(serializers.Serializer):
-    """How KUAE reaches the cluster's Slurm (CONTRACT §7): `cli` (client commands on the
+    """How KUAE reaches the cluster's Slurm (docs/slurm.md): `cli` (client commands on the
     worker; `url` optional, the path of its slurm.conf) or `rest` (slurmrestd at `url`:
     http(s)://… or unix:/path). The JWT comes from KUAE_SLURM_JWT(_FILE), never this body."""
 
@@ -164,7 +166,8 @@ class ClusterDetailSerializer(ClusterSerializer):
         required=False,
         allow_blank=True,
         validators=[validate_prometheus_url],
-        help_text="the Prometheus-API server the GPU checks read from (CONTRACT §10); "
+        help_text="the Prometheus-API server the GPU checks read from "
+        "(docs/integrations.md, 2d. Prometheus); "
         "empty: telemetry is posted to KUAE",
     )
 
@@ -313,7 +316,7 @@ class TopologyResultSerializer(serializers.Serializer):
 
 
 class AutomationSerializer(serializers.Serializer):
-    """`POST clusters/{name}/automation/` body: pause or resume automation (§9.2)."""
+    """`POST clusters/{name}/automation/` body: pause or resume automation (docs/on-call.md)."""
 
     paused = serializers.BooleanField()
     reason = serializers.CharField(max_length=300, allow_blank=True, default="")

@@ -1,11 +1,12 @@
-"""Telemetry metric names (CONTRACT §2), their DCGM fields, and how pages show them."""
+"""Telemetry metric names (docs/integrations.md, dcgm-exporter fields), their DCGM fields, and how
+pages show them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# dcgm-exporter field → contract name.
+# dcgm-exporter field → KUAE's name.
 DCGM_FIELDS = {
     "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
     "DCGM_FI_DEV_FB_USED": "mem_used_mib",
@@ -18,7 +19,7 @@ DCGM_FIELDS = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe_total",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bw_total",
-    # CONTRACT §5.1: the error counters the `gpu_errors` check reads.
+    # docs/xid.md: the error counters the `gpu_errors` check reads.
     "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "nvlink_crc_errors",
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "pcie_replay_total",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row_remap_failure",
@@ -109,7 +110,7 @@ class Needed:
 _OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"
 _NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
 
-# What the checks read per GPU (CONTRACT §5): a GPU that never reported one of these is not
+# What the checks read per GPU (docs/checks.md): a GPU that never reported one of these is not
 # passing that check, it is not being checked — the node page says so.
 NEEDED = (
     Needed("ECC", ("ecc_dbe_total",), "gpu_errors", "GPU errors", _OFF_BY_DEFAULT),

@@ -133,7 +133,8 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
 @require_POST
 @role_required(OPERATORS)
 def cluster_automation_page(request: HttpRequest, name: str) -> HttpResponse:
-    """Pause or resume a cluster's automation from the overview (CONTRACT §9.2)."""
+    """Pause or resume a cluster's automation from the overview (docs/on-call.md, Pausing
+    automation)."""
     cluster = get_object_or_404(Cluster, name=name)
     paused = request.POST.get("paused") == "true"
     reason = request.POST.get("reason", "").strip()[:300]

@@ -1,4 +1,4 @@
-"""Health endpoints: run checks, read runs and results, pre-flight a job (CONTRACT §2)."""
+"""Health endpoints: run checks, read runs and results, pre-flight a job (docs/api.md, Health)."""
 
 from __future__ import annotations
 

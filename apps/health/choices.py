@@ -1,4 +1,4 @@
-"""Check kinds (CONTRACT §5), result and run statuses, with colours."""
+"""Check kinds (docs/checks.md), result and run statuses, with colours."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 class CheckKind(models.TextChoices):
-    """The health checks of CONTRACT §5."""
+    """The health checks of docs/checks.md."""
 
     HEARTBEAT = "heartbeat", "Heartbeat"
     JOB_HANG = "job_hang", "Job hang"
@@ -21,8 +21,8 @@ class CheckKind(models.TextChoices):
 
 SCHEDULED_KINDS = tuple(k for k in CheckKind if k != CheckKind.PREFLIGHT)
 
-# The result target that says whether a cluster's Prometheus (CONTRACT §10) answered the
-# last run of a check that reads it.
+# The result target that says whether a cluster's Prometheus (docs/integrations.md, 2d. Prometheus)
+# answered the last run of a check that reads it.
 SOURCE_TARGET = "source:prometheus"
 
 
@@ -34,7 +34,7 @@ class ResultStatus(ColouredChoices):
     WARN = "warn", "Warn"
     FAIL = "fail", "Fail"
     # Not checked: the data the check reads did not come (its telemetry source did not
-    # answer, CONTRACT §10) — never a pass, and nothing changes on it.
+    # answer: docs/checks.md, How a check run works) — never a pass, and nothing changes on it.
     ERROR = "error", "Error"
 
     @classmethod

@@ -170,7 +170,8 @@ def _key(f: d.Finding, job_of_node: dict[str, int]) -> Key:
 
 
 def _blast_groups(cluster: Cluster, findings: Sequence[d.Finding]) -> list[blast.Group]:
-    """The run's failing components (CONTRACT §9.4); no query unless enough nodes fail."""
+    """The run's failing components (docs/checks.md, Blast radius); no query unless enough nodes
+    fail."""
     failing = {f.node for f in findings if f.status == ResultStatus.FAIL and f.node}
     if len(failing) < blast.MIN_NODES:
         return []
@@ -404,7 +405,7 @@ def _resolve_quiet(
     run: CheckRun, findings: Sequence[d.Finding], now: dt.datetime, limits: Limits
 ) -> int:
     """Resolve this check's sev3/sev4 incidents whose nodes have passed it for the quiet
-    period (CONTRACT §5: warnings that come and go must not pile up)."""
+    period (docs/checks.md, Clearing and self-resolution)."""
     failing = {f.node for f in findings if f.status != ResultStatus.PASS and f.node}
     candidates = list(
         Incident.objects.filter(_active_of_check(run), severity__in=QUIET_RESOLVES)
@@ -471,7 +472,7 @@ def _node_states(
     if not wanted:
         return 0
     if Cluster.objects.filter(pk=run.cluster_id, automation_paused=True).exists():
-        # §9.2: results and incidents stand; no node changes state while paused
+        # paused: results and incidents stand; no node changes state while paused
         log.warning(
             "automation paused on %s: %d node(s) keep their state", run.cluster, len(wanted)
         )

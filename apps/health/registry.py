@@ -41,7 +41,7 @@ class Context:
     @cached_property
     def in_maintenance(self) -> set[str]:
         """Hostnames of the cluster's nodes a maintenance window covers now: the checks skip
-        them (CONTRACT §9.1)."""
+        them (docs/maintenance.md, What a window does)."""
         return nodes_in_maintenance(self.cluster.pk, self.now)
 
     @cached_property

@@ -192,7 +192,7 @@ def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
 
 
 def node_admission(*, node: Node) -> dict[str, object]:
-    """May a job start on `node` now (`kuae-agent prolog`, CONTRACT §7)? `{ok, state,
+    """May a job start on `node` now (`kuae-agent prolog`, docs/agent.md)? `{ok, state,
     problems: [{kind, target, reason}]}`: not ok when the node is not `healthy` or any of
     its current results (the node's or one of its GPUs') is a fail. Two queries."""
     problems: list[dict[str, str]] = []
@@ -209,8 +209,8 @@ def node_admission(*, node: Node) -> dict[str, object]:
 
 
 def telemetry_source_down(*, cluster: Cluster) -> CheckResult | None:
-    """The newest `error` result of the cluster's Prometheus (CONTRACT §10) when its last
-    answer to a check was none, else None (also for a cluster without one)."""
+    """The newest `error` result of the cluster's Prometheus (docs/checks.md, How a check run works)
+    when its last answer to a check was none, else None (also for a cluster without one)."""
     if not cluster.prometheus_url:
         return None
     latest = (

@@ -1,4 +1,4 @@
-"""API shapes for check runs and results (CONTRACT §2)."""
+"""API shapes for check runs and results (docs/api.md, Health)."""
 
 from __future__ import annotations
 

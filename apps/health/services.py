@@ -37,14 +37,15 @@ log = logging.getLogger(__name__)
 
 
 def limits_for(cluster: Cluster) -> Limits:
-    """The cluster's thresholds: the §5 defaults with its own overrides."""
+    """The cluster's thresholds: the defaults of docs/checks.md, Thresholds, with its own
+    overrides."""
     row = Thresholds.objects.filter(cluster=cluster).values_list("values", flat=True).first()
     return limits_from(row or {})
 
 
 # The checks that read GPU telemetry or signs of life: on a cluster with a Prometheus
-# (CONTRACT §10) each run first pulls the latest values from it, and a run whose source
-# does not answer stores `error` results instead of judging stale values.
+# (docs/integrations.md, 2d. Prometheus) each run first pulls the latest values from it, and a run
+# whose source does not answer stores `error` results instead of judging stale values.
 TELEMETRY_KINDS = frozenset({CheckKind.HEARTBEAT, CheckKind.GPU_ERRORS, CheckKind.THERMAL})
 # What each of their pulls reads (KUAE's names): the values its detector judges, and the
 # heartbeat's every value no check judges (what the node and GPUs pages show), so the three

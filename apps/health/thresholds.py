@@ -1,4 +1,5 @@
-"""Every check threshold, defined once: name, CONTRACT §5 default, label, unit and bounds.
+"""Every check threshold, defined once: name, default (docs/checks.md, Thresholds), label, unit and
+bounds.
 
 The detectors read them as `Limits`; a cluster's own values are the overrides stored on its
 `Thresholds` row; the form operators edit on the health page is built from the same
@@ -30,7 +31,7 @@ def _t(
 
 @dataclass(frozen=True)
 class Limits:
-    """The thresholds one check run uses (CONTRACT §5 defaults)."""
+    """The thresholds one check run uses (docs/checks.md, Thresholds)."""
 
     heartbeat_s: int = _t(180, "Silent node after", "s", lo=1)
     heartbeat_cluster_share: float = _t(

@@ -43,7 +43,7 @@ from apps.incidents.services_owners import incident_acknowledge
 class IncidentListView(generics.ListAPIView):
     """`GET incidents/?cluster=&status=&category=&start=&end=&sort=-cost` (`order`, the
     former name of `sort`, is still read); engineers file with POST. Costs are read at one
-    instant: an open incident's run up to it (§6)."""
+    instant: an open incident's run up to it (docs/incidents.md, What it cost)."""
 
     roles = {"GET": READERS, "POST": ENGINEERS}
     serializer_class = IncidentSerializer
@@ -112,7 +112,7 @@ class IncidentDetailView(APIView):
 class IncidentAckView(APIView):
     """`POST incidents/{id}/ack/`: acknowledge in one step — an open incident becomes
     investigating, with who and when and one timeline line; a second acknowledgement
-    changes and writes nothing (CONTRACT §9.3)."""
+    changes and writes nothing (docs/on-call.md, Owners and acknowledgement)."""
 
     roles = {"POST": OPERATORS}
 

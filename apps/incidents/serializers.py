@@ -1,4 +1,4 @@
-"""API shapes for incidents (CONTRACT §2)."""
+"""API shapes for incidents (docs/api.md, Incidents)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ class IncidentSerializer(serializers.ModelSerializer):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
     component = serializers.SerializerMethodField(
-        help_text="the switch, PDU or NVLink domain whose nodes failed together (CONTRACT "
-        '§9.4): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "" for any other incident'
+        help_text="the switch, PDU or NVLink domain whose nodes failed together "
+        "(docs/checks.md, Blast radius): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "
+        '"" for any other incident'
     )
 
     class Meta:
@@ -185,7 +186,8 @@ class ReviewSerializer(serializers.Serializer):
 
 
 class UnroutedAlertSerializer(serializers.ModelSerializer):
-    """An Alertmanager alert kept without an incident (CONTRACT §2 `alerts/unrouted/`)."""
+    """An Alertmanager alert kept without an incident (`alerts/unrouted/`;
+    docs/alertmanager.md, Unrouted alerts)."""
 
     class Meta:
         model = UnroutedAlert

@@ -1,4 +1,4 @@
-"""Job endpoints: jobs, step metrics, checkpoints (CONTRACT §2)."""
+"""Job endpoints: jobs, step metrics, checkpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ AGENT_LOOKUP_SHOWN = 10  # jobs an agent's lookup answers (newest first)
 
 
 def agent_job_lookup(request: Request) -> Response:
-    """`GET jobs/?external_id=&cluster=` for an agent (CONTRACT §8: a training run's Reporter
+    """`GET jobs/?external_id=&cluster=` for an agent (docs/agent.md: a training run's Reporter
     finds its job by Slurm's id): both parameters required, the cluster within the token's
     scope, a node agent's answer only the jobs that run on its nodes — and, as agents never
     read, only their ids, newest first."""

@@ -1,4 +1,4 @@
-"""API shapes for jobs and checkpoints (CONTRACT §2)."""
+"""API shapes for jobs and checkpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from apps.jobs.readers import OK, JobIncidents
 
 class JobSerializer(serializers.ModelSerializer):
     """A job as the API answers it; `nodes` are hostnames, `condition` and `open_incidents`
-    what its open incidents say (CONTRACT §6) — both filled by the view for a whole page in
-    a fixed number of queries. `mfu_now` is 0 while the job is hung or interrupted."""
+    what its open incidents say (docs/incidents.md, A job's condition) — both filled by the view for
+    a whole page in a fixed number of queries. `mfu_now` is 0 while the job is hung or
+    interrupted."""
 
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     nodes = serializers.SerializerMethodField()

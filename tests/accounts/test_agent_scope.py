@@ -1,5 +1,6 @@
-"""Agent tokens are scoped (CONTRACT §1), written as the attacks of issue 16: an attacker who
-holds one GPU node's agent token (every node runs users' code and holds one).
+"""Agent tokens are scoped (docs/operations.md, Agent tokens and scopes), written as the attacks of
+issue 16: an attacker who holds one GPU node's agent token (every node runs users' code and holds
+one).
 
 A node's token writes telemetry, events, heartbeats and per-node samples for its nodes only,
 and job metrics, checkpoints and preflight for jobs that run on them; a cluster's token for

@@ -1,5 +1,6 @@
-"""The two reads an agent token has, both about itself (CONTRACT §1 "agents never read",
-§7 prolog, §8 Reporter): its job's id by Slurm id, and whether its node may take a job."""
+"""The two reads an agent token has, both about itself (agents never read;
+docs/agent.md: the Reporter, the prolog): its job's id by Slurm id, and whether its node may take a
+job."""
 
 from __future__ import annotations
 

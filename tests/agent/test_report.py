@@ -1,4 +1,4 @@
-"""The training Reporter (CONTRACT §8) against the real app (live server): every sample of a
+"""The training Reporter (docs/agent.md) against the real app (live server): every sample of a
 training loop arrives exactly once through an outage; the job found by its Slurm id; who
 sends what by rank; 4xx dropped with one line; spill to disk and bounded memory; close at
 interpreter exit."""

@@ -3,7 +3,7 @@ threshold and injected faults (`tests.bench.detection_sim`), every scheduled che
 the schedule would run it, and what the checks flagged scored against the ground truth —
 precision and recall per check kind. Goal: ≥ 0.99 for both, every kind.
 
-- true positive: an injected fault whose target got the result CONTRACT §5 names (warn or
+- true positive: an injected fault whose target got the result docs/checks.md names (warn or
   fail) in some run and, for a rule that opens one, an incident of the right category and
   severity naming the right job or node (interrupting the job when it should);
 - false positive: a non-pass result, or an incident, on a target with no fault of that
@@ -127,7 +127,7 @@ def _target(f: Fault, job_ids: list[int]) -> str:
 
 
 def _key(f: Fault, script: Script, job_ids: list[int]) -> Key:
-    """The incident key CONTRACT §5 names: (category, job) when it interrupts a job or is
+    """The incident key docs/checks.md names: (category, job) when it interrupts a job or is
     the job's own, else (category, node)."""
     assert f.category is not None
     if f.node is None:

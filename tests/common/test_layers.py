@@ -1,6 +1,7 @@
-"""DESIGN: dependencies point one way. Each domain app imports only the apps below it
-(accounts and common, cross-cutting, are below every one); an app above lends a reader
-downwards at start-up instead (`fleet/readers.py`, `jobs/readers.py`)."""
+"""Dependencies point one way (docs/architecture.md, The apps and which way they depend). Each
+domain app imports only the apps below it (accounts and common, cross-cutting, are below every one);
+an app above lends a reader downwards at start-up instead (`fleet/readers.py`,
+`jobs/readers.py`)."""
 
 from __future__ import annotations
 

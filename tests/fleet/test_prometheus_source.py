@@ -1,5 +1,5 @@
-"""A cluster's Prometheus (CONTRACT §10): `prometheus_url` through the API, the query and
-how its answer is read, and every way a server can fail to answer (SourceDown, never a
+"""A cluster's Prometheus (docs/integrations.md, 2d. Prometheus): `prometheus_url` through the API,
+the query and how its answer is read, and every way a server can fail to answer (SourceDown, never a
 partial read). The checks against a real Prometheus: tests/health/test_prometheus_real.py."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Blast radius (CONTRACT §9.4): failing nodes that share a switch, PDU or NVLink domain —
-at least 3 of them and at least half its nodes — are one incident for the component, not
+"""Blast radius (docs/checks.md, Blast radius): failing nodes that share a switch, PDU or NVLink
+domain — at least 3 of them and at least half its nodes — are one incident for the component, not
 one per node; the drain cap still holds; the next run updates it."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The GPU checks reading a real Prometheus (Debian's `prometheus`, CONTRACT §10): it scrapes
-a fake dcgm-exporter here (the real-shaped text of tests/data/dcgm/h100-node.prom, one
-block per node) every second, and the cluster's `prometheus_url` points at a counting
-proxy in front of it. No telemetry is posted to KUAE. A hot GPU (two hot runs) and a fatal
-XID are found; a stopped Prometheus gives `error` results, no pass and no state change,
+"""The GPU checks reading a real Prometheus (Debian's `prometheus`, docs/integrations.md, 2d.
+Prometheus): it scrapes a fake dcgm-exporter here (the real-shaped text of
+tests/data/dcgm/h100-node.prom, one block per node) every second, and the cluster's `prometheus_url`
+points at a counting proxy in front of it. No telemetry is posted to KUAE. A hot GPU (two hot runs)
+and a fatal XID are found; a stopped Prometheus gives `error` results, no pass and no state change,
 and the overview says so; the requests per run are the same at 2 and at 20 nodes.
 
 The same tests run against VictoriaMetrics's single binary (Debian's `victoria-metrics`)

@@ -1,4 +1,4 @@
-"""Event intake (`ingest/events/`, CONTRACT §5.1): XIDs from nodes' kernel logs."""
+"""Event intake (`ingest/events/`, docs/xid.md): XIDs from nodes' kernel logs."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def cluster_create(
     )
 
 
-# Where a node sits (CONTRACT §9.4): what its failures may share with its neighbours'.
+# Where a node sits (docs/checks.md, Blast radius): what its failures may share with its
+# neighbours'.
 TOPOLOGY = ("switch", "pdu", "nvlink_domain")
 PLACEMENT = ("rack", *TOPOLOGY)
 PLACE_LENGTH = 64

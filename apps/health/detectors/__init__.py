@@ -1,4 +1,4 @@
-"""The health checks of CONTRACT §5 as pure functions: plain values in, findings out.
+"""The health checks of docs/checks.md as pure functions: plain values in, findings out.
 
 One module per kind. No database here: `apps.health.registry` loads each check's inputs in
 a few set-based queries and `apps.health.outcomes` applies the findings. Every detector

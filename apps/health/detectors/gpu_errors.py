@@ -1,4 +1,5 @@
-"""`gpu_errors`: ECC, row remapping, XIDs, link errors and GPUs that vanish (CONTRACT §5, §5.1).
+"""`gpu_errors`: ECC, row remapping, XIDs, link errors and GPUs that vanish
+(docs/checks.md, `gpu_errors`; docs/xid.md).
 
 Every rule looks only at what arrived since the previous run (events) or at the latest
 values, so a persisting XID gauge or an unchanged counter is never a new error.

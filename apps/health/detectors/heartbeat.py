@@ -1,4 +1,4 @@
-"""`heartbeat`: a node nothing has been heard from (CONTRACT §5)."""
+"""`heartbeat`: a node nothing has been heard from (docs/checks.md, `heartbeat`)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def heartbeat(
     never-seen nodes are skipped, as are down nodes still silent. More than the cluster
     share silent at once is the monitoring path: one cluster finding, no node changes —
     except that silent nodes a failing switch, PDU or NVLink domain explains (`places`,
-    CONTRACT §9.4) are that component, not the path, while no more than half the nodes
-    are silent."""
+    docs/checks.md, Blast radius) are that component, not the path, while no more than half the
+    nodes are silent."""
     considered = [n for n in nodes if n.state not in SKIPPED and n.last_seen is not None]
     out: list[Finding] = []
     silent: list[tuple[NodeSeen, float]] = []

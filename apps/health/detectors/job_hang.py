@@ -1,4 +1,4 @@
-"""`job_hang`: a running job that stopped making progress (CONTRACT §5).
+"""`job_hang`: a running job that stopped making progress (docs/checks.md, `job_hang`).
 
 Progress is the newest sample, job-wide or per node, whose step is higher than every step
 the job reported before it: a job whose ranks report only per-node samples progresses, one

@@ -1,5 +1,5 @@
 """`sdc`: silent data corruption — non-finite losses, or a GEMM checksum that disagrees with
-the majority of its model's GPUs in one probe round (CONTRACT §5)."""
+the majority of its model's GPUs in one probe round (docs/checks.md, `sdc`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`slow_node`: a node that computes slower than its job's others, or a GPU whose GEMM probe
-is slow for its model (CONTRACT §5)."""
+is slow for its model (docs/checks.md, `slow_node`)."""
 
 from __future__ import annotations
 

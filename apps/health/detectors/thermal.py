@@ -1,4 +1,5 @@
-"""`thermal`: a GPU too hot in consecutive runs (CONTRACT §5) — one hot sample is not enough."""
+"""`thermal`: a GPU too hot in consecutive runs (docs/checks.md, `thermal`) — one hot sample is not
+enough."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """`manage.py create_user NAME --role ROLE [--password PW]`: prints a fresh token last.
 
-An agent's scope (CONTRACT §1): `--cluster NAME [--nodes HOSTLIST]` limits its token to that
-cluster, or to those nodes of it; `--fleet` makes it a whole-fleet relay again; with neither,
-an existing agent keeps the scope it had."""
+An agent's scope (docs/operations.md, Agent tokens and scopes): `--cluster NAME [--nodes HOSTLIST]`
+limits its token to that cluster, or to those nodes of it; `--fleet` makes it a whole-fleet relay
+again; with neither, an existing agent keeps the scope it had."""
 
 from __future__ import annotations
 

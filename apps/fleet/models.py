@@ -13,6 +13,7 @@ from apps.fleet.choices import (
     NodeState,
     SchedulerKind,
 )
+from apps.fleet.monitored import event_kinds
 from apps.fleet.telemetry import ROLLUP_METRICS
 
 
@@ -227,7 +228,8 @@ class TelemetryEvent(models.Model):
     """
 
     # The columns a bulk insert names, every one of them: INSERT OR IGNORE would also skip a
-    # row for a missing NOT NULL column.
+    # row for a missing NOT NULL column. (`subject`, for the intake's port and rank events
+    # alone, takes its database default there: empty.)
     INSERT_COLUMNS = (
         "node_id",
         "gpu",
@@ -257,7 +259,12 @@ class TelemetryEvent(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
     gpu = models.PositiveSmallIntegerField(null=True, blank=True)
     at = models.DateTimeField()
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The fleet's own kinds (`Kind`) or one a check plug-in declares (`apps.fleet.monitored`):
+    # not a database choice, so a new check's events need no migration.
+    kind = models.CharField(max_length=32)
+    # What the event belongs to when not a GPU: `port:mlx5_0/1`, `rank:12`; empty for a
+    # GPU's event (`gpu`/`pci_bus`) or the node's own.
+    subject = models.CharField(max_length=64, blank=True, default="", db_default="")
     value = models.FloatField()
     previous = models.FloatField(null=True, blank=True)
     code = models.PositiveIntegerField(null=True, blank=True, help_text="XID code")
@@ -298,11 +305,23 @@ class TelemetryEvent(models.Model):
                 condition=models.Q(source="kernel", pci_bus=""),
                 name="kernel_event_gpu_once",
             ),
+            # A port's or a rank's event: (node, kind, subject, ts).
+            models.UniqueConstraint(
+                fields=["node", "kind", "subject", "at"],
+                condition=~models.Q(subject=""),
+                name="subject_event_once",
+            ),
         ]
 
     def __str__(self) -> str:
-        where = self.gpu if self.gpu is not None else self.pci_bus
+        where = self.gpu if self.gpu is not None else self.subject or self.pci_bus
         return f"{self.node_id}/{where} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def kind_label(self) -> str:
+        """What a person reads for the event's kind."""
+        lent = event_kinds().get(self.kind)
+        return lent.label if lent else dict(self.Kind.choices).get(self.kind, self.kind)
 
 
 def _rollup_fields() -> dict[str, models.Field]:

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
 from apps.accounts.scope import require_job, require_nodes
 from apps.fleet.models import Node
-from apps.health.choices import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
 from apps.health.selectors import node_admission

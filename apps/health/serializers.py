@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.common.fields import ClusterNameField
-from apps.health.choices import CheckKind
+from apps.health.checks import LABELS, SCHEDULED_KINDS
 from apps.health.models import CheckResult, CheckRun
 
 
@@ -14,7 +14,7 @@ class RunRequestSerializer(serializers.Serializer):
 
     cluster = ClusterNameField()
     checks = serializers.ListField(
-        child=serializers.ChoiceField(choices=[k for k in CheckKind if k != CheckKind.PREFLIGHT]),
+        child=serializers.ChoiceField(choices=[(k, LABELS[k]) for k in SCHEDULED_KINDS]),
         required=False,
         allow_empty=False,
     )

@@ -42,10 +42,9 @@ def thresholds_table() -> str:
         meta = f.metadata
         unit = meta["unit"] or "—"
         check = "every check" if meta["check"] == "*" else f"`{meta['check']}`"
-        lines.append(
-            f"| {check} | `{f.name}` | {meta['label']} | {_default(DEFAULTS[f.name], meta['unit'])} "
-            f"| {unit} | {_allowed(meta['lo'], meta['hi'], meta['above_lo'])} |"
-        )
+        default = _default(DEFAULTS[f.name], meta["unit"])
+        allowed = _allowed(meta["lo"], meta["hi"], meta["above_lo"])
+        lines.append(f"| {check} | `{f.name}` | {meta['label']} | {default} | {unit} | {allowed} |")
     return "\n".join(lines)
 
 

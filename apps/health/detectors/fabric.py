@@ -96,39 +96,24 @@ def fabric(ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str]
     out: list[Finding] = []
     for history in ports:
         target = port_target(history.node, history.port)
-        fatal = [f"{name} +{_growth(history, name):g}" for name in FATAL_COUNTERS]
-        fatal = [
-            words
-            for name, words in zip(FATAL_COUNTERS, fatal, strict=True)
-            if _growth(history, name) > 0
-        ]
+        grown = {name: _growth(history, name) for name in FATAL_COUNTERS}
+        fatal = [f"{name} +{n:g}" for name, n in grown.items() if n > 0]
         was_active = history.previous is not None and history.previous.state == "ACTIVE"
         if was_active and history.latest.state != "ACTIVE" and history.node in in_service:
             fatal.insert(0, f"was ACTIVE, now {history.latest.state or 'not reported'}")
         rates = _rates(history, limits)
         warns = history.warns_last_hour + (1 if rates and not fatal else 0)
         details = {"warns": warns}
-        where = f"port {history.port}: "
+        node, where = history.node, f"port {history.port}: "
         if fatal:
-            out.append(
-                failed(
-                    KIND, target, where + ", ".join(fatal), details, outcome=DOWN, node=history.node
-                )
-            )
+            message = where + ", ".join(fatal)
+            out.append(failed(KIND, target, message, details, outcome=DOWN, node=node))
         elif rates and warns >= limits.fabric_warns_to_fail:
             message = where + ", ".join(rates) + f" ({warns} warnings within an hour)"
-            out.append(failed(KIND, target, message, details, outcome=DOWN, node=history.node))
+            out.append(failed(KIND, target, message, details, outcome=DOWN, node=node))
         elif rates:
-            out.append(
-                warned(
-                    KIND,
-                    target,
-                    where + ", ".join(rates),
-                    details,
-                    outcome=DEGRADED,
-                    node=history.node,
-                )
-            )
+            message = where + ", ".join(rates)
+            out.append(warned(KIND, target, message, details, outcome=DEGRADED, node=node))
         else:
-            out.append(passed(KIND, target, "within limits", details, node=history.node))
+            out.append(passed(KIND, target, "within limits", details, node=node))
     return out

@@ -146,8 +146,7 @@ def score(
 ) -> Outcome:
     """Compare what was flagged (results of every run, incidents at the end) with the
     script's ground truth."""
-    from apps.health.checks import SCHEDULED_KINDS
-    from apps.health.checks import CHECKS
+    from apps.health.checks import CHECKS, SCHEDULED_KINDS
     from apps.incidents.models import Incident
 
     job_ids = [j.pk for j in world.jobs]

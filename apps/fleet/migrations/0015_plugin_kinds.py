@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0013_rollup_partitions'),
+        ('fleet', '0014_agentscope_from_accounts'),
     ]
 
     operations = [

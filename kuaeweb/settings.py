@@ -278,7 +278,7 @@ SPECTACULAR_SETTINGS = {
         "ResultStatusEnum": "apps.health.choices.ResultStatus",
         "NodeStateEnum": "apps.fleet.choices.NodeState",
         "IncidentStatusEnum": "apps.incidents.choices.IncidentStatus",
-        "CheckKindEnum": "apps.health.choices.CheckKind",
+        "CheckKindEnum": "apps.health.checks.KIND_CHOICES",
         "TimelineKindEnum": "apps.incidents.models.TimelineEntry.Kind",
         "RepairStatusEnum": "apps.repairs.choices.RepairStatus",
     },

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
-from apps.accounts.scope import require_nodes
 from apps.common.limits import TOPOLOGY_NODES
 from apps.common.parse import batch_items
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Node
 from apps.fleet.readers import open_incidents_of
+from apps.fleet.scope import require_nodes
 from apps.fleet.selectors import cluster_gpus, cluster_list, node_detail, node_list
 from apps.fleet.serializers import (
     AutomationSerializer,
@@ -49,10 +52,9 @@ class ClusterListView(generics.ListCreateAPIView):
     def get_queryset(self):  # noqa: ANN201
         return cluster_list()
 
-    def perform_create(self, serializer: ClusterSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
         cluster = cluster_create(**serializer.validated_data)
-        cluster.node_count, cluster.gpu_count = 0, 0
-        serializer.instance = cluster
+        serializer.instance = cluster_list().get(pk=cluster.pk)  # with its (zero) counts
 
 
 class ClusterDetailView(generics.RetrieveUpdateAPIView):

@@ -11,11 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS
-from apps.accounts.scope import require_nodes
 from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
+from apps.fleet.scope import require_nodes
 from apps.fleet.services import events_ingest, telemetry_ingest
 
 

@@ -11,11 +11,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField, HostnameField
+from apps.common.fields import HostnameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 from apps.fleet.destinations import url_refusal
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import GPU, Cluster, Node
 
 
@@ -197,7 +198,7 @@ class ClusterDetailSerializer(ClusterSerializer):
 class NodeSerializer(serializers.ModelSerializer):
     """A node as lists show it."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
 
     class Meta:
         model = Node

@@ -21,6 +21,7 @@ from apps.fleet.filters import NodeFilter
 from apps.fleet.gpu_charts import gpu_history_figure, message_figure
 from apps.fleet.gpu_history import RANGES, Window, node_gpu_history, window_from
 from apps.fleet.models import Cluster, Node
+from apps.fleet.monitored import reporting_gaps
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_actuations,
@@ -32,7 +33,7 @@ from apps.fleet.selectors import (
     rack_list,
 )
 from apps.fleet.services import cluster_automation_set, node_set_state
-from apps.fleet.telemetry import GPU_COLUMNS, reporting_gaps
+from apps.fleet.telemetry import GPU_COLUMNS
 
 
 @role_required()

@@ -21,9 +21,9 @@ from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
 from apps.health import blast, inputs
 from apps.health import detectors as d
-from apps.health.choices import CheckKind, ResultStatus
+from apps.health.checks import CHECKS, kind_label
+from apps.health.choices import ResultStatus
 from apps.health.models import CheckResult, CheckRun
-from apps.health.registry import CHECKS
 from apps.health.thresholds import Limits
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
 from apps.incidents.models import Incident, TimelineEntry
@@ -270,7 +270,7 @@ def _component_incidents(
         ran = Counter(job_of_node[h] for h in c.nodes if h in job_of_node)
         job = Job.objects.filter(pk=ran.most_common(1)[0][0]).first() if ran else None
         first = min(f.occurred_at or now for f in items)
-        label = CheckKind(run.kind).label
+        label = kind_label(run.kind)
         incident_open(
             cluster=run.cluster,
             title=f"{c.label}: {len(c.nodes)} of its {c.size} nodes fail {label.lower()}",
@@ -319,7 +319,7 @@ def _open(
         where += f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
     incident_open(
         cluster=run.cluster,
-        title=f"{CheckKind(run.kind).label}: {where}",
+        title=f"{kind_label(run.kind)}: {where}",
         category=category,
         severity=worst,
         detected_at=now,
@@ -375,7 +375,7 @@ def _active_of_check(run: CheckRun) -> Q:
         cluster=run.cluster,
         status__in=ACTIVE_STATUSES,
         source=Source.HEALTH,
-        category__in=CHECKS[CheckKind(run.kind)].categories,
+        category__in=CHECKS[run.kind].categories,
     )
 
 
@@ -397,7 +397,7 @@ def _note_cleared(run: CheckRun, cleared: Sequence[d.Finding], now: dt.datetime)
             kind=TimelineEntry.Kind.CLEARED,
             actor=f"check:{run.kind}",
             at=now,
-            text=f"{CheckKind(run.kind).label} passes again; {stays}",
+            text=f"{kind_label(run.kind)} passes again; {stays}",
         )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
@@ -26,8 +26,10 @@ class TimelineSerializer(serializers.ModelSerializer):
 class IncidentSerializer(serializers.ModelSerializer):
     """An incident as the API answers it; `nodes` are hostnames, `job` the job's id."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    cluster = ClusterNameField(read_only=True)
+    nodes: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", many=True, read_only=True
+    )
     component = serializers.SerializerMethodField(
         help_text="the switch, PDU or NVLink domain whose nodes failed together "
         "(docs/checks.md, Blast radius): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "

@@ -14,21 +14,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.accounts.permissions import answers_objects
 from apps.accounts.schema import AGENT_ACCEPTED, AGENT_JOB_ID, person_or_agent
-from apps.accounts.scope import (
-    answers_objects,
-    require_cluster,
-    require_job,
-    require_job_nodes,
-    require_nodes,
-    scope_of,
-)
 from apps.common.parsers import LenientJSONParser
 from apps.common.timeutil import parse_ts
+from apps.fleet.scope import require_cluster, require_nodes, scope_of
 from apps.jobs.filters import JobFilter
 from apps.jobs.intake import parse_metric_batch
 from apps.jobs.models import Checkpoint, Job
 from apps.jobs.readers import job_incidents
+from apps.jobs.scope import require_job, require_job_nodes
 from apps.jobs.selectors import MAX_POINTS_DEFAULT, MAX_POINTS_LIMIT, job_list, job_metric_series
 from apps.jobs.serializers import (
     AcceptedSerializer,

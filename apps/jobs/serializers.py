@@ -9,8 +9,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
 from apps.common.timeutil import not_future
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import Node
 from apps.fleet.serializers import IncidentRefSerializer
 from apps.jobs.choices import JobCondition, JobStatus
@@ -24,7 +24,7 @@ class JobSerializer(serializers.ModelSerializer):
     a whole page in a fixed number of queries. `mfu_now` is 0 while the job is hung or
     interrupted."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
     nodes = serializers.SerializerMethodField()
     condition = serializers.SerializerMethodField()
     open_incidents = serializers.SerializerMethodField()

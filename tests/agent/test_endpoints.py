@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
-from apps.fleet.services import cluster_create
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set, cluster_create
 from apps.health.models import CheckResult
 from apps.jobs.services import job_create
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set
 from apps.jobs.models import Checkpoint, JobMetric, NodeStepMetric
 from apps.jobs.services import job_create
 from kuae_agent.report import Reporter

@@ -82,7 +82,7 @@ def run_seed(seed: int, *, end: dt.datetime | None = None) -> Outcome:
     after each of the last ticks, and score what they flagged."""
     from django.utils import timezone
 
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
     from apps.health.models import CheckResult, CheckRun
     from apps.health.services import run_execute
 
@@ -146,8 +146,7 @@ def score(
 ) -> Outcome:
     """Compare what was flagged (results of every run, incidents at the end) with the
     script's ground truth."""
-    from apps.health.choices import SCHEDULED_KINDS
-    from apps.health.registry import CHECKS
+    from apps.health.checks import CHECKS, SCHEDULED_KINDS
     from apps.incidents.models import Incident
 
     job_ids = [j.pk for j in world.jobs]
@@ -242,7 +241,7 @@ def _ratio(value: float | None) -> str:
 
 def report(outcomes: list[Outcome], seconds: float, where: str) -> None:
     """Print the table, the per-fault breakdown and what was missed or falsely flagged."""
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
 
     total: dict[str, Tally] = {kind: Tally() for kind in SCHEDULED_KINDS}
     labels: Counter[str] = Counter()

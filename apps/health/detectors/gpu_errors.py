@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -30,7 +29,7 @@ from apps.health.detectors.xid import classify_xid
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.GPU_ERRORS
+KIND = "gpu_errors"
 LINK_COUNTERS = {"nvlink_crc": "NVLink CRC errors", "pcie_replay": "PCIe replays"}
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
 from apps.health.blast import Place, components
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -20,7 +19,7 @@ from apps.health.detectors.findings import (
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.HEARTBEAT
+KIND = "heartbeat"
 SKIPPED = frozenset({NodeState.DRAINED, NodeState.MAINTENANCE})
 NODE_SILENT = Outcome(
     Category.NODE_UNREACHABLE, Severity.SEV2, interrupts_job=True, node_state=NodeState.DOWN

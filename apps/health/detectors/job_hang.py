@@ -12,12 +12,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import Finding, Outcome, failed, finite, job_target, passed
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.JOB_HANG
+KIND = "job_hang"
 HUNG = Outcome(Category.HANG, Severity.SEV1, interrupts_job=True)
 
 

@@ -8,7 +8,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -23,7 +22,7 @@ from apps.health.detectors.gpus import GpuLatest
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.SLOW_NODE
+KIND = "slow_node"
 SLOW = Outcome(Category.SLOW_NODE, Severity.SEV3, node_state=NodeState.SUSPECT)
 
 

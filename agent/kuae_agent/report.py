@@ -1,4 +1,4 @@
-"""The training Reporter (CONTRACT §8): step progress and checkpoints from inside a run.
+"""The training Reporter (docs/agent.md): step progress and checkpoints from inside a run.
 
     from kuae_agent.report import Reporter
     rep = Reporter()                  # server, token, job from the environment

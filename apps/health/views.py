@@ -14,7 +14,8 @@ from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
-from apps.health.choices import SCHEDULED_KINDS, CheckKind, ResultStatus
+from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS
+from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
@@ -83,7 +84,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
             page=page,
             query=query.urlencode(),
             statuses=list(ResultStatus),
-            kinds_all=list(CheckKind),
+            kinds_all=KIND_CHOICES,
             selected_statuses=query.getlist("status"),
             selected_kinds=query.getlist("kind"),
             states=list(NodeState),

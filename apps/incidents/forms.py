@@ -97,7 +97,7 @@ class IncidentFileForm(forms.Form):
             data["job"] = job_named(cluster, wanted_job)
             if data["job"] is None:
                 self.add_error("job", f"no job {wanted_job} in cluster {cluster.name}")
-        try:  # counted against the bound before any name is made (CONTRACT §1)
+        try:  # counted against the bound before any name is made (docs/operations.md, Limits)
             wanted = Hostlists().hostnames(_hostlist_text(data.get("nodes") or ""))
         except HostlistError as exc:
             self.add_error("nodes", f"not a hostlist: {exc}")

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.core.exceptions import PermissionDenied
-
-from apps.accounts.models import User
 from apps.incidents.choices import IncidentStatus
 from apps.incidents.services import TIMES
 
@@ -36,12 +33,3 @@ def status_choices(*, engineer: bool) -> list[tuple[str, str]]:
     """The statuses this person may choose."""
     statuses = list(IncidentStatus) if engineer else OPERATOR_STATUSES
     return [(s.value, s.label) for s in statuses]
-
-
-def signed_in(user: object) -> User:
-    """The person a request is by, for the writes that record who (a postmortem's author,
-    who ticked an action item off). Its view's role check already let only signed-in people
-    in; anonymous is refused here too, should a view forget that check."""
-    if not isinstance(user, User):
-        raise PermissionDenied("sign in first")
-    return user

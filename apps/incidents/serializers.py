@@ -1,4 +1,4 @@
-"""API shapes for incidents (CONTRACT §2)."""
+"""API shapes for incidents (docs/api.md, Incidents)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
-from apps.fleet.models import Cluster
+from apps.fleet.fields import ClusterNameField
+from apps.fleet.models import Node
 from apps.fleet.validators import nodes_of_cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
@@ -27,14 +27,14 @@ class TimelineSerializer(serializers.ModelSerializer):
 class IncidentSerializer(serializers.ModelSerializer):
     """An incident as the API answers it; `nodes` are hostnames, `job` the job's id."""
 
-    cluster: serializers.SlugRelatedField[Cluster] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
+    cluster = ClusterNameField(read_only=True)
+    nodes: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", many=True, read_only=True
     )
-    # What `many=True` builds, spelled out so the declared type is the field's own.
-    nodes = serializers.SlugRelatedField.many_init(slug_field="hostname", read_only=True)
     component = serializers.SerializerMethodField(
-        help_text="the switch, PDU or NVLink domain whose nodes failed together (CONTRACT "
-        '§9.4): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "" for any other incident'
+        help_text="the switch, PDU or NVLink domain whose nodes failed together "
+        "(docs/checks.md, Blast radius): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "
+        '"" for any other incident'
     )
 
     class Meta:
@@ -180,7 +180,8 @@ class ReviewSerializer(serializers.Serializer):
 
 
 class UnroutedAlertSerializer(serializers.ModelSerializer):
-    """An Alertmanager alert kept without an incident (CONTRACT §2 `alerts/unrouted/`)."""
+    """An Alertmanager alert kept without an incident (`alerts/unrouted/`;
+    docs/alertmanager.md, Unrouted alerts)."""
 
     class Meta:
         model = UnroutedAlert

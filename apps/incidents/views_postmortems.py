@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
-from apps.accounts.permissions import role_required, user_has_role
+from apps.accounts.permissions import acting_user, role_required, user_has_role
 from apps.common.errors import errors_text
 from apps.common.timeutil import parse_ts
 from apps.incidents.costs import costs_at
@@ -29,7 +29,6 @@ from apps.incidents.forms import (
     with_added_row,
 )
 from apps.incidents.models import ActionItem, Incident, Postmortem
-from apps.incidents.policy import signed_in
 from apps.incidents.postmortems import (
     ActionSpec,
     action_item_set_done,
@@ -80,7 +79,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     """Read the postmortem; engineers edit a draft here (POST saves it, `then=submit` also
     submits it for review; `add_row=tl|ai` saves nothing and draws the editor again, as
     typed, with one more timeline or action-item row — the Add buttons without JavaScript)."""
-    user = signed_in(request.user)
+    user = acting_user(request)
     if request.method == "POST" and not user.has_role(ENGINEERS):
         raise PermissionDenied("only engineers write postmortems")
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
@@ -175,7 +174,7 @@ def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
     form = ReviewForm(request.POST)
     comment = form.cleaned_data["comment"] if form.is_valid() else ""
     try:
-        STEPS[step](postmortem=postmortem, by=signed_in(request.user), comment=comment)
+        STEPS[step](postmortem=postmortem, by=acting_user(request), comment=comment)
         messages.success(
             request,
             {
@@ -222,9 +221,7 @@ def action_items_page(request: HttpRequest) -> HttpResponse:
 def action_item_done(request: HttpRequest, item_id: int) -> HttpResponse:
     """Tick an action item off or reopen it: its owner or an engineer (else 403)."""
     item = get_object_or_404(ActionItem.objects.select_related("postmortem__incident"), pk=item_id)
-    action_item_set_done(
-        item=item, by=signed_in(request.user), done=request.POST.get("done") == "1"
-    )
+    action_item_set_done(item=item, by=acting_user(request), done=request.POST.get("done") == "1")
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
     return redirect(back if back and safe else "action-items")

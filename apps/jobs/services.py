@@ -65,7 +65,7 @@ def job_create(*, cluster: Cluster, nodes: Sequence[Node] = (), **fields: Any) -
     Returns (job, created) so a launcher can re-post its registration safely.
     """
     external_id = fields.get("external_id") or ""
-    if external_id:  # Slurm reuses ids: the newest job with it (CONTRACT §7)
+    if external_id:  # Slurm reuses ids: the newest job with it (docs/integrations.md, 4. Slurm)
         existing = job_by_external_id(cluster=cluster, external_id=external_id)
         if existing is not None:
             return job_update(job=existing, nodes=nodes or None, **fields), False
@@ -277,8 +277,8 @@ def checkpoints_record_bulk(
 
 @transaction.atomic
 def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[int, bool]]:
-    """Create or update jobs from Slurm records (CONTRACT §7): a job is (cluster, job id,
-    submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
+    """Create or update jobs from Slurm records (docs/integrations.md, 4. Slurm): a job is (cluster,
+    job id, submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
     not yet known are registered in the cluster. In bulk: the number of queries does not
     depend on the number of records. Returns, per record, (job id, whether it created it)."""
     node_ids = _slurm_nodes(cluster, records)

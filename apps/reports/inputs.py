@@ -157,7 +157,8 @@ def node_histories(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) ->
 
 def incident_facts(ids: list[int], *, now: dt.datetime) -> dict[int, dict]:
     """Title, category, severity, status and planned flag of the incidents behind lost
-    hours, and what each cost at `now` (§6: the figure every page shows for it)."""
+    hours, and what each cost at `now` (docs/incidents.md, What it cost: the figure every page
+    shows)."""
     incidents = Incident.objects.filter(pk__in=ids).select_related("job")
     return {
         i.pk: {

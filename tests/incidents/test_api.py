@@ -1,4 +1,4 @@
-"""Incidents endpoints: file, list, edit with an audit trail; roles (CONTRACT §1, §2)."""
+"""Incidents endpoints: file, list, edit with an audit trail; roles (docs/incidents.md)."""
 
 from __future__ import annotations
 

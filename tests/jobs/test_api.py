@@ -1,4 +1,4 @@
-"""Jobs, step metrics and checkpoints endpoints (CONTRACT §2)."""
+"""Jobs, step metrics and checkpoints endpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -203,7 +203,7 @@ def test_get_metrics_computes_mfu_and_downsamples(api, job):
     client = api("mia")
     full = client.get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=10000").json()["points"]
     assert len(full) == 3000
-    expected = 6 * 70e9 * 1e5 / (32 * 989.4e12)  # §4.4, flops_per_token = 6 × n_params
+    expected = 6 * 70e9 * 1e5 / (32 * 989.4e12)  # flops_per_token = 6 × n_params
     assert math.isclose(full[0]["mfu"], expected, rel_tol=1e-12)
     assert full[0]["ts"] == "2026-11-23T08:00:00Z"
     small = client.get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=500").json()["points"]
@@ -328,7 +328,7 @@ def test_long_windows_read_preselected_extremes(api, job, django_assert_max_num_
 
 
 def test_hourly_sums_follow_the_samples_and_ignore_repeats(api, job):
-    """JobMetricHour holds Σ step_time and Σ tokens/s × step_time per hour (§4.4's weights)."""
+    """JobMetricHour holds Σ step_time and Σ tokens/s × step_time per hour (the MFU weights)."""
     from apps.jobs.models import JobMetricHour
 
     def sample(minute: int, tps: float, step_time: float) -> dict:

@@ -1,5 +1,5 @@
 """Maintenance windows on other apps' pages: the node page and the overview load these tags,
-so those apps need not know about windows (DESIGN: dependencies point one way)."""
+so those apps need not know about windows (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Repairs on other apps' pages: the node page and the reliability page load these tags, so
-those apps need not know about repairs (DESIGN: dependencies point one way)."""
+those apps need not know about repairs (docs/architecture.md)."""
 
 from __future__ import annotations
 

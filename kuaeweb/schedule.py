@@ -53,7 +53,7 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "task": "apps.scheduler.tasks.deliver_actuations",
         "schedule": float(settings.KUAE_ACTUATION_TICK_S),
     }
-    # Maintenance windows (CONTRACT §9.1) begin and end within seconds of their times.
+    # Maintenance windows (docs/maintenance.md) begin and end within seconds of their times.
     schedule["maintenance-tick"] = {
         "task": "apps.maintenance.tasks.maintenance_tick",
         "schedule": float(settings.KUAE_MAINTENANCE_TICK_S),

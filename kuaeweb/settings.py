@@ -190,25 +190,25 @@ CELERY_TASK_ROUTES = {
     "apps.fleet.tasks.scrape_chunk": {"queue": KUAE_SCRAPE_QUEUE},
 }
 
-# Slurm (CONTRACT §7): each cluster names its connection (admin, `slurm` on the cluster);
+# Slurm (docs/slurm.md): each cluster names its connection (admin, `slurm` on the cluster);
 # these are the worker-side settings. The JWT for slurmrestd never goes through the API.
 KUAE_SLURM_SYNC_S = env_int("KUAE_SLURM_SYNC_S", 30)  # 0 turns the live sync off
 KUAE_SLURM_TIMEOUT_S = env_int("KUAE_SLURM_TIMEOUT_S", 20, minimum=1)
 KUAE_SLURM_CONF = env_str("KUAE_SLURM_CONF", env_str("SLURM_CONF"))  # for `cli` without a path
 KUAE_SLURM_JWT = env_secret("KUAE_SLURM_JWT")
-# A cluster's Prometheus (CONTRACT §10, `prometheus_url`): the bearer token when the cluster
-# has none of its own (admin), how long one query may take (connect to last byte) for a page
-# and for a check's pull of every GPU (up to 15 s at 102,400 GPUs on a 2-core machine), and
-# the largest answer read (bytes) — past either bound the source counts as not answering.
+# A cluster's Prometheus (`prometheus_url`, docs/integrations.md, 2d. Prometheus): the bearer token
+# when the cluster has none of its own (admin), how long one query may take (connect to last byte)
+# for a page and for a check's pull of every GPU (up to 15 s at 102,400 GPUs on a 2-core machine),
+# and the largest answer read (bytes) — past either bound the source counts as not answering.
 KUAE_PROMETHEUS_TOKEN = env_secret("KUAE_PROMETHEUS_TOKEN")
 KUAE_PROMETHEUS_TIMEOUT_S = env_int("KUAE_PROMETHEUS_TIMEOUT_S", 10, minimum=1)
 KUAE_PROMETHEUS_PULL_TIMEOUT_S = env_int("KUAE_PROMETHEUS_PULL_TIMEOUT_S", 30, minimum=1)
 KUAE_PROMETHEUS_MAX_BYTES = env_int("KUAE_PROMETHEUS_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 KUAE_SLURM_USER = env_str("KUAE_SLURM_USER")  # X-SLURM-USER-NAME, for a JWT with no user
 KUAE_ACTUATION_TICK_S = env_int("KUAE_ACTUATION_TICK_S", 10, minimum=1)
-# How often maintenance windows are started and ended (CONTRACT §9.1), seconds.
+# How often maintenance windows are started and ended (docs/maintenance.md), seconds.
 KUAE_MAINTENANCE_TICK_S = env_int("KUAE_MAINTENANCE_TICK_S", 30, minimum=1)
-# How often new drains open repairs and burn-ins are judged (CONTRACT §9.5), seconds.
+# How often new drains open repairs and burn-ins are judged (docs/repairs.md), seconds.
 KUAE_REPAIRS_TICK_S = env_int("KUAE_REPAIRS_TICK_S", 30, minimum=1)
 # How soon a drain or down has its repair (docs/repairs.md): pages only read, this tick opens.
 KUAE_REPAIRS_SYNC_S = env_int("KUAE_REPAIRS_SYNC_S", 5, minimum=1)
@@ -235,7 +235,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 
-# Request bodies: one limit, compressed or not (CONTRACT §2), enforced by BodyLimitMiddleware.
+# Request bodies: one limit, compressed or not (docs/operations.md, Limits), enforced by
+# BodyLimitMiddleware.
 KUAE_MAX_BODY_BYTES = env_int("KUAE_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KUAE_MAX_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
@@ -279,7 +280,7 @@ SPECTACULAR_SETTINGS = {
         "ResultStatusEnum": "apps.health.choices.ResultStatus",
         "NodeStateEnum": "apps.fleet.choices.NodeState",
         "IncidentStatusEnum": "apps.incidents.choices.IncidentStatus",
-        "CheckKindEnum": "apps.health.choices.CheckKind",
+        "CheckKindEnum": "apps.health.checks.KIND_CHOICES",
         "TimelineKindEnum": "apps.incidents.models.TimelineEntry.Kind",
         "RepairStatusEnum": "apps.repairs.choices.RepairStatus",
     },
@@ -294,8 +295,8 @@ EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "kuae-ops@localhost")
 KUAE_NOTIFY_EMAILS = env_list("KUAE_NOTIFY_EMAILS", ["oncall@localhost"])
 KUAE_NOTIFY_WEBHOOK = env_str("KUAE_NOTIFY_WEBHOOK")
-# Escalation (CONTRACT §9.3): a sev1 not acknowledged within KUAE_ESCALATE_SEV1_MIN minutes,
-# a sev2 within KUAE_ESCALATE_SEV2_MIN, goes once to these (e-mail and webhook separately).
+# Escalation (docs/on-call.md, Escalation): a sev1 not acknowledged within KUAE_ESCALATE_SEV1_MIN
+# minutes, a sev2 within KUAE_ESCALATE_SEV2_MIN, goes once to these (e-mail and webhook separately).
 KUAE_ESCALATE_SEV1_MIN = env_int("KUAE_ESCALATE_SEV1_MIN", 10, minimum=1)
 KUAE_ESCALATE_SEV2_MIN = env_int("KUAE_ESCALATE_SEV2_MIN", 30, minimum=1)
 KUAE_ESCALATION_EMAILS = env_list("KUAE_ESCALATION_EMAILS", [])

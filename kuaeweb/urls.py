@@ -2,14 +2,14 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from apps.accounts import views as account_views
 from apps.accounts.schema import ReaderSchemaView, api_docs
 from apps.common import views as common_views
 from apps.metrics import views as metrics_views
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("apps.fleet.urls_api")),
     path("", include("apps.jobs.urls_api")),
     path("", include("apps.incidents.urls_api")),

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-# Copies of ../shared/data (the team's real-world samples), so a clone tests on its own.
+# The team's real-world samples, kept in the repository (tests/data/README.md says where
+# each comes from), so a clone tests on its own.
 SHARED = Path(__file__).resolve().parent / "data"
 DCGM_SAMPLE = SHARED / "dcgm" / "h100-node.prom"
 

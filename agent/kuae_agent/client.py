@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import random
 import time
 from enum import Enum
 from typing import Any
 
 import httpx
 
+from kuae_agent.backoff import Backoff
 from kuae_agent.spool import Item, Spool
 
 log = logging.getLogger("kuae_agent")
@@ -31,9 +31,18 @@ class Client:
     ) -> None:
         self.server = server.rstrip("/")
         self.http = httpx.Client(timeout=timeout_s, headers={"Authorization": f"Token {token}"})
-        self.backoff_max_s = backoff_max_s
-        self.failures = 0
-        self.not_before = 0.0
+        # The first wait is 2 s (1–2 s jittered), doubling up to `backoff_max_s`.
+        self.backoff = Backoff(base_s=2.0, max_s=backoff_max_s)
+
+    @property
+    def failures(self) -> int:
+        """Retryable failures in a row (0 after a success)."""
+        return self.backoff.failures
+
+    @property
+    def not_before(self) -> float:
+        """The monotonic time before which `drain` does not try."""
+        return self.backoff.not_before
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -79,7 +88,7 @@ class Client:
         """Deliver spooled requests oldest first until one must wait; returns how many were
         stored. After a retryable failure, waits (exponential backoff with jitter)."""
         now = time.monotonic() if now is None else now
-        if now < self.not_before:
+        if not self.backoff.ready(now):
             return 0
         stored = 0
         for item in spool.pending():
@@ -87,7 +96,7 @@ class Client:
             if outcome is Outcome.STORED:
                 spool.done(item)
                 stored += 1
-                self.failures = 0
+                self.backoff.succeeded()
             elif outcome is Outcome.REJECTED:
                 spool.reject(item.file, reason)
             else:
@@ -96,9 +105,7 @@ class Client:
         return stored
 
     def _back_off(self, now: float, item: Item, reason: str) -> None:
-        self.failures += 1
-        delay = min(self.backoff_max_s, 2 ** min(self.failures, 10)) * random.uniform(0.5, 1.0)
-        self.not_before = now + delay
+        delay = self.backoff.failed(now)
         log.warning(
             "server unavailable (%s) for %s; retrying in %.0f s", reason, item.file.name, delay
         )

@@ -1,5 +1,6 @@
 """Where the agent's commands and the Reporter find their settings: arguments first, then the
-environment (CONTRACT §8: KUAE_SERVER, KUAE_TOKEN or KUAE_TOKEN_FILE, KUAE_NODE …)."""
+environment (docs/agent.md, The environment: KUAE_SERVER, KUAE_TOKEN or KUAE_TOKEN_FILE,
+KUAE_NODE …)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hugging Face `transformers`: a `TrainerCallback` that reports every optimizer step and
-every checkpoint to KUAE Ops with no other code (CONTRACT §8). Imports transformers, so
+every checkpoint to KUAE Ops with no other code (docs/agent.md). Imports transformers, so
 import this module only where it is installed:
 
     from kuae_agent.hf import KuaeCallback

@@ -1,4 +1,4 @@
-"""Following the node's kernel log for XIDs (CONTRACT §5.1), each line sent once.
+"""Following the node's kernel log for XIDs (docs/xid.md), each line sent once.
 
 The NVIDIA driver writes every XID to the kernel log:
 

@@ -1,4 +1,4 @@
-"""`kuae-agent launch -- CMD`: run a training command as a KUAE job (CONTRACT §8).
+"""`kuae-agent launch -- CMD`: run a training command as a KUAE job (docs/agent.md).
 
     kuae-agent launch [--name NAME] [--cluster C] [--external-id ID] [--nodes HOSTLIST]
                       [--gpu-count N] [--model-name M] [--n-params N] [--job-id ID] [--force]
@@ -40,7 +40,7 @@ from kuae_agent.client import Client, Outcome
 log = logging.getLogger("kuae_agent.launch")
 
 REFUSED = 3  # preflight failed and no --force
-MAX_HOSTS = 20_000  # CONTRACT §1's hostlist bound
+MAX_HOSTS = 20_000  # the hostlist bound of docs/operations.md, Limits
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 

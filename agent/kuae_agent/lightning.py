@@ -1,5 +1,5 @@
 """PyTorch Lightning: a `Callback` that reports every optimizer step and every checkpoint
-to KUAE Ops with no other code (CONTRACT §8). Imports Lightning (`lightning`, else
+to KUAE Ops with no other code (docs/agent.md). Imports Lightning (`lightning`, else
 `pytorch_lightning`), so import this module only where it is installed:
 
     from kuae_agent.lightning import KuaeCallback

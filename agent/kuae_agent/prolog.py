@@ -1,4 +1,4 @@
-"""`kuae-agent prolog`: Slurm's `Prolog=` hook (CONTRACT §7). Asks KUAE whether the node it
+"""`kuae-agent prolog`: Slurm's `Prolog=` hook (docs/agent.md). Asks KUAE whether the node it
 runs on may take a job — `GET nodes/{hostname}/admission/` — and exits 1 when the node is not
 `healthy` or has a current fail result (Slurm then drains the node and requeues the job).
 It answers within `--deadline` (5 s) whatever the network does; when KUAE does not answer

@@ -1,4 +1,4 @@
-"""The training Reporter (CONTRACT §8): step progress and checkpoints from inside a run.
+"""The training Reporter (docs/agent.md): step progress and checkpoints from inside a run.
 
     from kuae_agent.report import Reporter
     rep = Reporter()                  # server, token, job from the environment
@@ -36,7 +36,6 @@ import datetime as dt
 import json
 import logging
 import os
-import random
 import tempfile
 import threading
 import time
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from kuae_agent import config
+from kuae_agent.backoff import Backoff
 from kuae_agent.client import Client, Outcome
 from kuae_agent.samples import Raw, step_samples
 from kuae_agent.spool import Spool
@@ -190,8 +190,8 @@ class Reporter:
             return
         self._client = Client(self.server, self.token, timeout_s=timeout_s)
         self._timeout_s = timeout_s
-        self._failures = 0
-        self._not_before = 0.0
+        # The first wait is 1 s (0.5–1 s jittered), doubling up to `backoff_max_s`.
+        self._backoff = Backoff(base_s=1.0, max_s=backoff_max_s)
         self._last_cut = time.monotonic()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -274,7 +274,7 @@ class Reporter:
         with self._idle:
             self._flushing += 1
         try:
-            self._not_before = 0.0  # try now, whatever the backoff said
+            self._backoff.retry_now()  # try now, whatever the backoff said
             self._wake.set()
             with self._idle:
                 while not self._empty():
@@ -377,7 +377,7 @@ class Reporter:
             self._last_cut = now
         self._spill()
         self._report_drops()
-        if now < self._not_before or not (self._pending or self._spooled):
+        if not self._backoff.ready(now) or not (self._pending or self._spooled):
             return
         if self.job_id is None and not self._lookup():
             return
@@ -515,7 +515,7 @@ class Reporter:
             else:
                 self._pending.popleft()
                 self._pending_bytes -= batch.size
-            self._failures = 0
+            self._backoff.succeeded()
             if outcome is Outcome.STORED:
                 self._stats.sent += batch.samples
             else:
@@ -529,13 +529,12 @@ class Reporter:
                 )
 
     def _back_off(self, reason: str, flushing: bool) -> None:
-        self._failures += 1
         self._stats.retries += 1
         self._stats.last_error = reason
-        cap = min(self.backoff_max_s, 1.0) if flushing else self.backoff_max_s
-        delay = min(cap, 0.5 * 2 ** min(self._failures, 16)) * random.uniform(0.5, 1.0)
-        self._not_before = time.monotonic() + delay
-        if self._failures == 1 or self._failures % 10 == 0:
+        # A flush (or close) is waiting on us: retry within a second, not the full cap.
+        delay = self._backoff.failed(time.monotonic(), cap_s=1.0 if flushing else None)
+        failures = self._backoff.failures
+        if failures == 1 or failures % 10 == 0:
             log.warning(
                 "kuae Reporter: server unavailable (%s); %d sample(s) held, retrying in %.1f s",
                 reason,

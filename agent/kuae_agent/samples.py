@@ -1,4 +1,4 @@
-"""What one `Reporter.step()` becomes on the wire (CONTRACT §8): the job-wide sample, the
+"""What one `Reporter.step()` becomes on the wire (docs/agent.md): the job-wide sample, the
 node's sample, or nothing when the caller's values are not numbers the server takes. Pure:
 no I/O, no state; the Reporter's sender thread calls it, never the training thread."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-# nvidia-smi --query-gpu field → contract metric name
+# nvidia-smi --query-gpu field → KUAE's metric name
 SMI_FIELDS = {
     "utilization.gpu": "gpu_util",
     "memory.used": "mem_used_mib",

@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from apps.accounts import scoping
 from apps.accounts.models import ApiToken, User, hash_token
 
 _TOUCH_EVERY = dt.timedelta(minutes=5)
@@ -48,7 +49,8 @@ def user_for_token(raw: str) -> tuple[User, ApiToken]:
     KUAE_TOKEN_TTL_DAYS from its issue); AuthenticationFailed otherwise."""
     now = timezone.now()
     token = (
-        ApiToken.objects.select_related("user", "user__agent_scope__cluster")  # its scope too
+        # The user's scope too (lent by the fleet, apps/accounts/scoping.py): no query later.
+        ApiToken.objects.select_related("user", *(f"user__{r}" for r in scoping.user_related()))
         .filter(
             key_hash=hash_token(raw),
             revoked_at__isnull=True,

@@ -1,4 +1,4 @@
-"""Roles (CONTRACT §1) and the sets of roles each kind of action allows."""
+"""Roles (docs/api.md, Conventions) and the sets of roles each kind of action allows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django.db import models
 
 
 class Role(models.TextChoices):
-    """What a user may do; see CONTRACT §1."""
+    """What a user may do; see docs/api.md, Conventions."""
 
     MANAGER = "manager", "Manager"
     OPERATOR = "operator", "Operator"
@@ -15,7 +15,7 @@ class Role(models.TextChoices):
     ADMIN = "admin", "Admin"
 
 
-# Each set includes the roles above it in the contract's ladder (manager < operator < engineer).
+# Each set includes the roles above it in the roles' ladder (manager < operator < engineer).
 READERS = frozenset({Role.MANAGER, Role.OPERATOR, Role.ENGINEER, Role.ADMIN})
 OPERATORS = frozenset({Role.OPERATOR, Role.ENGINEER, Role.ADMIN})
 ENGINEERS = frozenset({Role.ENGINEER, Role.ADMIN})

@@ -7,16 +7,14 @@ import secrets
 from typing import Any
 
 from django.contrib.auth.models import AbstractUser
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
 from apps.accounts.choices import Role
-from apps.common.hostnames import Hostlists
 
 
 class User(AbstractUser):
-    """A person or machine account; `role` decides what it may do (CONTRACT §1)."""
+    """A person or machine account; `role` decides what it may do (docs/api.md, Conventions)."""
 
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MANAGER)
 
@@ -33,8 +31,8 @@ class User(AbstractUser):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Save; a password set (or dropped) since the last save — create_user, the admin's
-        password form — revokes every token the user had (CONTRACT §1). A hash upgraded at
-        sign-in is no change: Django clears `_password` before that save."""
+        password form — revokes every token the user had (docs/api.md, Conventions). A hash
+        upgraded at sign-in is no change: Django clears `_password` before that save."""
         changed = self.pk is not None and (
             getattr(self, "_password", None) is not None
             or getattr(self, "_password_dropped", False)
@@ -71,60 +69,6 @@ class ApiToken(models.Model):
         raw = secrets.token_urlsafe(32)
         cls.objects.create(user=user, key_hash=hash_token(raw), prefix=raw[:8])
         return raw
-
-
-MAX_SCOPE_NODES = 20_000  # CONTRACT §1 bounds: hostlist expansion
-
-
-def scope_hostnames(expression: str) -> list[str]:
-    """The hostnames a scope's hostlist (`gpu[001-004],gpu010`) names, expanded once (at most
-    MAX_SCOPE_NODES, counted before expanding), each a DNS name; ValueError naming the
-    problem otherwise."""
-    names = Hostlists(MAX_SCOPE_NODES).hostnames(expression.strip())
-    if expression.strip() and not names:
-        raise ValueError("names no node")
-    return names
-
-
-class AgentScope(models.Model):
-    """Where an agent account may write (CONTRACT §1 "Agent tokens are scoped"): only its
-    cluster and, when `hostlist` is set, only those nodes of it (and the jobs that run on
-    them). An agent without a scope is a whole-fleet relay. Checked by apps.accounts.scope."""
-
-    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="agent_scope")
-    # PROTECT: deleting the cluster must never widen its agents to the whole fleet.
-    cluster = models.ForeignKey("fleet.Cluster", on_delete=models.PROTECT, related_name="+")
-    hostlist = models.CharField(
-        max_length=2000,
-        blank=True,
-        default="",
-        help_text="the nodes it writes for, e.g. gpu[001-004]; blank: the whole cluster",
-    )
-    hostnames = models.JSONField(default=list, blank=True, editable=False)
-
-    class Meta:
-        verbose_name = "agent scope"
-
-    def __str__(self) -> str:
-        return describe_scope(self)
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        self.hostnames = scope_hostnames(self.hostlist)  # never out of step with `hostlist`
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
-
-    def clean(self) -> None:
-        try:
-            self.hostnames = scope_hostnames(self.hostlist)
-        except ValueError as exc:
-            raise ValidationError({"hostlist": str(exc)}) from exc
-
-
-def describe_scope(scope: AgentScope | None) -> str:
-    """`whole fleet`, `cluster c1` or `cluster c1, nodes gpu[001-004]`."""
-    if scope is None:
-        return "whole fleet"
-    nodes = f", nodes {scope.hostlist}" if scope.hostlist else ""
-    return f"cluster {scope.cluster.name}{nodes}"
 
 
 class AuditEvent(models.Model):

@@ -1,4 +1,4 @@
-"""Role checks for API views and pages (CONTRACT §1)."""
+"""Role checks for API views and pages (docs/api.md, Conventions)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from rest_framework.request import Request
 if TYPE_CHECKING:
     from rest_framework.views import APIView
 
-from apps.accounts.choices import READERS
-from apps.accounts.scope import scope_of
+from apps.accounts import scoping
+from apps.accounts.choices import READERS, Role
+from apps.accounts.models import User
 
 
 class RolePermission(BasePermission):
@@ -25,7 +26,7 @@ class RolePermission(BasePermission):
     Views declare `roles = {"GET": READERS, "POST": OPERATORS}`; a method not listed is
     refused. Unauthenticated requests fail with 401 (token auth is the first class). A scoped
     agent token is refused on any view that does not declare `agent_scoped = True` — that
-    it checks the scope (apps.accounts.scope) before it writes.
+    it checks the scope (apps/fleet/scope.py, apps/jobs/scope.py) before it writes.
     """
 
     def has_permission(self, request: Request, view: APIView) -> bool:
@@ -37,7 +38,7 @@ class RolePermission(BasePermission):
         allowed = roles.get(method or "")
         if not (allowed and user.has_role(allowed)):
             return False
-        return getattr(view, "agent_scoped", False) or scope_of(user) is None
+        return getattr(view, "agent_scoped", False) or not scoping.is_scoped(user)
 
 
 def role_required(
@@ -64,3 +65,18 @@ def user_has_role(user: object, roles: frozenset[str]) -> bool:
     """Whether a request's user (signed in or anonymous) has one of `roles`."""
     has_role = getattr(user, "has_role", None)
     return bool(has_role and has_role(roles))
+
+
+def acting_user(request: HttpRequest | Request) -> User:
+    """The signed-in user of a request a role check let through, typed as such (the 403 is
+    for a view that forgot its `roles`)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise PermissionDenied("sign in first")
+    return user
+
+
+def answers_objects(user: Any) -> bool:
+    """Whether a write answers with the object it wrote: not for agents, who never read
+    (a write answers its status and counts; docs/operations.md#agent-tokens-and-scopes)."""
+    return getattr(user, "role", None) != Role.AGENT

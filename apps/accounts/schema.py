@@ -71,7 +71,8 @@ def api_docs(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     return view(request, *args, **kwargs)
 
 
-# What an agent's write answers instead of the object (agents never read, CONTRACT §1).
+# What an agent's write answers instead of the object: agents never read
+# (docs/api.md, Conventions).
 AGENT_JOB_ID: dict[str, Any] = {
     "type": "object",
     "title": "agent answer",

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.choices import Role
-from apps.accounts.models import AgentScope, ApiToken, User
+from apps.accounts.models import ApiToken, User
 
 
 @transaction.atomic
@@ -40,7 +40,7 @@ def user_create_or_update(
 @transaction.atomic
 def token_issue(*, user: User) -> str:
     """Issue a new API token and return its raw value; the user's older tokens are revoked
-    (CONTRACT §1: re-issue is how a token is rotated)."""
+    (docs/operations.md, Security notes: re-issue is how a token is rotated)."""
     token_revoke(user=user)
     return ApiToken.issue(user)
 
@@ -50,29 +50,3 @@ def token_revoke(*, user: User) -> int:
     return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )
-
-
-@transaction.atomic
-def agent_scope_set(*, user: User, cluster: str | None, hostlist: str = "") -> AgentScope | None:
-    """Where an agent account may write (CONTRACT §1): cluster `cluster` (a name) and, given a
-    `hostlist`, only those nodes of it; `cluster=None` makes it a whole-fleet relay. Only an
-    agent has a scope. ValueError naming the problem (unknown cluster, bad hostlist)."""
-    from apps.fleet.models import Cluster
-
-    if cluster is None:
-        AgentScope.objects.filter(user=user).delete()
-        return None
-    if user.role != Role.AGENT:
-        raise ValueError(f"only agent accounts are scoped; {user.username} is {user.role}")
-    found = Cluster.objects.filter(name=cluster).first()
-    if found is None:
-        raise ValueError(f"unknown cluster {cluster!r}")
-    scope = AgentScope.objects.filter(user=user).first() or AgentScope(user=user)
-    scope.cluster, scope.hostlist = found, (hostlist or "").strip()
-    try:
-        scope.full_clean(exclude=["user"])
-    except ValidationError as exc:
-        problems = (f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-        raise ValueError("; ".join(problems)) from exc
-    scope.save()
-    return scope

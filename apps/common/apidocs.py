@@ -91,9 +91,13 @@ text, job metrics, XID events, Alertmanager, Slurm) are shown with examples in
 results.
 """
 
-_CONTRACT_REF = re.compile(
-    r"\s*\((?:see )?(?:CONTRACT )?§\s?[\d.]+(?:\s?[–-]\s?[\d.]+)?\)"  # "(§4.2)", "(CONTRACT §5.1)"
-    r"|\s*[—-]?\s*(?:CONTRACT )?§\s?[\d.]+(?:\s?[–-]\s?[\d.]+)?"  # "— CONTRACT §6", "§4.1"
+# The code's citations of docs/ (docs/architecture.md, Citing the documentation) are for
+# readers of the code, not of the API: a whole "(docs/slurm.md)" or
+# "(docs/formulas.md, Targets)", or one that ends a parenthesis:
+# "(by state — docs/formulas.md, GPUs now)".
+_DOC_REF = re.compile(
+    r"\s*\((?:see )?docs/[\w./-]+\.md(?:[,;][^()]*)?\)"
+    r"|\s*[—,;-]?\s*(?:see )?docs/[\w./-]+\.md(?:[,;][^()]*)?(?=\))"
 )
 _PARENTHESIS = re.compile(r"\s*\(([^()]*)\)")
 # Notes to the schema's authors, not to its readers: "(documentation only; …)".
@@ -124,7 +128,7 @@ def prose(text: str | None) -> str:
     out = []
     for p in paragraphs:
         p = _PARENTHESIS.sub(_drop_notes, p)
-        p = _CONTRACT_REF.sub("", p)
+        p = _DOC_REF.sub("", p)
         p = re.sub(r"\(\s*\)", "", p)
         p = re.sub(r"\(\s+", "(", p)
         p = re.sub(r"\s+([,.;:)])", r"\1", p).strip()
@@ -485,14 +489,14 @@ def api_markdown() -> str:
 
 def _plain(text: str) -> str:
     """A description without references to internal design documents, line breaks kept."""
-    text = _CONTRACT_REF.sub("", text)
+    text = _DOC_REF.sub("", text)
     text = re.sub(r"\(\s*\)", "", text)
     return re.sub(r"[ \t]+([,.;:)])", r"\1", text)
 
 
 def without_document_references(result: Any, **_kwargs: Any) -> Any:
     """drf-spectacular postprocessing hook: the served schema (and so Swagger UI) never
-    shows "CONTRACT §…" — every description and summary is read by people."""
+    shows the code's citations of docs/ — every description and summary is read by people."""
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):

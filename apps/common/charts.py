@@ -1,5 +1,5 @@
-"""Plotly conventions shared by every chart (UI.md): no logo, responsive, range buttons,
-series colours from the palette, target and reference lines."""
+"""Plotly conventions shared by every chart (docs/pages.md, Charts): no logo, responsive, range
+buttons, series colours from the palette, target and reference lines."""
 
 from __future__ import annotations
 

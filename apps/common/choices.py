@@ -1,5 +1,5 @@
 """Choices that carry their colour, so badges, tiles, stylesheet rules and chart traces agree
-everywhere (UI.md: one colour per state, defined next to its choices).
+everywhere (docs/pages.md, Colours: one colour per state, defined next to its choices).
 
 The hex values are written once, in `Hue`; each choices class picks its members' colours
 from it in `palette()`. Every class registered with `@css_prefix` is in the stylesheet

@@ -20,11 +20,24 @@ class BatchError(ValueError):
         self.errors = errors
 
 
+class OutOfScope(Exception):
+    """A write the caller's agent token may not make: it is outside the cluster or the nodes
+    the token is scoped to (docs/operations.md#agent-tokens-and-scopes). The message names
+    what was outside.
+
+    A plain exception, so the scope checks (apps/fleet/scope.py, apps/jobs/scope.py) can be
+    called from a service as well as a view; the API's exception handler turns it into a 403
+    whose `detail` is the message.
+    """
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
-    """DRF's handler, plus batch and model validation errors as a 400 naming the fields."""
+    """DRF's handler, plus batch and model validation errors as a 400 naming the fields, and
+    a write outside a token's scope as a 403."""
     from django.core.exceptions import ValidationError as DjangoValidationError
     from django.db import DataError, InterfaceError, OperationalError
     from rest_framework import status
+    from rest_framework.exceptions import PermissionDenied
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -43,6 +56,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
         return Response({"detail": "a number is out of range"}, status=400)
     if isinstance(exc, BatchError):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, OutOfScope):
+        # DRF's own 403 (its body, and the request's transaction marked for rollback).
+        exc = PermissionDenied(str(exc))
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             detail = exc.message_dict

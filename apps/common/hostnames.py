@@ -1,4 +1,4 @@
-"""Hostnames and Slurm hostlists (CONTRACT §1, §2). Pure.
+"""Hostnames and Slurm hostlists (docs/operations.md, Limits). Pure.
 
 A hostname is a DNS name: labels of letters, digits and `-` (not first or last), each at
 most 63 characters, dot-separated, at most 253 characters in all (RFC 1123). Everything that

@@ -1,4 +1,5 @@
-"""How deep a JSON text nests, found before it is parsed (CONTRACT §1: depth 64). Pure.
+"""How deep a JSON text nests, found before it is parsed (docs/operations.md, Limits: depth 64).
+Pure.
 
 Python's `json` recurses once per level, so `[[[[…` ten thousand deep is a RecursionError
 (a 500) rather than a bad request; orjson stops at its own 1,024. `too_deep` looks at the

@@ -1,4 +1,4 @@
-"""The bounds on what one request may make the service do (CONTRACT §1 "Bounds").
+"""The bounds on what one request may make the service do (docs/operations.md, Limits).
 
 Each is checked before the work it bounds, and a request past one gets a 400 (or 413)
 naming it; the README's "Limits" lists them with where each is enforced. Pure constants.

@@ -17,9 +17,9 @@ def _too_large(limit: int) -> JsonResponse:
 class BodyLimitMiddleware:
     """Refuse bodies over KUAE_MAX_BODY_BYTES with 413, and inflate gzip bodies safely.
 
-    Django alone answers 400 for an oversized body; the contract asks for 413. A gzip body
-    is inflated here with the same limit on its inflated size, so a small compressed bomb
-    cannot expand past it.
+    Django alone answers 400 for an oversized body; the API answers 413
+    (docs/api.md, Conventions). A gzip body is inflated here with the same limit on its
+    inflated size, so a small compressed bomb cannot expand past it.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -4,7 +4,7 @@ from rest_framework.pagination import PageNumberPagination
 
 
 class Pagination(PageNumberPagination):
-    """Page-number pagination as CONTRACT §2 asks (`page_size` ≤ 1,000)."""
+    """Page-number pagination (docs/api.md, Conventions: `page_size` ≤ 1,000)."""
 
     page_size = 100
     page_size_query_param = "page_size"

@@ -1,6 +1,7 @@
-"""Body parsers: JSON with NaN/Infinity (CONTRACT §2), and plain text for Prometheus.
+"""Body parsers: JSON with NaN/Infinity (docs/integrations.md, 3. Training jobs), and plain text for
+Prometheus.
 
-Every JSON parser refuses a body nested deeper than `JSON_DEPTH` (CONTRACT §1) before
+Every JSON parser refuses a body nested deeper than `JSON_DEPTH` (docs/operations.md, Limits) before
 parsing it, so a deep body is a 400 naming the bound, never a RecursionError (a 500).
 """
 

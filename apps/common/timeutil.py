@@ -10,7 +10,7 @@ from django.utils.dateparse import parse_datetime
 
 UTC = dt.UTC
 # A sample stamped further ahead is a clock error (or a forgery): stored, it would be the
-# GPU's or the job's newest forever and freeze its state (CONTRACT §1).
+# GPU's or the job's newest forever and freeze its state (docs/api.md, Conventions).
 FUTURE_SLACK = dt.timedelta(minutes=5)
 FUTURE_ERROR = "is more than 5 minutes in the future"
 

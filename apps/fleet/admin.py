@@ -1,10 +1,15 @@
+from __future__ import annotations
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin
 
+from apps.accounts.admin import ApiTokenAdmin, KuaeUserAdmin
+from apps.accounts.choices import Role
+from apps.accounts.models import ApiToken, User
 from apps.common.hostnames import hostname_clean
 from apps.fleet.destinations import url_refusal
-from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+from apps.fleet.models import GPU, AgentScope, Cluster, Node, NodeStateChange, describe_scope
 
 
 class NodeForm(forms.ModelForm):
@@ -16,7 +21,7 @@ class NodeForm(forms.ModelForm):
         fields = "__all__"  # noqa: DJ007 - the admin's own choice of fields applies
 
     def clean_hostname(self) -> str:
-        try:  # a DNS name, as everywhere a node is named (CONTRACT §1)
+        try:  # a DNS name, as everywhere a node is named (docs/operations.md, Limits)
             return hostname_clean(self.cleaned_data.get("hostname") or "")
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
@@ -79,3 +84,62 @@ class GPUAdmin(admin.ModelAdmin):
     list_display = ("node", "index", "model", "updated_at")
     search_fields = ("node__hostname", "uuid")
     raw_id_fields = ("node",)
+
+
+class AgentScopeInline(admin.StackedInline):
+    """Where an agent's token may write (docs/operations.md#agent-tokens-and-scopes): none →
+    the whole fleet (a relay); a cluster → that cluster; a cluster and a hostlist → those
+    nodes and the jobs on them."""
+
+    model = AgentScope
+    can_delete = True
+    extra = 0
+    max_num = 1
+    fields = ("cluster", "hostlist", "node_count")
+    readonly_fields = ("node_count",)
+    verbose_name_plural = "agent scope (agents only; none: the whole fleet)"
+
+    @admin.display(description="nodes named")
+    def node_count(self, scope: AgentScope) -> str:
+        """How many nodes the hostlist names, or that it is every node of the cluster."""
+        return f"{len(scope.hostnames):,}" if scope.hostlist else "every node of the cluster"
+
+
+def writes_for(user: User) -> str:
+    """What an agent's writes are limited to (`whole fleet` when nothing); a dash for people."""
+    if user.role != Role.AGENT:
+        return "—"
+    return describe_scope(getattr(user, "agent_scope", None))
+
+
+# The scope is the fleet's (accounts knows no cluster): the user and token admins gain it here.
+admin.site.unregister(User)
+admin.site.unregister(ApiToken)
+
+
+@admin.register(User)
+class ScopedUserAdmin(KuaeUserAdmin):
+    """Users, with an agent's scope edited inline and shown in the list."""
+
+    list_display = ("username", "role", "scope", "is_active", "last_login")
+    list_select_related = ("agent_scope__cluster",)
+    inlines = (*KuaeUserAdmin.inlines, AgentScopeInline)
+
+    @admin.display(description="writes for")
+    def scope(self, user: User) -> str:
+        """What the user's writes are limited to."""
+        return writes_for(user)
+
+
+@admin.register(ApiToken)
+class ScopedApiTokenAdmin(ApiTokenAdmin):
+    """Tokens, with what each writes for."""
+
+    list_display = ("user", "prefix", "scope", "created_at", "last_used_at", "revoked_at")
+    list_select_related = ("user__agent_scope__cluster",)
+    readonly_fields = ("key_hash", "prefix", "scope", "created_at", "last_used_at")
+
+    @admin.display(description="writes for")
+    def scope(self, token: ApiToken) -> str:
+        """What the token's writes are limited to."""
+        return writes_for(token.user)

@@ -1,21 +1,24 @@
-"""Fleet endpoints: clusters, nodes, node state and heartbeats (CONTRACT §2)."""
+"""Fleet endpoints: clusters, nodes, node state and heartbeats (docs/api.md, Clusters; Nodes)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
-from apps.accounts.scope import require_nodes
 from apps.common.limits import TOPOLOGY_NODES
 from apps.common.parse import batch_items
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Node
 from apps.fleet.readers import open_incidents_of
+from apps.fleet.scope import require_nodes
 from apps.fleet.selectors import cluster_gpus, cluster_list, node_detail, node_list
 from apps.fleet.serializers import (
     AutomationSerializer,
@@ -49,16 +52,15 @@ class ClusterListView(generics.ListCreateAPIView):
     def get_queryset(self):  # noqa: ANN201
         return cluster_list()
 
-    def perform_create(self, serializer: ClusterSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
         cluster = cluster_create(**serializer.validated_data)
-        cluster.node_count, cluster.gpu_count = 0, 0
-        serializer.instance = cluster
+        serializer.instance = cluster_list().get(pk=cluster.pk)  # with its (zero) counts
 
 
 class ClusterDetailView(generics.RetrieveUpdateAPIView):
     """One cluster by name, with `node_count`, `gpu_count` and where its GPUs are (`gpus`:
-    allocated, idle, unavailable, by node state — CONTRACT §6), its Slurm connection and
-    actuation mode (§7). Admins change them with PATCH."""
+    allocated, idle, unavailable, by node state — docs/formulas.md, GPUs now), its Slurm connection
+    and actuation mode (docs/slurm.md). Admins change them with PATCH."""
 
     roles = {"GET": READERS, "PATCH": ADMINS}
     http_method_names = ["get", "patch", "head", "options"]
@@ -77,7 +79,7 @@ class ClusterDetailView(generics.RetrieveUpdateAPIView):
 class ClusterAutomationView(APIView):
     """`POST clusters/{name}/automation/` `{paused, reason}`: while paused, the checks run,
     store results and open incidents, but change no node state and nothing is sent to the
-    scheduler (CONTRACT §9.2). Every page shows the pause and who set it."""
+    scheduler (docs/on-call.md, Pausing automation). Every page shows the pause and who set it."""
 
     roles = {"POST": OPERATORS}
 
@@ -121,7 +123,7 @@ class NodeListView(generics.ListAPIView):
 
 class NodeTopologyView(APIView):
     """`POST nodes/topology/`: set where nodes sit — rack, switch, PDU, NVLink domain
-    (CONTRACT §9.4) — for up to 20,000 nodes at once, all or nothing."""
+    (docs/checks.md, Blast radius) — for up to 20,000 nodes at once, all or nothing."""
 
     roles = {"POST": OPERATORS}
 

@@ -11,11 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS
-from apps.accounts.scope import require_nodes
 from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
 from apps.fleet.prometheus import ExpositionError, parse_dcgm
+from apps.fleet.scope import require_nodes
 from apps.fleet.services import events_ingest, telemetry_ingest
 
 
@@ -102,7 +102,7 @@ class PrometheusIngestView(APIView):
 
 
 class EventIngestView(APIView):
-    """`POST ingest/events/`: XIDs from nodes' kernel logs (CONTRACT §5.1), all or nothing."""
+    """`POST ingest/events/`: XIDs from nodes' kernel logs (docs/xid.md), all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True

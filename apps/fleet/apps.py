@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class FleetConfig(AppConfig):
     name = "apps.fleet"
     label = "fleet"
+
+    def ready(self) -> None:
+        from apps.accounts import scoping
+        from apps.fleet.scope import USER_RELATED, is_scoped
+
+        # RolePermission refuses a scoped agent where no scope is checked; tokens read it.
+        scoping.lend(is_scoped=is_scoped, user_related=USER_RELATED)

@@ -1,4 +1,4 @@
-"""Node states and their colours (UI.md: one colour per state, everywhere)."""
+"""Node states and their colours (docs/pages.md, Colours: one colour per state)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 @css_prefix("state")
 class NodeState(ColouredChoices):
-    """A node's service state; availability (CONTRACT §4.3) counts healthy and suspect."""
+    """A node's service state; availability (docs/formulas.md, GPU availability) counts healthy and
+    suspect."""
 
     HEALTHY = "healthy", "Healthy"
     SUSPECT = "suspect", "Suspect"
@@ -38,15 +39,15 @@ class StateSource:
     CHECK = "check"
     IMPORT = "import"
     SIMULATOR = "simulator"
-    SLURM = "slurm"  # mirrored from a drain or down set in the scheduler (CONTRACT §7)
-    MAINTENANCE = "maintenance"  # a maintenance window began or ended (CONTRACT §9.1)
+    SLURM = "slurm"  # mirrored from a drain or down set in the scheduler (docs/slurm.md)
+    MAINTENANCE = "maintenance"  # a maintenance window began or ended (docs/maintenance.md)
 
 
 OUT_OF_SERVICE = frozenset({NodeState.DRAINED, NodeState.DOWN})
 
 
 class ActuationMode(models.TextChoices):
-    """Whether KUAE's drains and returns reach the scheduler (CONTRACT §7, per cluster)."""
+    """Whether KUAE's drains and returns reach the scheduler (docs/slurm.md, Actuation)."""
 
     OFF = "off", "Off"
     DRY_RUN = "dry_run", "Dry run (recorded, not sent)"
@@ -80,7 +81,7 @@ class ActuationResult(ColouredChoices):
 
 
 class SchedulerKind(models.TextChoices):
-    """How KUAE talks to a cluster's Slurm (CONTRACT §7)."""
+    """How KUAE talks to a cluster's Slurm (docs/slurm.md, Connecting a cluster)."""
 
     CLI = "cli", "Slurm client commands"
     REST = "rest", "slurmrestd"

@@ -1,4 +1,4 @@
-"""Template context for every page: clusters whose automation is paused (CONTRACT §9.2)."""
+"""Template context for every page: clusters whose automation is paused (docs/on-call.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A node's per-GPU telemetry over a time range, for the node page's charts (CONTRACT §10).
+"""A node's per-GPU telemetry over a time range, for the node page's charts
+(docs/integrations.md, 2d. Prometheus as the telemetry source).
 
 From the cluster's Prometheus when it names one: one `query_range` per metric for all the
 node's GPUs, the step chosen so each series has at most 2,000 points (`promql.range_step`).
@@ -40,7 +41,7 @@ GPU_PANELS = (
     Panel("tensor_active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor activity", "0–1"),
 )
 
-# The range buttons (UI.md): query value → (label, length).
+# The range buttons (docs/pages.md, Charts): query value → (label, length).
 RANGES: dict[str, tuple[str, dt.timedelta]] = {
     "1h": ("1 h", dt.timedelta(hours=1)),
     "6h": ("6 h", dt.timedelta(hours=6)),

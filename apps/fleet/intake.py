@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +16,14 @@ from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import FUTURE_SLACK, not_future, parse_ts
+from apps.fleet.monitored import event_kinds
 from apps.fleet.pcibus import pci_bus_normal
 
 MAX_SAMPLES = 200_000
 MAX_METRICS = METRIC_NAMES_PER_GPU  # per sample; per GPU kept: services/telemetry.py
-MAX_EVENTS = 10_000  # CONTRACT §1 bounds: events per batch
+MAX_EVENTS = 10_000  # docs/operations.md, Limits: events per batch
 MAX_MESSAGE = 500
-EVENT_KINDS = ("xid",)
+PORT = re.compile(r"[A-Za-z0-9_.-]{1,40}/[0-9]{1,3}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,21 +171,27 @@ def _metrics(value: Any, where: str, errors: dict[str, list[str]]) -> dict[str, 
 
 @dataclass(frozen=True, slots=True)
 class EventIn:
-    """One reported event (CONTRACT §5.1): an XID from a node's kernel log, naming its GPU by
-    index, by PCI address (normal form), or both."""
+    """One reported event (docs/xid.md): an XID from a node's kernel log, naming its GPU by
+    index, by PCI address (normal form), or both; or an event of a kind a check declares,
+    belonging to a GPU, a NIC port or a rank (`subject`, `port:mlx5_0/1` or `rank:12`) or to
+    the node itself. `value` is an XID's code, else the number reported (1 by default)."""
 
     node: str
     ts: dt.datetime
     kind: str
-    code: int
+    code: int | None
     gpu: int | None
     pci_bus: str
     message: str
+    subject: str = ""
+    value: float = 1.0
 
 
 def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
-    """Parse `{events: [{node, ts, kind: "xid", code, gpu?, pci_bus?, message?}]}`;
-    BatchError names `events[i].field` for every problem (at most 10,000 events)."""
+    """Parse `{events: [{node, ts, kind, code?, gpu?, pci_bus?, port?, rank?, value?,
+    message?}]}` (an XID needs `code` and `gpu` or `pci_bus`; a port's event `port`, a
+    rank's `rank`); BatchError names `events[i].field` for every problem (at most 10,000)."""
+    kinds = event_kinds()
     items = batch_items(payload, key="events", limit=MAX_EVENTS)
     errors: dict[str, list[str]] = {}
     out: list[EventIn] = []
@@ -196,15 +205,28 @@ def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
         ts = _field(raw, "ts", parse_ts, where, errors)
         if ts is not None and ts > now + FUTURE_SLACK:
             errors[f"{where}.ts"] = ["is more than 5 minutes in the future"]
-        kind = _field(raw, "kind", _kind, where, errors)
-        code = _field(raw, "code", lambda v: _bounded(v, 2**31 - 1), where, errors)
+        kind = _field(raw, "kind", lambda v: _kind(v, kinds), where, errors)
+        target = kinds[kind].target if kind in kinds else "gpu"
+        bounded_code = lambda v: _bounded(v, 2**31 - 1)  # noqa: E731
+        code = (_field if kind == "xid" else _optional)(raw, "code", bounded_code, where, errors)
         gpu = _optional(raw, "gpu", lambda v: _bounded(v, 32767), where, errors)
         pci_bus = _optional(raw, "pci_bus", pci_bus_normal, where, errors)
         message = _optional(raw, "message", _message, where, errors)
-        if raw.get("gpu") is None and raw.get("pci_bus") is None:
+        value = _optional(raw, "value", _finite, where, errors)
+        subject = ""
+        if target == "gpu" and raw.get("gpu") is None and raw.get("pci_bus") is None:
             errors[f"{where}.gpu"] = ["give gpu, pci_bus or both"]
+        elif target == "port":
+            port = _field(raw, "port", _port, where, errors)
+            subject = f"port:{port}"
+        elif target == "rank":
+            rank = _field(raw, "rank", lambda v: _bounded(v, 2**31 - 1), where, errors)
+            subject = f"rank:{rank}"
         if len(errors) == before:
-            out.append(EventIn(node, ts, kind, code, gpu, pci_bus or "", message or ""))
+            number = float(code) if kind == "xid" else (1.0 if value is None else value)
+            out.append(
+                EventIn(node, ts, kind, code, gpu, pci_bus or "", message or "", subject, number)
+            )
         if len(errors) >= 100:
             errors["events"] = ["too many errors; first 100 shown"]
             break
@@ -220,10 +242,23 @@ def _bounded(value: object, maximum: int) -> int:
     return number
 
 
-def _kind(value: object) -> str:
-    if value not in EVENT_KINDS:
-        raise ValueError(f"must be one of {', '.join(EVENT_KINDS)}")
-    return str(value)
+def _kind(value: object, kinds: Mapping[str, object]) -> str:
+    if not isinstance(value, str) or value not in kinds:
+        raise ValueError(f"must be one of {', '.join(sorted(kinds))}")
+    return value
+
+
+def _finite(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return float(value)
+
+
+def _port(value: object) -> str:
+    """A NIC port as `device/port` (`mlx5_0/1`)."""
+    if not isinstance(value, str) or not PORT.fullmatch(value):
+        raise ValueError("must be device/port, such as mlx5_0/1")
+    return value
 
 
 def _message(value: object) -> str:

@@ -1,11 +1,16 @@
-"""Clusters, nodes, GPUs and each node's state history."""
+"""Clusters, nodes, GPUs, each node's state history, and where agent tokens may write."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Now
 
+from apps.common.hostnames import Hostlists
 from apps.fleet.choices import (
     ActuationAction,
     ActuationMode,
@@ -13,6 +18,7 @@ from apps.fleet.choices import (
     NodeState,
     SchedulerKind,
 )
+from apps.fleet.monitored import event_kinds
 from apps.fleet.telemetry import ROLLUP_METRICS
 
 
@@ -25,7 +31,7 @@ class Cluster(models.Model):
     gpus_per_node = models.PositiveSmallIntegerField(default=8)
     simulated = models.BooleanField(default=False, help_text="written by `simulate`")
     created_at = models.DateTimeField(auto_now_add=True)
-    # The scheduler that places jobs on it (CONTRACT §7): how to reach it, and whether
+    # The scheduler that places jobs on it (docs/slurm.md): how to reach it, and whether
     # KUAE's drains and returns are sent to it. Secrets come from the environment.
     slurm_kind = models.CharField(
         max_length=8, choices=SchedulerKind.choices, blank=True, default=""
@@ -36,16 +42,17 @@ class Cluster(models.Model):
     actuation = models.CharField(
         max_length=8, choices=ActuationMode.choices, default=ActuationMode.OFF
     )
-    # Paused automation (CONTRACT §9.2): checks still run and open incidents, but change no
+    # Paused automation (docs/on-call.md): checks still run and open incidents, but change no
     # node state and nothing is sent to the scheduler. Who, when and why are shown on
     # every page while it lasts.
     automation_paused = models.BooleanField(default=False)
     automation_reason = models.CharField(max_length=300, blank=True, default="")
     automation_by = models.CharField(max_length=150, blank=True, default="")
     automation_at = models.DateTimeField(null=True, blank=True)
-    # The Prometheus-API server that already scrapes the cluster's dcgm-exporters (CONTRACT
-    # §10): the GPU checks read their values from it. Its bearer token is set here in the
-    # admin only (never through the API), else KUAE_PROMETHEUS_TOKEN applies.
+    # The Prometheus-API server that already scrapes the cluster's dcgm-exporters
+    # (docs/integrations.md, 2d. Prometheus): the GPU checks read their values from it.
+    # Its bearer token is set here in the admin only (never through the API), else
+    # KUAE_PROMETHEUS_TOKEN applies.
     prometheus_url = models.CharField(
         max_length=500, blank=True, default="", help_text="http(s)://host:port of its HTTP API"
     )
@@ -87,8 +94,9 @@ class Node(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="nodes")
     hostname = models.CharField(max_length=253, unique=True)
     rack = models.CharField(max_length=64, blank=True, default="")
-    # Topology (CONTRACT §9.4): the leaf switch, PDU and NVLink domain it hangs off. Nodes
-    # that fail together behind one of them are one incident for it, not one each.
+    # Topology (docs/checks.md, Blast radius): the leaf switch, PDU and NVLink domain it
+    # hangs off. Nodes that fail together behind one of them are one incident for it, not
+    # one each.
     switch = models.CharField(max_length=64, blank=True, default="")
     pdu = models.CharField(max_length=64, blank=True, default="")
     nvlink_domain = models.CharField(max_length=64, blank=True, default="")
@@ -150,7 +158,7 @@ class NodeStateChange(models.Model):
 
 
 class Actuation(models.Model):
-    """A request to the scheduler to drain or resume a node: the outbox (CONTRACT §7).
+    """A request to the scheduler to drain or resume a node: the outbox (docs/slurm.md).
 
     Written in the same transaction as the state change it follows, so it is never lost;
     the scheduler app delivers pending rows and records the result.
@@ -221,13 +229,14 @@ class TelemetryEvent(models.Model):
     """Something a GPU reported that matters later: an XID, a counter that grew, a reset.
 
     From telemetry (`source` exporter: the XID gauge changed, a counter grew) or from the
-    node's kernel log (`source` kernel: every `NVRM: Xid` line, CONTRACT §5.1). An XID's
+    node's kernel log (`source` kernel: every `NVRM: Xid` line, docs/xid.md). An XID's
     `value` is its code (also in `code`). A kernel XID names the GPU by PCI address; `gpu` is
     None until the node's telemetry has said which index has that address.
     """
 
     # The columns a bulk insert names, every one of them: INSERT OR IGNORE would also skip a
-    # row for a missing NOT NULL column.
+    # row for a missing NOT NULL column. (`subject`, for the intake's port and rank events
+    # alone, takes its database default there: empty.)
     INSERT_COLUMNS = (
         "node_id",
         "gpu",
@@ -257,7 +266,12 @@ class TelemetryEvent(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
     gpu = models.PositiveSmallIntegerField(null=True, blank=True)
     at = models.DateTimeField()
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The fleet's own kinds (`Kind`) or one a check plug-in declares (`apps.fleet.monitored`):
+    # not a database choice, so a new check's events need no migration.
+    kind = models.CharField(max_length=32)
+    # What the event belongs to when not a GPU: `port:mlx5_0/1`, `rank:12`; empty for a
+    # GPU's event (`gpu`/`pci_bus`) or the node's own.
+    subject = models.CharField(max_length=64, blank=True, default="", db_default="")
     value = models.FloatField()
     previous = models.FloatField(null=True, blank=True)
     code = models.PositiveIntegerField(null=True, blank=True, help_text="XID code")
@@ -287,7 +301,7 @@ class TelemetryEvent(models.Model):
                 condition=models.Q(source="exporter"),
                 name="event_once",
             ),
-            # A kernel event is (node, PCI address or GPU, code, ts) — CONTRACT §5.1.
+            # A kernel event is (node, PCI address or GPU, code, ts) — docs/xid.md.
             models.UniqueConstraint(
                 fields=["node", "kind", "pci_bus", "code", "at"],
                 condition=models.Q(source="kernel") & ~models.Q(pci_bus=""),
@@ -298,11 +312,23 @@ class TelemetryEvent(models.Model):
                 condition=models.Q(source="kernel", pci_bus=""),
                 name="kernel_event_gpu_once",
             ),
+            # A port's or a rank's event: (node, kind, subject, ts).
+            models.UniqueConstraint(
+                fields=["node", "kind", "subject", "at"],
+                condition=~models.Q(subject=""),
+                name="subject_event_once",
+            ),
         ]
 
     def __str__(self) -> str:
-        where = self.gpu if self.gpu is not None else self.pci_bus
+        where = self.gpu if self.gpu is not None else self.subject or self.pci_bus
         return f"{self.node_id}/{where} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def kind_label(self) -> str:
+        """What a person reads for the event's kind."""
+        lent = event_kinds().get(self.kind)
+        return lent.label if lent else dict(self.Kind.choices).get(self.kind, self.kind)
 
 
 def _rollup_fields() -> dict[str, models.Field]:
@@ -345,3 +371,66 @@ class NodeRollup(NodeRollupBase):
         """Mean of `metric` over the bucket."""
         n = getattr(self, f"{metric}_n")
         return getattr(self, f"{metric}_sum") / n if n else None
+
+
+MAX_SCOPE_NODES = 20_000  # docs/operations.md bounds: hostlist expansion, 20,000 names
+
+
+def scope_hostnames(expression: str) -> list[str]:
+    """The hostnames a scope's hostlist (`gpu[001-004],gpu010`) names, expanded once (at most
+    MAX_SCOPE_NODES, counted before expanding), each a DNS name; ValueError naming the
+    problem otherwise."""
+    names = Hostlists(MAX_SCOPE_NODES).hostnames(expression.strip())
+    if expression.strip() and not names:
+        raise ValueError("names no node")
+    return names
+
+
+class AgentScope(models.Model):
+    """Where an agent account may write (docs/operations.md#agent-tokens-and-scopes): only its
+    cluster and, when `hostlist` is set, only those nodes of it (and the jobs that run on
+    them). An agent without a scope is a whole-fleet relay. Checked by apps.fleet.scope and
+    apps.jobs.scope.
+
+    The fleet's, not accounts': it names clusters and nodes, and accounts imports no app
+    above common. Moved here from accounts by the accounts.0004/fleet.0014 migrations, rows
+    and ids kept."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_scope"
+    )
+    # PROTECT: deleting the cluster must never widen its agents to the whole fleet.
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="+")
+    hostlist = models.CharField(
+        max_length=2000,
+        blank=True,
+        default="",
+        help_text="the nodes it writes for, e.g. gpu[001-004]; blank: the whole cluster",
+    )
+    hostnames = models.JSONField(default=list, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "agent scope"
+
+    def __str__(self) -> str:
+        return describe_scope(self)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save, with `hostnames` expanded from `hostlist` (never out of step with it)."""
+        self.hostnames = scope_hostnames(self.hostlist)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        """A hostlist that names no node, too many or a non-hostname: a form error on it."""
+        try:
+            self.hostnames = scope_hostnames(self.hostlist)
+        except ValueError as exc:
+            raise ValidationError({"hostlist": str(exc)}) from exc
+
+
+def describe_scope(scope: AgentScope | None) -> str:
+    """`whole fleet`, `cluster c1` or `cluster c1, nodes gpu[001-004]`."""
+    if scope is None:
+        return "whole fleet"
+    nodes = f", nodes {scope.hostlist}" if scope.hostlist else ""
+    return f"cluster {scope.cluster.name}{nodes}"

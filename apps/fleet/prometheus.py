@@ -78,7 +78,7 @@ def parse_lines(text: str) -> Iterator[tuple[int, str, dict[str, str], float]]:
 
 
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
-    """One sample per (host, GPU): contract names for known DCGM fields, the raw name for
+    """One sample per (host, GPU): KUAE's names for known DCGM fields, the raw name for
     others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
 
     `node` overrides the host label (pull mode knows whose exporter it scraped). The GPU's
@@ -96,7 +96,7 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
         key = (host, int(gpu))
         metrics = values[key]
         metrics[DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
-        if len(metrics) > METRIC_NAMES_PER_GPU:  # CONTRACT §1, checked as the text is read
+        if len(metrics) > METRIC_NAMES_PER_GPU:  # docs/operations.md, Limits: checked as read
             raise ExpositionError(
                 number,
                 f"GPU {gpu} of {host[:80]} has more than {METRIC_NAMES_PER_GPU} metric names: "

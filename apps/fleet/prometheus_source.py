@@ -1,4 +1,4 @@
-"""A cluster's Prometheus as its telemetry source (CONTRACT §10, DESIGN "Telemetry sources").
+"""A cluster's Prometheus as its telemetry source (docs/architecture.md, Telemetry sources).
 
 A pull asks the cluster's `prometheus_url` one instant query (`apps.fleet.promql`) of the
 fields it needs — the same one at 2 nodes or 20,000 — and feeds the latest values it

@@ -1,7 +1,7 @@
-"""What KUAE asks a cluster's Prometheus (CONTRACT §10) and how it reads the answer: pure,
+"""What KUAE asks a cluster's Prometheus (docs/integrations.md) and how it reads the answer: pure,
 no database, no network.
 
-One instant query per pull, whatever the cluster's size: the dcgm fields of the §2 table the
+One instant query per pull, whatever the cluster's size: the dcgm fields the checks read the
 pull needs, for every GPU the server knows, reduced to the labels KUAE files a value under
 (and the GPU's identity on one field only). The cluster's nodes are picked out of the
 answer here, by their `Hostname` (or `hostname`) label, not in PromQL: a regex of 1,000
@@ -124,7 +124,7 @@ def samples_of(
     known: Container[tuple[str, int]],
     ts: dt.datetime,
 ) -> list[TelemetrySample]:
-    """One sample per GPU of the cluster, named as posted telemetry names it (§2): the
+    """One sample per GPU of the cluster, named as posted telemetry names it (DCGM_FIELDS): the
     series of hosts not in `hosts` (label → hostname), of GPUs not in `known` (hostname,
     index), and dcgm's "not supported" sentinels or NaN are left out."""
     values: dict[tuple[str, int], dict[str, float]] = {}
@@ -170,8 +170,8 @@ def _gpu_key(
     return key if key in known else None
 
 
-# Charts over a range (CONTRACT §10): at most this many points per series, with a step no
-# finer than a usual scrape interval and always one of these round values.
+# Charts over a range (docs/integrations.md, 2d. Prometheus): at most this many points per series,
+# with a step no finer than a usual scrape interval and always one of these round values.
 MAX_POINTS = 2000
 STEPS_S = (15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 

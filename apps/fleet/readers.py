@@ -1,6 +1,6 @@
-"""Reads the fleet's answers need from the apps above it (CONTRACT §6).
+"""Reads the fleet's answers need from the apps above it (docs/incidents.md, A job's condition).
 
-The fleet imports no other app (DESIGN: dependencies point one way), yet `GET
+The fleet imports no other app (docs/architecture.md, Readers lent downwards), yet `GET
 clusters/{name}/` counts the GPUs of nodes that run a job and `GET nodes/{hostname}/` lists
 the open incidents naming the node. The jobs and incidents apps lend those two readers here
 from their `AppConfig.ready()`; the fleet alone knows of no job and no incident.

@@ -49,8 +49,8 @@ def cluster_get(*, name: str | None = None) -> Cluster | None:
 
 @dataclass(frozen=True)
 class GpuAccount:
-    """Where a cluster's GPUs are (CONTRACT §6): `allocated` to a running job, `idle` on a
-    healthy or suspect node running none, `unavailable` on a drained, down or maintenance
+    """Where a cluster's GPUs are (docs/formulas.md, GPUs now): `allocated` to a running job, `idle`
+    on a healthy or suspect node running none, `unavailable` on a drained, down or maintenance
     node; the three sum to `total`. A node out of service counts as unavailable even while
     a job still holds it (a hung job on a down node): its GPUs do no work."""
 

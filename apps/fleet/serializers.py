@@ -1,4 +1,4 @@
-"""API shapes for clusters and nodes (CONTRACT §2)."""
+"""API shapes for clusters and nodes (docs/api.md, Clusters; Nodes)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField, HostnameField
+from apps.common.fields import HostnameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 from apps.fleet.destinations import url_refusal
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import GPU, Cluster, Node
 
 
@@ -38,13 +39,15 @@ def validate_exporter_url(value: str) -> None:
 
 
 def validate_prometheus_url(value: str) -> None:
-    """A cluster's Prometheus (CONTRACT §10): an http(s) URL under the same destination
-    policy as exporters (KUAE_SCRAPE_ALLOW) — one on loopback is refused unless listed."""
+    """A cluster's Prometheus (docs/integrations.md, 2d. Prometheus): an http(s) URL under the same
+    destination policy as exporters (KUAE_SCRAPE_ALLOW) — one on loopback is refused unless
+    listed."""
     validate_exporter_url(value)
 
 
 class IncidentRefSerializer(serializers.Serializer):
-    """An open incident as a node's or a job's answer lists it (CONTRACT §6)."""
+    """An open incident as a node's or a job's answer lists it (docs/incidents.md, A job's
+    condition)."""
 
     id = serializers.IntegerField()
     category = serializers.CharField()
@@ -63,7 +66,7 @@ class GpuStatesSerializer(serializers.Serializer):
 
 
 class GpuAccountSerializer(serializers.Serializer):
-    """`allocated + idle + unavailable = total` (CONTRACT §6)."""
+    """`allocated + idle + unavailable = total` (docs/formulas.md, GPUs now)."""
 
     total = serializers.IntegerField()
     allocated = serializers.IntegerField(help_text="on healthy or suspect nodes running a job")
@@ -95,7 +98,7 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 
 class SlurmLinkSerializer(serializers.Serializer):
-    """How KUAE reaches the cluster's Slurm (CONTRACT §7): `cli` (client commands on the
+    """How KUAE reaches the cluster's Slurm (docs/slurm.md): `cli` (client commands on the
     worker; `url` optional, the path of its slurm.conf) or `rest` (slurmrestd at `url`:
     http(s)://… or unix:/path). The JWT comes from KUAE_SLURM_JWT(_FILE), never this body."""
 
@@ -164,7 +167,8 @@ class ClusterDetailSerializer(ClusterSerializer):
         required=False,
         allow_blank=True,
         validators=[validate_prometheus_url],
-        help_text="the Prometheus-API server the GPU checks read from (CONTRACT §10); "
+        help_text="the Prometheus-API server the GPU checks read from "
+        "(docs/integrations.md, 2d. Prometheus); "
         "empty: telemetry is posted to KUAE",
     )
 
@@ -194,7 +198,7 @@ class ClusterDetailSerializer(ClusterSerializer):
 class NodeSerializer(serializers.ModelSerializer):
     """A node as lists show it."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
 
     class Meta:
         model = Node
@@ -313,7 +317,7 @@ class TopologyResultSerializer(serializers.Serializer):
 
 
 class AutomationSerializer(serializers.Serializer):
-    """`POST clusters/{name}/automation/` body: pause or resume automation (§9.2)."""
+    """`POST clusters/{name}/automation/` body: pause or resume automation (docs/on-call.md)."""
 
     paused = serializers.BooleanField()
     reason = serializers.CharField(max_length=300, allow_blank=True, default="")

@@ -1,11 +1,11 @@
-"""Telemetry metric names (CONTRACT §2), their DCGM fields, and how pages show them."""
+"""Telemetry metric names (docs/integrations.md, dcgm-exporter fields), their DCGM fields,
+and how pages show them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-# dcgm-exporter field → contract name.
+# dcgm-exporter field → KUAE's name.
 DCGM_FIELDS = {
     "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
     "DCGM_FI_DEV_FB_USED": "mem_used_mib",
@@ -18,7 +18,7 @@ DCGM_FIELDS = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe_total",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bw_total",
-    # CONTRACT §5.1: the error counters the `gpu_errors` check reads.
+    # docs/xid.md: the error counters the `gpu_errors` check reads.
     "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "nvlink_crc_errors",
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "pcie_replay_total",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row_remap_failure",
@@ -92,61 +92,3 @@ METRIC_NAMES = frozenset(
     {c.key for c in GPU_COLUMNS}
     | {"nvlink_bw_total", "gemm_checksum", "row_remap_pending", "sm_clock_throttle"}
 )
-
-
-@dataclass(frozen=True)
-class Needed:
-    """Fields a check needs from every GPU, the check (slug and words), and why a GPU may
-    never have reported them."""
-
-    label: str
-    metrics: tuple[str, ...]
-    check: str
-    check_label: str
-    why: str
-
-
-_OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"
-_NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
-
-# What the checks read per GPU (CONTRACT §5): a GPU that never reported one of these is not
-# passing that check, it is not being checked — the node page says so.
-NEEDED = (
-    Needed("ECC", ("ecc_dbe_total",), "gpu_errors", "GPU errors", _OFF_BY_DEFAULT),
-    Needed("NVLink CRC", ("nvlink_crc_errors",), "gpu_errors", "GPU errors", _OFF_BY_DEFAULT),
-    Needed("PCIe replay", ("pcie_replay_total",), "gpu_errors", "GPU errors", _NOT_IN_FILE),
-    Needed("Row remap", ("row_remap_failure",), "gpu_errors", "GPU errors", _NOT_IN_FILE),
-    Needed("Temperature", ("temp_c",), "thermal", "thermal", _NOT_IN_FILE),
-    Needed("Memory temperature", ("mem_temp_c",), "thermal", "thermal", _NOT_IN_FILE),
-)
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A field a check needs that GPUs of a node have never reported: which GPUs (`gpus`),
-    and whether that is every GPU that reports at all (`every`)."""
-
-    needed: Needed
-    gpus: tuple[int, ...]
-    every: bool
-
-
-def reporting_gaps(gpus: Iterable[tuple[int, dict | None]]) -> tuple[list[Gap], tuple[int, ...]]:
-    """From (index, metrics ever reported) per GPU: the needed fields some GPUs never
-    reported, and the GPUs that never reported anything (`metrics` empty). A GPU's stored
-    metrics keep every name it has reported, so a name missing there was never reported."""
-    gpus = list(gpus)
-    silent = tuple(sorted(index for index, metrics in gpus if not metrics))
-    reporting = [(index, metrics) for index, metrics in gpus if metrics]
-    out = []
-    for needed in NEEDED:
-        missing = tuple(
-            sorted(
-                index
-                for index, metrics in reporting
-                if not any(name in metrics for name in needed.metrics)
-            )
-        )
-        if missing:
-            out.append(Gap(needed, missing, len(missing) == len(reporting)))
-    return out, silent

@@ -22,6 +22,7 @@ from apps.fleet.filters import NodeFilter
 from apps.fleet.gpu_charts import gpu_history_figure, message_figure
 from apps.fleet.gpu_history import RANGES, Window, node_gpu_history, window_from
 from apps.fleet.models import Cluster, Node
+from apps.fleet.monitored import reporting_gaps
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_actuations,
@@ -33,7 +34,7 @@ from apps.fleet.selectors import (
     rack_list,
 )
 from apps.fleet.services import cluster_automation_set, node_set_state
-from apps.fleet.telemetry import GPU_COLUMNS, reporting_gaps
+from apps.fleet.telemetry import GPU_COLUMNS
 
 
 @role_required()
@@ -137,7 +138,8 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
 @require_POST
 @role_required(OPERATORS)
 def cluster_automation_page(request: HttpRequest, name: str) -> HttpResponse:
-    """Pause or resume a cluster's automation from the overview (CONTRACT §9.2)."""
+    """Pause or resume a cluster's automation from the overview (docs/on-call.md, Pausing
+    automation)."""
     cluster = get_object_or_404(Cluster, name=name)
     paused = request.POST.get("paused") == "true"
     reason = request.POST.get("reason", "").strip()[:300]

@@ -1,4 +1,4 @@
-"""NVIDIA's XID catalogue for Ampere and newer GPUs (CONTRACT §5.1): what each code means and
+"""NVIDIA's XID catalogue for Ampere and newer GPUs (docs/xid.md): what each code means and
 what NVIDIA says to do about it right away. Pure: no Django; the data is
 `apps/fleet/data/xid_catalog.csv` (its provenance is in that file and the README beside it),
 read once per process.
@@ -16,7 +16,7 @@ CATALOG_PATH = Path(__file__).with_name("data") / "xid_catalog.csv"
 
 # NVIDIA's immediate-action buckets whose action needs the GPU or the node out of service:
 # a GPU reset, a node (or VM) reboot, an NVLink/fabric recovery workflow, a person at the
-# machine, new firmware, or support / RMA (CONTRACT §5 `gpu_errors`).
+# machine, new firmware, or support / RMA (docs/checks.md, `gpu_errors`).
 OUT_OF_SERVICE = frozenset(
     {
         "RESET_GPU",
@@ -69,7 +69,7 @@ KIND_LABELS = {
     "other": "Other",
 }
 
-# Incident category by kind (CONTRACT §5 `gpu_errors`); anything else is `gpu`.
+# Incident category by kind (docs/checks.md, `gpu_errors`); anything else is `gpu`.
 _CATEGORY = {"memory": "gpu_hbm", "gsp": "gpu_system_processor"}
 
 

@@ -1,4 +1,4 @@
-"""Health endpoints: run checks, read runs and results, pre-flight a job (CONTRACT §2)."""
+"""Health endpoints: run checks, read runs and results, pre-flight a job (docs/api.md, Health)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
-from apps.accounts.scope import require_job, require_nodes
 from apps.fleet.models import Node
-from apps.health.choices import SCHEDULED_KINDS
+from apps.fleet.scope import require_nodes
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
 from apps.health.selectors import node_admission
@@ -25,6 +25,7 @@ from apps.health.serializers import (
 )
 from apps.health.services import job_preflight, runs_request
 from apps.jobs.models import Job
+from apps.jobs.scope import require_job
 
 
 class RunChecksView(APIView):

@@ -1,4 +1,5 @@
-"""Blast radius (CONTRACT §9.4): failing nodes that share a component are one failure.
+"""Blast radius (docs/checks.md, Blast radius): failing nodes that share a component are one
+failure.
 
 When one check run finds failing nodes of which at least `MIN_NODES` share a leaf switch,
 a PDU or an NVLink domain, and they are at least `MIN_SHARE` of that component's nodes,

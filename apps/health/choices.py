@@ -1,28 +1,12 @@
-"""Check kinds (CONTRACT §5), result and run statuses, with colours."""
+"""Result and run statuses, with colours. (A check's kind is its plug-in's:
+`apps.health.checks`.)"""
 
 from __future__ import annotations
 
-from django.db import models
-
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
-
-class CheckKind(models.TextChoices):
-    """The health checks of CONTRACT §5."""
-
-    HEARTBEAT = "heartbeat", "Heartbeat"
-    JOB_HANG = "job_hang", "Job hang"
-    SLOW_NODE = "slow_node", "Slow node"
-    SDC = "sdc", "Silent data corruption"
-    GPU_ERRORS = "gpu_errors", "GPU errors (ECC/XID)"
-    THERMAL = "thermal", "Thermal"
-    PREFLIGHT = "preflight", "Pre-flight"
-
-
-SCHEDULED_KINDS = tuple(k for k in CheckKind if k != CheckKind.PREFLIGHT)
-
-# The result target that says whether a cluster's Prometheus (CONTRACT §10) answered the
-# last run of a check that reads it.
+# The result target that says whether a cluster's Prometheus answered the last run of a
+# check that reads it (docs/integrations.md, 2d. Prometheus as the telemetry source).
 SOURCE_TARGET = "source:prometheus"
 
 
@@ -34,7 +18,7 @@ class ResultStatus(ColouredChoices):
     WARN = "warn", "Warn"
     FAIL = "fail", "Fail"
     # Not checked: the data the check reads did not come (its telemetry source did not
-    # answer, CONTRACT §10) — never a pass, and nothing changes on it.
+    # answer: docs/checks.md, How a check run works) — never a pass, and nothing changes on it.
     ERROR = "error", "Error"
 
     @classmethod

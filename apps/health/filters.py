@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import django_filters
 
-from apps.health.choices import CheckKind, ResultStatus
+from apps.health.checks import KIND_CHOICES
+from apps.health.choices import ResultStatus
 from apps.health.models import CheckResult, CheckRun
 
 
@@ -12,7 +13,7 @@ class ResultFilter(django_filters.FilterSet):
     """Results by cluster, kind, status, node."""
 
     cluster = django_filters.CharFilter(field_name="cluster__name")
-    kind = django_filters.MultipleChoiceFilter(choices=CheckKind.choices)
+    kind = django_filters.MultipleChoiceFilter(choices=KIND_CHOICES)
     status = django_filters.MultipleChoiceFilter(choices=ResultStatus.choices)
     node = django_filters.CharFilter(field_name="node__hostname")
 
@@ -25,7 +26,7 @@ class RunFilter(django_filters.FilterSet):
     """Runs by cluster and kind."""
 
     cluster = django_filters.CharFilter(field_name="cluster__name")
-    kind = django_filters.ChoiceFilter(choices=CheckKind.choices)
+    kind = django_filters.ChoiceFilter(choices=KIND_CHOICES)
 
     class Meta:
         model = CheckRun

@@ -49,7 +49,7 @@ def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
 
 def places(cluster: Cluster) -> dict[str, Place]:
     """hostname → where it sits, for the cluster's nodes with a switch, PDU or NVLink
-    domain (CONTRACT §9.4)."""
+    domain (docs/checks.md, Blast radius)."""
     return {
         h: Place(switch, pdu, nvl)
         for h, switch, pdu, nvl in Node.objects.filter(cluster=cluster)

@@ -5,9 +5,13 @@ from __future__ import annotations
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
-from apps.health.choices import CheckKind, ResultStatus, RunStatus
+from apps.health.choices import ResultStatus, RunStatus
 from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
+
+# A check's kind is a slug its plug-in declares (`apps.health.checks`), not a database choice:
+# a new kind of check needs no migration.
+KIND_HELP = "the check's kind: a slug its plug-in declares"
 
 
 class Thresholds(models.Model):
@@ -35,7 +39,7 @@ class CheckSchedule(models.Model):
     """When a kind next runs for a cluster; claimed with a conditional update."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_schedules")
-    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    kind = models.CharField(max_length=32, help_text=KIND_HELP)
     interval_s = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     next_due_at = models.DateTimeField(null=True, blank=True)
@@ -51,7 +55,7 @@ class CheckRun(models.Model):
     """One run of one kind over one cluster: what ran, when, how long, what it found."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_runs")
-    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    kind = models.CharField(max_length=32, help_text=KIND_HELP)
     status = models.CharField(max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED)
     requested_by = models.CharField(max_length=150, blank=True, default="schedule")
     queued_at = models.DateTimeField(auto_now_add=True)
@@ -81,7 +85,7 @@ class CheckResult(models.Model):
     a change for a pass. `last_fail_at` feeds pre-flight."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="check_results")
-    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    kind = models.CharField(max_length=32, help_text=KIND_HELP)
     target = models.CharField(max_length=300)
     node = models.ForeignKey(
         Node, on_delete=models.CASCADE, null=True, blank=True, related_name="check_results"

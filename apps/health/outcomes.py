@@ -21,9 +21,9 @@ from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
 from apps.health import blast, inputs
 from apps.health import detectors as d
-from apps.health.choices import CheckKind, ResultStatus
+from apps.health.checks import CHECKS, kind_label
+from apps.health.choices import ResultStatus
 from apps.health.models import CheckResult, CheckRun
-from apps.health.registry import CHECKS
 from apps.health.thresholds import Limits
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
 from apps.incidents.models import Incident, TimelineEntry
@@ -170,7 +170,8 @@ def _key(f: d.Finding, job_of_node: dict[str, int]) -> Key:
 
 
 def _blast_groups(cluster: Cluster, findings: Sequence[d.Finding]) -> list[blast.Group]:
-    """The run's failing components (CONTRACT §9.4); no query unless enough nodes fail."""
+    """The run's failing components (docs/checks.md, Blast radius); no query unless enough nodes
+    fail."""
     failing = {f.node for f in findings if f.status == ResultStatus.FAIL and f.node}
     if len(failing) < blast.MIN_NODES:
         return []
@@ -269,7 +270,7 @@ def _component_incidents(
         ran = Counter(job_of_node[h] for h in c.nodes if h in job_of_node)
         job = Job.objects.filter(pk=ran.most_common(1)[0][0]).first() if ran else None
         first = min(f.occurred_at or now for f in items)
-        label = CheckKind(run.kind).label
+        label = kind_label(run.kind)
         incident_open(
             cluster=run.cluster,
             title=f"{c.label}: {len(c.nodes)} of its {c.size} nodes fail {label.lower()}",
@@ -318,7 +319,7 @@ def _open(
         where += f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
     incident_open(
         cluster=run.cluster,
-        title=f"{CheckKind(run.kind).label}: {where}",
+        title=f"{kind_label(run.kind)}: {where}",
         category=category,
         severity=worst,
         detected_at=now,
@@ -374,7 +375,7 @@ def _active_of_check(run: CheckRun) -> Q:
         cluster=run.cluster,
         status__in=ACTIVE_STATUSES,
         source=Source.HEALTH,
-        category__in=CHECKS[CheckKind(run.kind)].categories,
+        category__in=CHECKS[run.kind].categories,
     )
 
 
@@ -396,7 +397,7 @@ def _note_cleared(run: CheckRun, cleared: Sequence[d.Finding], now: dt.datetime)
             kind=TimelineEntry.Kind.CLEARED,
             actor=f"check:{run.kind}",
             at=now,
-            text=f"{CheckKind(run.kind).label} passes again; {stays}",
+            text=f"{kind_label(run.kind)} passes again; {stays}",
         )
 
 
@@ -404,7 +405,7 @@ def _resolve_quiet(
     run: CheckRun, findings: Sequence[d.Finding], now: dt.datetime, limits: Limits
 ) -> int:
     """Resolve this check's sev3/sev4 incidents whose nodes have passed it for the quiet
-    period (CONTRACT §5: warnings that come and go must not pile up)."""
+    period (docs/checks.md, Clearing and self-resolution)."""
     failing = {f.node for f in findings if f.status != ResultStatus.PASS and f.node}
     candidates = list(
         Incident.objects.filter(_active_of_check(run), severity__in=QUIET_RESOLVES)
@@ -471,7 +472,7 @@ def _node_states(
     if not wanted:
         return 0
     if Cluster.objects.filter(pk=run.cluster_id, automation_paused=True).exists():
-        # §9.2: results and incidents stand; no node changes state while paused
+        # paused: results and incidents stand; no node changes state while paused
         log.warning(
             "automation paused on %s: %d node(s) keep their state", run.cluster, len(wanted)
         )

@@ -12,26 +12,20 @@ from django.db.models import Count, Max, Min, QuerySet
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node, TelemetryEvent
-from apps.health.choices import (
-    SCHEDULED_KINDS,
-    SEVERITY_ORDER,
-    SOURCE_TARGET,
-    CheckKind,
-    ResultStatus,
-    RunStatus,
-)
+from apps.health.checks import PLUGINS, CheckSpec
+from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.jobs.models import Job, NodeStepMetric
 
-DEFAULT_INTERVAL_S = CheckSchedule._meta.get_field("interval_s").default
-
 
 @dataclass
 class KindStatus:
-    """A kind's last run and schedule."""
+    """A check's last run and schedule, and why the cluster's data cannot be judged by it
+    (`not_monitored`, None when it can)."""
 
-    kind: CheckKind
+    check: CheckSpec
+    not_monitored: str | None
     last: CheckRun | None
     failing: int
     warning: int
@@ -40,7 +34,8 @@ class KindStatus:
 
 
 def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
-    """Each scheduled kind's newest run, failing/warning counts and schedule (4 queries)."""
+    """Each check's newest run, failing/warning counts and schedule (4 queries), in the
+    order the plug-ins are registered; a check not run on the schedule has no interval."""
     newest = dict(
         CheckRun.objects.filter(cluster=cluster)
         .values("kind")
@@ -58,14 +53,18 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
     schedules = {s.kind: s for s in CheckSchedule.objects.filter(cluster=cluster)}
     return [
         KindStatus(
-            kind=CheckKind(k),
+            check=spec,
+            not_monitored=spec.not_monitored(cluster),
             last=runs.get(newest.get(k)),
             failing=counts[(k, "fail")],
             warning=counts[(k, "warn")],
-            interval_s=schedules[k].interval_s if k in schedules else DEFAULT_INTERVAL_S,
-            next_due_at=schedules[k].next_due_at if k in schedules else None,
+            interval_s=(schedules[k].interval_s if k in schedules else spec.interval_s)
+            if spec.scheduled
+            else None,
+            next_due_at=schedules[k].next_due_at if k in schedules and spec.scheduled else None,
         )
-        for k in SCHEDULED_KINDS
+        for spec in PLUGINS
+        for k in (spec.kind,)
     ]
 
 
@@ -192,7 +191,7 @@ def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
 
 
 def node_admission(*, node: Node) -> dict[str, object]:
-    """May a job start on `node` now (`kuae-agent prolog`, CONTRACT §7)? `{ok, state,
+    """May a job start on `node` now (`kuae-agent prolog`, docs/agent.md)? `{ok, state,
     problems: [{kind, target, reason}]}`: not ok when the node is not `healthy` or any of
     its current results (the node's or one of its GPUs') is a fail. Two queries."""
     problems: list[dict[str, str]] = []
@@ -209,8 +208,8 @@ def node_admission(*, node: Node) -> dict[str, object]:
 
 
 def telemetry_source_down(*, cluster: Cluster) -> CheckResult | None:
-    """The newest `error` result of the cluster's Prometheus (CONTRACT §10) when its last
-    answer to a check was none, else None (also for a cluster without one)."""
+    """The newest `error` result of the cluster's Prometheus (docs/checks.md, How a check run works)
+    when its last answer to a check was none, else None (also for a cluster without one)."""
     if not cluster.prometheus_url:
         return None
     latest = (

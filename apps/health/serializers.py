@@ -1,11 +1,11 @@
-"""API shapes for check runs and results (CONTRACT §2)."""
+"""API shapes for check runs and results (docs/api.md, Health)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
-from apps.health.choices import CheckKind
+from apps.fleet.fields import ClusterNameField
+from apps.health.checks import LABELS, SCHEDULED_KINDS
 from apps.health.models import CheckResult, CheckRun
 
 
@@ -14,7 +14,7 @@ class RunRequestSerializer(serializers.Serializer):
 
     cluster = ClusterNameField()
     checks = serializers.ListField(
-        child=serializers.ChoiceField(choices=[k for k in CheckKind if k != CheckKind.PREFLIGHT]),
+        child=serializers.ChoiceField(choices=[(k, LABELS[k]) for k in SCHEDULED_KINDS]),
         required=False,
         allow_empty=False,
     )
@@ -23,7 +23,7 @@ class RunRequestSerializer(serializers.Serializer):
 class RunSerializer(serializers.ModelSerializer):
     """A check run."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
 
     class Meta:
         model = CheckRun
@@ -45,7 +45,7 @@ class RunSerializer(serializers.ModelSerializer):
 class ResultSerializer(serializers.ModelSerializer):
     """A target's current result."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
 
     class Meta:
         model = CheckResult

@@ -1,5 +1,5 @@
 """Every write of the health app: check runs, schedules, pre-flight. What a run's findings
-change is `outcomes`; what each check loads and detects is `registry`."""
+change is `outcomes`; what each check loads and detects is its plug-in (`checks`)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,19 @@ from django.utils import timezone
 from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster
 from apps.fleet.prometheus_source import SourceDown, prometheus_pull
-from apps.fleet.telemetry import COUNTERS, DCGM_FIELDS
 from apps.health import detectors as d
-from apps.health.choices import (
+from apps.health.checks import (
+    CHECKS,
+    PREFLIGHT,
     SCHEDULED_KINDS,
-    SOURCE_TARGET,
-    CheckKind,
-    ResultStatus,
-    RunStatus,
+    Context,
+    check_for,
+    skip_maintenance,
 )
+from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.detectors.findings import passed
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
-from apps.health.registry import Context, check_for, skip_maintenance
 from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
 
@@ -37,26 +37,18 @@ log = logging.getLogger(__name__)
 
 
 def limits_for(cluster: Cluster) -> Limits:
-    """The cluster's thresholds: the §5 defaults with its own overrides."""
+    """The cluster's thresholds: the defaults (docs/checks.md, Thresholds) with its own
+    overrides."""
     row = Thresholds.objects.filter(cluster=cluster).values_list("values", flat=True).first()
     return limits_from(row or {})
 
 
-# The checks that read GPU telemetry or signs of life: on a cluster with a Prometheus
-# (CONTRACT §10) each run first pulls the latest values from it, and a run whose source
-# does not answer stores `error` results instead of judging stale values.
-TELEMETRY_KINDS = frozenset({CheckKind.HEARTBEAT, CheckKind.GPU_ERRORS, CheckKind.THERMAL})
-# What each of their pulls reads (KUAE's names): the values its detector judges, and the
-# heartbeat's every value no check judges (what the node and GPUs pages show), so the three
-# runs of a minute read each field once; every pull adds the temperature, which carries the
-# GPU's identity and marks it and its node as reporting. At 100,000 GPUs this is a third of
-# the series each run would read with every field.
-_ERROR_METRICS = frozenset({"xid", *COUNTERS, "row_remap_failure", "row_remap_pending"})
-_THERMAL_METRICS = frozenset({"temp_c", "mem_temp_c"})
+# What each check that reads telemetry pulls from a cluster's Prometheus before it runs
+# (its plug-in's `pulls`, KUAE's names; docs/integrations.md): a run whose source does not
+# answer stores `error` results instead of judging stale values. Every pull adds the
+# temperature, which carries the GPU's identity and marks it and its node as reporting.
 PULLED_METRICS: dict[str, frozenset[str]] = {
-    CheckKind.GPU_ERRORS: _ERROR_METRICS,
-    CheckKind.THERMAL: _THERMAL_METRICS,
-    CheckKind.HEARTBEAT: frozenset(DCGM_FIELDS.values()) - _ERROR_METRICS - _THERMAL_METRICS,
+    s.kind: s.pulls for s in CHECKS.values() if s.pulls and s.scheduled
 }
 
 
@@ -65,8 +57,8 @@ def detect(
 ) -> tuple[list[d.Finding], dict[str, int]]:
     """Load what `kind` needs and run its detector. Returns findings and node → job.
     SourceDown when the cluster's Prometheus does not answer a check that reads it."""
-    ctx = Context(CheckKind(kind), cluster, now, limits)
-    pulled = bool(cluster.prometheus_url) and kind in TELEMETRY_KINDS
+    ctx = Context(kind, cluster, now, limits)
+    pulled = bool(cluster.prometheus_url) and kind in PULLED_METRICS
     if pulled:
         # The same loaders then read what it stored.
         prometheus_pull(cluster, now=now, metrics=PULLED_METRICS[kind])
@@ -74,7 +66,7 @@ def detect(
     if pulled:
         message = f"telemetry source {cluster.prometheus_url} answered"
         details = {"source": cluster.prometheus_url}
-        findings.append(passed(CheckKind(kind), SOURCE_TARGET, message, details))
+        findings.append(passed(kind, SOURCE_TARGET, message, details))
     return findings, ctx.job_of_node
 
 
@@ -185,11 +177,11 @@ def runs_execute_now(
 
 
 def schedules_ensure() -> None:
-    """Every cluster has a schedule row for every scheduled kind (60 s by default)."""
+    """Every cluster has a schedule row for every scheduled kind (at its plug-in's interval)."""
     have = set(CheckSchedule.objects.values_list("cluster_id", "kind"))
     CheckSchedule.objects.bulk_create(
         [
-            CheckSchedule(cluster_id=c, kind=k)
+            CheckSchedule(cluster_id=c, kind=k, interval_s=CHECKS[k].interval_s)
             for c in Cluster.objects.values_list("pk", flat=True)
             for k in SCHEDULED_KINDS
             if (c, k) not in have
@@ -232,7 +224,7 @@ def job_preflight(*, job: Job, now: dt.datetime | None = None) -> dict[str, obje
         CheckResult.objects.filter(
             node__in=job.nodes.all(), last_fail_at__gte=now - dt.timedelta(hours=1)
         )
-        .exclude(kind=CheckKind.PREFLIGHT)
+        .exclude(kind=PREFLIGHT)
         .values_list("node__hostname", "kind")
         .distinct()
     ):
@@ -242,7 +234,7 @@ def job_preflight(*, job: Job, now: dt.datetime | None = None) -> dict[str, obje
     status = "fail" if problems else "pass"
     CheckResult.objects.update_or_create(
         cluster_id=job.cluster_id,
-        kind=CheckKind.PREFLIGHT,
+        kind=PREFLIGHT,
         target=f"job:{job.pk}",
         defaults={
             "job": job,

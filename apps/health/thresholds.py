@@ -1,8 +1,9 @@
-"""Every check threshold, defined once: name, CONTRACT §5 default, label, unit and bounds.
+"""Every check threshold, defined once: name, default, label, unit, bounds and its check.
 
 The detectors read them as `Limits`; a cluster's own values are the overrides stored on its
 `Thresholds` row; the form operators edit on the health page is built from the same
-definitions. Adding a threshold is one line here. Pure: no database.
+definitions, grouped by the check each belongs to (its `check`, a kind of
+`apps.health.checks`). Adding a threshold is one field here. Pure: no database.
 """
 
 from __future__ import annotations
@@ -17,47 +18,126 @@ def _t(
     label: str,
     unit: str = "",
     *,
+    check: str,
     lo: float = 0,
-    hi: float | None = None,
+    hi: float,
     above_lo: bool = False,
 ) -> Any:
-    """A threshold: its default and how it is shown and bounded (`lo` < or ≤ value ≤ `hi`)."""
+    """A threshold of `check` (a check's kind, or `*` for every check): its default and how
+    it is shown and bounded (`lo` < or ≤ value ≤ `hi`; every threshold has both bounds, so
+    no value typed into the form can make a check never fire or fire on everything)."""
     return field(
         default=default,
-        metadata={"label": label, "unit": unit, "lo": lo, "hi": hi, "above_lo": above_lo},
+        metadata={
+            "label": label,
+            "unit": unit,
+            "check": check,
+            "lo": lo,
+            "hi": hi,
+            "above_lo": above_lo,
+        },
     )
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The thresholds one check run uses (CONTRACT §5 defaults)."""
+    """The thresholds one check run uses (defaults: docs/checks.md). Each names the check it
+    belongs to (`*`: used by every check), which groups it on the form and in the docs."""
 
-    heartbeat_s: int = _t(180, "Silent node after", "s", lo=1)
+    heartbeat_s: int = _t(180, "Silent node after", "s", check="*", lo=1, hi=86_400)
     heartbeat_cluster_share: float = _t(
-        0.10, "Monitoring path down when more nodes are silent than", "share", hi=1, above_lo=True
+        0.10,
+        "Monitoring path down when more nodes are silent than",
+        "share",
+        check="heartbeat",
+        hi=1,
+        above_lo=True,
     )
-    hang_min_s: int = _t(600, "Hang: no progress for at least", "s", lo=1)
-    hang_step_factor: float = _t(10.0, "Hang: or more than this many step times", "×", lo=1)
-    hang_window: int = _t(50, "Hang: step times in the median", "samples", lo=1)
-    hang_no_metrics_s: int = _t(1800, "Hang: a job with no sample after it started", "s", lo=1)
+    hang_min_s: int = _t(
+        600, "Hang: no progress for at least", "s", check="job_hang", lo=1, hi=86_400
+    )
+    hang_step_factor: float = _t(
+        10.0, "Hang: or more than this many step times", "×", check="job_hang", lo=1, hi=1_000
+    )
+    hang_window: int = _t(
+        50, "Hang: step times in the median", "samples", check="job_hang", lo=1, hi=10_000
+    )
+    hang_no_metrics_s: int = _t(
+        1800, "Hang: a job with no sample after it started", "s", check="job_hang", lo=1, hi=604_800
+    )
     slow_factor: float = _t(
-        1.10, "Slow node: compute time over the job's median", "×", lo=1, above_lo=True
+        1.10,
+        "Slow node: compute time over the job's median",
+        "×",
+        check="slow_node",
+        lo=1,
+        hi=100,
+        above_lo=True,
     )
-    slow_samples: int = _t(20, "Slow node: newest samples per node", "samples", lo=1)
-    slow_min_samples: int = _t(5, "Slow node: samples a node needs", "samples", lo=1)
-    slow_min_nodes: int = _t(4, "Slow node: nodes a job needs", "nodes", lo=2)
+    slow_samples: int = _t(
+        20, "Slow node: newest samples per node", "samples", check="slow_node", lo=1, hi=10_000
+    )
+    slow_min_samples: int = _t(
+        5, "Slow node: samples a node needs", "samples", check="slow_node", lo=1, hi=10_000
+    )
+    slow_min_nodes: int = _t(
+        4, "Slow node: nodes a job needs", "nodes", check="slow_node", lo=2, hi=100_000
+    )
     gemm_factor: float = _t(
-        0.90, "Slow GPU: GEMM throughput under its model's median", "×", hi=1, above_lo=True
+        0.90,
+        "Slow GPU: GEMM throughput under its model's median",
+        "×",
+        check="slow_node",
+        hi=1,
+        above_lo=True,
     )
-    sdc_round_s: int = _t(600, "Checksum vote: one probe round lasts", "s", lo=1)
-    link_errors_growth: int = _t(100, "NVLink CRC or PCIe replay growth per run over", "", lo=0)
-    gpu_missing_runs: int = _t(2, "A missing GPU fails after this many runs", "runs", lo=1)
-    temp_c: float = _t(90, "GPU temperature from", "°C", lo=1, hi=150)
-    mem_temp_c: float = _t(95, "Memory (HBM) temperature from", "°C", lo=1, hi=150)
-    thermal_runs: int = _t(2, "Too hot in this many runs in a row", "runs", lo=1)
-    quiet_resolve_s: int = _t(1800, "Warnings resolve after staying clear for", "s", lo=60)
+    sdc_round_s: int = _t(
+        600, "Checksum vote: one probe round lasts", "s", check="sdc", lo=1, hi=86_400
+    )
+    link_errors_growth: int = _t(
+        100, "NVLink CRC or PCIe replay growth per run over", "", check="gpu_errors", hi=10**9
+    )
+    gpu_missing_runs: int = _t(
+        2, "A missing GPU fails after this many runs", "runs", check="gpu_errors", lo=1, hi=1_000
+    )
+    temp_c: float = _t(90, "GPU temperature from", "°C", check="thermal", lo=1, hi=150)
+    mem_temp_c: float = _t(95, "Memory (HBM) temperature from", "°C", check="thermal", lo=1, hi=150)
+    thermal_runs: int = _t(
+        2, "Too hot in this many runs in a row", "runs", check="thermal", lo=1, hi=1_000
+    )
+    fabric_flaps_per_min: float = _t(
+        5.0, "Flapping link: link error recoveries a minute over", "/min", check="fabric", hi=10**6
+    )
+    fabric_symbol_errors_per_s: float = _t(
+        10.0, "Symbol errors a second over", "/s", check="fabric", hi=10**9
+    )
+    fabric_rcv_errors_per_s: float = _t(
+        10.0, "Receive errors a second over", "/s", check="fabric", hi=10**9
+    )
+    fabric_xmit_discards_per_s: float = _t(
+        100.0, "Transmit discards a second over", "/s", check="fabric", hi=10**9
+    )
+    fabric_ack_timeouts_per_s: float = _t(
+        1.0, "Local ACK timeouts a second over", "/s", check="fabric", hi=10**9
+    )
+    fabric_warns_to_fail: int = _t(
+        3,
+        "A port that warned this many times in an hour fails",
+        "warns",
+        check="fabric",
+        lo=1,
+        hi=1_000,
+    )
+    quiet_resolve_s: int = _t(
+        1800, "Warnings resolve after staying clear for", "s", check="*", lo=60, hi=604_800
+    )
     drain_cap_share: float = _t(
-        0.02, "Automatic drains per hour, as a share of nodes", "share", hi=1, above_lo=True
+        0.02,
+        "Automatic drains per hour, as a share of nodes",
+        "share",
+        check="*",
+        hi=1,
+        above_lo=True,
     )
 
 
@@ -89,3 +169,8 @@ def limits_from(overrides: dict[str, Any]) -> Limits:
             if check_value(f.name, value) is None:
                 values[f.name] = value
     return Limits(**values)
+
+
+def fields_of(check: str) -> tuple[dataclasses.Field[Any], ...]:
+    """The thresholds that belong to `check` (a kind, or `*` for those every check uses)."""
+    return tuple(f for f in FIELDS if f.metadata["check"] == check)

@@ -32,18 +32,19 @@ def _allowed(lo: float, hi: float | None, above_lo: bool) -> str:
 
 
 def thresholds_table() -> str:
-    """Every threshold as a markdown table row, in the order of its definition."""
+    """Every threshold as a markdown table row, with the check it belongs to, in the order of
+    its definition."""
     lines = [
-        "| setting | what it sets | default | unit | allowed |",
-        "|---|---|---|---|---|",
+        "| check | setting | what it sets | default | unit | allowed |",
+        "|---|---|---|---|---|---|",
     ]
     for f in FIELDS:
         meta = f.metadata
         unit = meta["unit"] or "—"
-        lines.append(
-            f"| `{f.name}` | {meta['label']} | {_default(DEFAULTS[f.name], meta['unit'])} | {unit} "
-            f"| {_allowed(meta['lo'], meta['hi'], meta['above_lo'])} |"
-        )
+        check = "every check" if meta["check"] == "*" else f"`{meta['check']}`"
+        default = _default(DEFAULTS[f.name], meta["unit"])
+        allowed = _allowed(meta["lo"], meta["hi"], meta["above_lo"])
+        lines.append(f"| {check} | `{f.name}` | {meta['label']} | {default} | {unit} | {allowed} |")
     return "\n".join(lines)
 
 

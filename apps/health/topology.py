@@ -1,5 +1,5 @@
-"""The topology page (CONTRACT §9.4): a cluster's switches, PDUs and NVLink domains with
-their nodes coloured by state, the components with failing nodes first, and the component
+"""The topology page (docs/checks.md, Blast radius): a cluster's switches, PDUs and NVLink domains
+with their nodes coloured by state, the components with failing nodes first, and the component
 an open blast-radius incident names highlighted."""
 
 from __future__ import annotations

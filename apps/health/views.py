@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -14,7 +14,8 @@ from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
-from apps.health.choices import SCHEDULED_KINDS, CheckKind, ResultStatus
+from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS
+from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
@@ -35,6 +36,26 @@ def _cluster(request: HttpRequest) -> Cluster | None:
     if name:
         return get_object_or_404(Cluster, name=name)
     return Cluster.objects.order_by("name").first()
+
+
+def _posted_cluster(request: HttpRequest) -> Cluster | HttpResponseBadRequest:
+    """The cluster a POST names in its `cluster` field, or a 400 that says what is wrong.
+
+    A write never guesses its cluster (the page's first-by-name default is for reading):
+    without one the run or the thresholds row would have no cluster at all.
+    """
+    name = request.POST.get("cluster", "").strip()
+    if not name:
+        return HttpResponseBadRequest(
+            "cluster: this field is required (the name of the cluster to act on).",
+            content_type="text/plain; charset=utf-8",
+        )
+    cluster = Cluster.objects.filter(name=name).first()
+    if cluster is None:
+        return HttpResponseBadRequest(
+            f"cluster: no cluster is named {name!r}.", content_type="text/plain; charset=utf-8"
+        )
+    return cluster
 
 
 @role_required()
@@ -63,7 +84,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
             page=page,
             query=query.urlencode(),
             statuses=list(ResultStatus),
-            kinds_all=list(CheckKind),
+            kinds_all=KIND_CHOICES,
             selected_statuses=query.getlist("status"),
             selected_kinds=query.getlist("kind"),
             states=list(NodeState),
@@ -78,7 +99,9 @@ def health_page(request: HttpRequest) -> HttpResponse:
 @role_required(OPERATORS)
 def run_now(request: HttpRequest) -> HttpResponse:
     """Queue checks now (one kind, or every scheduled kind)."""
-    cluster = _cluster(request)
+    cluster = _posted_cluster(request)
+    if not isinstance(cluster, Cluster):
+        return cluster
     kind = request.POST.get("kind")
     kinds = [kind] if kind in SCHEDULED_KINDS else list(SCHEDULED_KINDS)
     with transaction.atomic():
@@ -91,7 +114,9 @@ def run_now(request: HttpRequest) -> HttpResponse:
 @role_required(OPERATORS)
 def thresholds_save(request: HttpRequest) -> HttpResponse:
     """Save a cluster's thresholds (operators and up)."""
-    cluster = _cluster(request)
+    cluster = _posted_cluster(request)
+    if not isinstance(cluster, Cluster):
+        return cluster
     thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
     form = ThresholdsForm(request.POST, instance=thresholds)
     if form.is_valid():

@@ -1,4 +1,4 @@
-"""Alertmanager webhook (version 4) → plain alert records, as CONTRACT §2 maps them. Pure.
+"""Alertmanager webhook (version 4) → plain alert records (docs/alertmanager.md). Pure.
 
 Only a body that is not a webhook payload is refused (BatchError → 400); where an alert is
 placed (node, cluster) is the service's business, and an alert it cannot place is kept,
@@ -19,7 +19,7 @@ from apps.incidents.categories import alert_category
 NODE_LABELS = ("node", "hostname", "Hostname", "instance")
 SEVERITIES = {"critical": "sev1", "error": "sev2", "major": "sev2", "warning": "sev3"}
 ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
-MAX_ALERTS = 1_000  # CONTRACT §1: alerts per webhook
+MAX_ALERTS = 1_000  # docs/operations.md, Limits: alerts per webhook
 MAX_FINGERPRINT = 64
 
 

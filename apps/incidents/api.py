@@ -13,7 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
-from apps.accounts.scope import require_cluster, scope_of
+from apps.accounts.permissions import acting_user, user_has_role
+from apps.fleet.scope import require_cluster, scope_of
 from apps.incidents.choices import Source
 from apps.incidents.costs import costs_at, with_cost_order
 from apps.incidents.filters import IncidentFilter, UnroutedAlertFilter
@@ -43,7 +44,7 @@ from apps.incidents.services_owners import incident_acknowledge
 class IncidentListView(generics.ListAPIView):
     """`GET incidents/?cluster=&status=&category=&start=&end=&sort=-cost` (`order`, the
     former name of `sort`, is still read); engineers file with POST. Costs are read at one
-    instant: an open incident's run up to it (§6)."""
+    instant: an open incident's run up to it (docs/incidents.md, What it cost)."""
 
     roles = {"GET": READERS, "POST": ENGINEERS}
     serializer_class = IncidentSerializer
@@ -98,7 +99,7 @@ class IncidentDetailView(APIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         values.pop("cluster", None)
-        refusal = change_refusal(engineer=request.user.has_role(ENGINEERS), changes=values)
+        refusal = change_refusal(engineer=user_has_role(request.user, ENGINEERS), changes=values)
         if refusal:
             raise PermissionDenied(refusal)
         nodes = values.pop("nodes", None)
@@ -112,7 +113,7 @@ class IncidentDetailView(APIView):
 class IncidentAckView(APIView):
     """`POST incidents/{id}/ack/`: acknowledge in one step — an open incident becomes
     investigating, with who and when and one timeline line; a second acknowledgement
-    changes and writes nothing (CONTRACT §9.3)."""
+    changes and writes nothing (docs/on-call.md, Owners and acknowledgement)."""
 
     roles = {"POST": OPERATORS}
 
@@ -213,7 +214,7 @@ class PostmortemView(APIView):
         v = data.validated_data
         postmortem = postmortem_save(
             incident=incident,
-            by=request.user,
+            by=acting_user(request),
             summary=v["summary"],
             root_cause=v["root_cause"],
             category=v["category"],
@@ -246,7 +247,9 @@ class PostmortemActionView(APIView):
         }[self.action]
         try:
             postmortem = step(
-                postmortem=postmortem, by=request.user, comment=data.validated_data["comment"]
+                postmortem=postmortem,
+                by=acting_user(request),
+                comment=data.validated_data["comment"],
             )
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from exc

@@ -1,5 +1,5 @@
-"""Which incident category (CONTRACT §3) an Alertmanager alert belongs to, from its labels
-and name. Pure: plain strings in, a category slug out."""
+"""Which incident category (docs/incidents.md, Categories) an Alertmanager alert belongs to, from
+its labels and name. Pure: plain strings in, a category slug out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from apps.incidents.choices import Category
 
 
 def xid_category(code: int) -> str:
-    """The incident category of an NVIDIA XID code, from NVIDIA's catalogue (CONTRACT §5.1,
+    """The incident category of an NVIDIA XID code, from NVIDIA's catalogue (docs/xid.md;
     `apps.fleet.xids`): memory (48, 63, 64, 92, 94, 95 …) → `gpu_hbm`, GSP (119, 120) →
     `gpu_system_processor`, anything else → `gpu`. The one place alerts classify an XID."""
     return fleet_xids.xid_category(code)
@@ -83,8 +83,9 @@ def xid_code(labels: Mapping[str, str], annotations: Mapping[str, str]) -> int |
 
 
 def alert_category(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
-    """CONTRACT §2: label `category` when it is a known slug; else an XID alert by its code;
-    else a category the alert's name names (its slug or its obvious words); else `other`."""
+    """docs/alertmanager.md, Category and severity: label `category` when it is a known slug; else
+    an XID alert by its code; else a category the alert's name names (its slug or its obvious
+    words); else `other`."""
     label = str(labels.get("category", ""))
     if label in Category.values:
         return label

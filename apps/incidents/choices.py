@@ -1,4 +1,4 @@
-"""Incident categories (CONTRACT §3), severities and statuses, with colours."""
+"""Incident categories (docs/incidents.md), severities and statuses, with colours."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
 class Category(models.TextChoices):
-    """Root-cause category slugs (CONTRACT §3)."""
+    """Root-cause category slugs (docs/incidents.md, Categories)."""
 
     GPU = "gpu", "Faulty GPU"
     GPU_HBM = "gpu_hbm", "GPU HBM memory"

@@ -1,4 +1,5 @@
-"""Open incidents of jobs and nodes, and the condition of a job (CONTRACT §6).
+"""Open incidents of jobs and nodes, and the condition of a job
+(docs/incidents.md, A job's condition).
 
 An incident is open while its status is open, investigating or mitigated. A job is `hung`
 while an open `hang` incident of the job is not yet recovered, `interrupted` while another

@@ -1,4 +1,5 @@
-"""What incidents have cost at the moment they are read (CONTRACT §6: one truth).
+"""What incidents have cost at the moment they are read
+(docs/incidents.md, What it cost, at the moment it is read).
 
 An incident that is not yet recovered keeps costing: its downtime runs to the instant of
 the read. Every surface — the incident list and page, the job page, the weekly report, the

@@ -34,13 +34,15 @@ class IncidentEditForm(forms.Form):
     resolved_at = forms.DateTimeField(required=False, help_text="UTC")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
-    def __init__(self, *args: object, engineer: bool, **kwargs: object) -> None:
+    def __init__(self, *args: Any, engineer: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.engineer = engineer
         if not engineer:
             for name in [n for n in self.fields if n not in OPERATOR_FIELDS]:
                 del self.fields[name]
-        self.fields["status"].choices = status_choices(engineer=engineer)
+        status = self.fields["status"]
+        assert isinstance(status, forms.ChoiceField)  # declared above; `fields` holds Field
+        status.choices = status_choices(engineer=engineer)
 
 
 class CommentForm(forms.Form):
@@ -95,7 +97,7 @@ class IncidentFileForm(forms.Form):
             data["job"] = job_named(cluster, wanted_job)
             if data["job"] is None:
                 self.add_error("job", f"no job {wanted_job} in cluster {cluster.name}")
-        try:  # counted against the bound before any name is made (CONTRACT §1)
+        try:  # counted against the bound before any name is made (docs/operations.md, Limits)
             wanted = Hostlists().hostnames(_hostlist_text(data.get("nodes") or ""))
         except HostlistError as exc:
             self.add_error("nodes", f"not a hostlist: {exc}")

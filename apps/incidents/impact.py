@@ -1,7 +1,8 @@
-"""What an incident cost (as in CONTRACT §4.2): downtime, rework, lost GPU-hours. Pure.
+"""What an incident cost (docs/formulas.md, What an incident cost): downtime, rework, lost
+GPU-hours. Pure.
 
-An incident that is not yet recovered keeps costing (§6): its downtime runs to the moment
-it is read. Rework is fixed at the failure (the work since the last finished checkpoint),
+An incident that is not yet recovered keeps costing (docs/incidents.md): its downtime runs to the
+moment it is read. Rework is fixed at the failure (the work since the last finished checkpoint),
 so a stored `rework_s` plus `cost_at(now)` gives the whole cost at any instant.
 """
 

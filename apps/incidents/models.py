@@ -18,7 +18,8 @@ from apps.jobs.models import Job
 
 
 class Incident(models.Model):
-    """A failure or planned interruption. f(i) = occurred_at, else detected_at (§4)."""
+    """A failure or planned interruption. f(i) = occurred_at, else detected_at
+    (docs/incidents.md, Times)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="incidents")
     title = models.CharField(max_length=300)
@@ -45,7 +46,7 @@ class Incident(models.Model):
     # `gpu_uuid`) and the alert's name and labels.
     details = models.JSONField(default=dict, blank=True)
     # What it cost (apps.incidents.impact), refreshed whenever the incident changes.
-    # Ownership (CONTRACT §9.3): who works on it, who acknowledged it and when, and when an
+    # Ownership (docs/on-call.md): who works on it, who acknowledged it and when, and when an
     # unacknowledged sev1/sev2 was escalated (once).
     assignee = models.CharField(max_length=150, blank=True, default="")
     acknowledged_at = models.DateTimeField(null=True, blank=True)

@@ -9,6 +9,7 @@ engineer who edits someone else's draft has written part of it and leaves review
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ class ActionSpec:
 
     text: str
     owner: str
-    due: object = None
+    due: dt.date | None = None
     done: bool = False
 
 

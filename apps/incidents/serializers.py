@@ -1,4 +1,4 @@
-"""API shapes for incidents (CONTRACT §2)."""
+"""API shapes for incidents (docs/api.md, Incidents)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import Node
+from apps.fleet.validators import nodes_of_cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
 from apps.jobs.models import Job
@@ -26,11 +27,14 @@ class TimelineSerializer(serializers.ModelSerializer):
 class IncidentSerializer(serializers.ModelSerializer):
     """An incident as the API answers it; `nodes` are hostnames, `job` the job's id."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    cluster = ClusterNameField(read_only=True)
+    nodes: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", many=True, read_only=True
+    )
     component = serializers.SerializerMethodField(
-        help_text="the switch, PDU or NVLink domain whose nodes failed together (CONTRACT "
-        '§9.4): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "" for any other incident'
+        help_text="the switch, PDU or NVLink domain whose nodes failed together "
+        "(docs/checks.md, Blast radius): `switch:leaf-07`, `pdu:…`, `nvlink_domain:…`; "
+        '"" for any other incident'
     )
 
     class Meta:
@@ -130,16 +134,7 @@ class IncidentWriteSerializer(serializers.Serializer):
                 {"job": [f"job {job.pk} is not in cluster {cluster.name}"]}
             )
         if "nodes" in attrs and cluster is not None:
-            wanted = list(dict.fromkeys(attrs["nodes"]))
-            found = {
-                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
-            }
-            missing = [h for h in wanted if h not in found]
-            if missing:
-                raise serializers.ValidationError(
-                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
-                )
-            attrs["nodes"] = [found[h] for h in wanted]
+            attrs["nodes"] = nodes_of_cluster(cluster=cluster, hostnames=attrs["nodes"])
         return attrs
 
 
@@ -185,7 +180,8 @@ class ReviewSerializer(serializers.Serializer):
 
 
 class UnroutedAlertSerializer(serializers.ModelSerializer):
-    """An Alertmanager alert kept without an incident (CONTRACT §2 `alerts/unrouted/`)."""
+    """An Alertmanager alert kept without an incident (`alerts/unrouted/`;
+    docs/alertmanager.md, Unrouted alerts)."""
 
     class Meta:
         model = UnroutedAlert

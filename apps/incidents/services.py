@@ -123,8 +123,8 @@ def incident_open(
 @transaction.atomic
 def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
     """Apply Slurm job records of any supported shape (`sacct`/`squeue --json`, slurmrestd
-    `slurm`/`slurmdb` jobs; CONTRACT §7), all or nothing: jobs created or updated, and for
-    each NODE_FAIL attempt a `node_unreachable` incident interrupting the job."""
+    `slurm`/`slurmdb` jobs; docs/integrations.md, 4. Slurm), all or nothing: jobs created or
+    updated, and for each NODE_FAIL attempt a `node_unreachable` incident interrupting the job."""
     records = parse_slurm(payload)
     by_cluster: dict[str, list[SlurmJob]] = {}
     errors: dict[str, list[str]] = {}

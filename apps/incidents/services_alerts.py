@@ -1,4 +1,4 @@
-"""Alertmanager intake (CONTRACT §2 `POST ingest/alertmanager/`): every alert of a
+"""Alertmanager intake (`POST ingest/alertmanager/`, docs/alertmanager.md): every alert of a
 well-formed webhook is kept — on an incident, or as an unrouted alert — never refused.
 
 One incident per fingerprint while it fires is held by the database, not by reading
@@ -28,7 +28,7 @@ from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Source
 from apps.incidents.models import AlertFingerprint, Incident, TimelineEntry, UnroutedAlert
 from apps.incidents.services import incident_note, incident_open, incident_refresh_impact
 
-MAX_OPENED = 200  # CONTRACT §1: incidents opened per webhook
+MAX_OPENED = 200  # docs/operations.md, Limits: incidents opened per webhook
 ACTOR = "alertmanager"
 NOT_PLACED = "names no known node (node, hostname, Hostname, instance) and no known cluster"
 OUT_OF_SCOPE = "for a cluster its sender's token does not write for"
@@ -105,7 +105,7 @@ def alertmanager_ingest(
     from a token scoped to cluster id `within`, placed in or feeding an incident of another),
     `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `silenced`
     (naming a node of a maintenance window in progress: kept on the window, no incident —
-    CONTRACT §9.1), `ignored` (a stale or repeated copy)."""
+    docs/maintenance.md), `ignored` (a stale or repeated copy)."""
     now = now or timezone.now()
     alerts = {a.fingerprint: a for a in parse_webhook(payload)}  # the last copy wins
     ordered = [alerts[fp] for fp in sorted(alerts)]
@@ -340,7 +340,8 @@ def _resolved(alert: Alert, incident: Incident, ended: dt.datetime, now: dt.date
     if incident.fingerprint != f"am:{alert.fingerprint}":
         _note(incident, now, f"alert {_describe(alert)} resolved at {ended.isoformat()}")
         return
-    # Never before a time the incident already has (the times stay in order, §4).
+    # Never before a time the incident already has (the times stay in order:
+    # docs/incidents.md, Times).
     times = (incident.detected_at, incident.localized_at, incident.recovered_at)
     ended = max(ended, *(t for t in times if t is not None))
     incident.status = IncidentStatus.RESOLVED

@@ -50,8 +50,8 @@ def deliveries_queue(*, incident: Incident, purpose: str = "opened") -> list[Del
 
 def _within_page_rate(incident: Incident, pending: list[Delivery]) -> list[Delivery]:
     """The deliveries that may go out: a channel that has paged PAGES_PER_MINUTE times about
-    the cluster's incidents in the last minute pages no more (CONTRACT §1); a delivery over
-    the rate is recorded as skipped, with the reason, instead of sent."""
+    the cluster's incidents in the last minute pages no more (docs/operations.md, Limits); a
+    delivery over the rate is recorded as skipped, with the reason, instead of sent."""
     since = timezone.now() - dt.timedelta(minutes=1)
     out = []
     for delivery in pending:
@@ -110,7 +110,7 @@ def delivery_send(*, delivery_id: int, now: dt.datetime | None = None) -> bool:
 
 def recipients(purpose: str) -> tuple[list[str], str]:
     """(e-mail addresses, webhook URL) for a purpose: an escalation goes to the escalation
-    list and hook (CONTRACT §9.3), everything else to the on-call ones."""
+    list and hook (docs/on-call.md, Escalation), everything else to the on-call ones."""
     if purpose == "escalated":
         return list(settings.KUAE_ESCALATION_EMAILS), settings.KUAE_ESCALATION_WEBHOOK
     return list(settings.KUAE_NOTIFY_EMAILS), settings.KUAE_NOTIFY_WEBHOOK

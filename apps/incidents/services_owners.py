@@ -1,4 +1,4 @@
-"""Owners, acknowledgement and escalation of incidents (CONTRACT §9.3)."""
+"""Owners, acknowledgement and escalation of incidents (docs/on-call.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Silences the Alertmanager intake asks about before it opens an incident (CONTRACT §9.1).
+"""Silences the Alertmanager intake asks about before it opens an incident
+(docs/maintenance.md, What a window does).
 
-The incidents app knows no maintenance window (DESIGN: dependencies point one way): the
+The incidents app knows no maintenance window (docs/architecture.md, Readers lent downwards): the
 maintenance app lends its `silence` here from its `AppConfig.ready()`. The intake hands it
 the alerts it has placed on a node and that feed no incident yet; the fingerprints it
 answers are kept on a window as silenced and open nothing.

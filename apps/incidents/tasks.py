@@ -24,5 +24,5 @@ def delivery_send_task(delivery_id: int) -> bool:
 
 @shared_task(name="apps.incidents.tasks.escalate", ignore_result=True)
 def escalate() -> int:
-    """Escalate unacknowledged sev1/sev2 incidents past their time (CONTRACT §9.3)."""
+    """Escalate unacknowledged sev1/sev2 incidents past their time (docs/on-call.md, Escalation)."""
     return incidents_escalate()

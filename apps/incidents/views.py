@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import role_required, user_has_role
 from apps.common.errors import add_form_errors, errors_text
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
@@ -52,7 +52,7 @@ def incident_list_page(request: HttpRequest) -> HttpResponse:
             "overdue": overdue_count(),
             "unrouted": unrouted_firing_count(),
             "in_review": Postmortem.objects.filter(status=Postmortem.Status.IN_REVIEW).count(),
-            "engineer": request.user.has_role(ENGINEERS),
+            "engineer": user_has_role(request.user, ENGINEERS),
         },
     )
 
@@ -105,7 +105,7 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
     )
-    engineer = request.user.has_role(ENGINEERS)
+    engineer = user_has_role(request.user, ENGINEERS)
     fields = ("status", "severity", "category", "description", *TIMES)
     initial = {f: getattr(incident, f) for f in fields}
     return render(
@@ -115,7 +115,7 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "incident": incident,
             "marks": time_marks(incident),
             "now": now,
-            "can_edit": request.user.has_role(OPERATORS),
+            "can_edit": user_has_role(request.user, OPERATORS),
             "engineer": engineer,
             "form": IncidentEditForm(initial=initial, engineer=engineer),
             "comment_form": CommentForm(),
@@ -155,7 +155,7 @@ def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
 def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Save the edit form; every change lands in the timeline."""
     incident = get_object_or_404(Incident, pk=pk)
-    form = IncidentEditForm(request.POST, engineer=request.user.has_role(ENGINEERS))
+    form = IncidentEditForm(request.POST, engineer=user_has_role(request.user, ENGINEERS))
     if form.is_valid():
         try:
             incident_update(

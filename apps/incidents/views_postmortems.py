@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import acting_user, role_required, user_has_role
 from apps.common.errors import errors_text
 from apps.common.timeutil import parse_ts
 from apps.incidents.costs import costs_at
@@ -79,14 +79,15 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
     """Read the postmortem; engineers edit a draft here (POST saves it, `then=submit` also
     submits it for review; `add_row=tl|ai` saves nothing and draws the editor again, as
     typed, with one more timeline or action-item row — the Add buttons without JavaScript)."""
-    if request.method == "POST" and not request.user.has_role(ENGINEERS):
+    user = acting_user(request)
+    if request.method == "POST" and not user.has_role(ENGINEERS):
         raise PermissionDenied("only engineers write postmortems")
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
     costs_at([incident], now=timezone.now())
     postmortem = (
         Postmortem.objects.filter(incident=incident).select_related("author", "reviewer").first()
     )
-    engineer = request.user.has_role(ENGINEERS)
+    engineer = user.has_role(ENGINEERS)
     editable = engineer and (postmortem is None or postmortem.status == Postmortem.Status.DRAFT)
     initial = _initial(incident, postmortem)
     form = PostmortemForm(initial=initial["form"])
@@ -116,7 +117,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             try:
                 postmortem = postmortem_save(
                     incident=incident,
-                    by=request.user,
+                    by=user,
                     **form.cleaned_data,
                     timeline=[
                         {"at": r["at"].replace(microsecond=0).isoformat(), "text": r["text"]}
@@ -128,7 +129,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
                     ],
                 )
                 if request.POST.get("then") == "submit":
-                    postmortem_submit(postmortem=postmortem, by=request.user)
+                    postmortem_submit(postmortem=postmortem, by=user)
                     messages.success(request, "Saved and submitted for review.")
                 else:
                     messages.success(request, "Draft saved.")
@@ -138,7 +139,6 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             status = 400
         else:
             status = 400
-    user: User = request.user  # type: ignore[assignment]
     return render(
         request,
         "incidents/postmortem.html",
@@ -174,7 +174,7 @@ def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
     form = ReviewForm(request.POST)
     comment = form.cleaned_data["comment"] if form.is_valid() else ""
     try:
-        STEPS[step](postmortem=postmortem, by=request.user, comment=comment)
+        STEPS[step](postmortem=postmortem, by=acting_user(request), comment=comment)
         messages.success(
             request,
             {
@@ -211,7 +211,7 @@ def action_items_page(request: HttpRequest) -> HttpResponse:
             .values_list("username", flat=True),
             "query": query.urlencode(),
             "today": timezone.now().date(),
-            "engineer": request.user.has_role(ENGINEERS),
+            "engineer": user_has_role(request.user, ENGINEERS),
         },
     )
 
@@ -221,7 +221,7 @@ def action_items_page(request: HttpRequest) -> HttpResponse:
 def action_item_done(request: HttpRequest, item_id: int) -> HttpResponse:
     """Tick an action item off or reopen it: its owner or an engineer (else 403)."""
     item = get_object_or_404(ActionItem.objects.select_related("postmortem__incident"), pk=item_id)
-    action_item_set_done(item=item, by=request.user, done=request.POST.get("done") == "1")
+    action_item_set_done(item=item, by=acting_user(request), done=request.POST.get("done") == "1")
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
     return redirect(back if back and safe else "action-items")

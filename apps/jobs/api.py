@@ -1,4 +1,4 @@
-"""Job endpoints: jobs, step metrics, checkpoints (CONTRACT §2)."""
+"""Job endpoints: jobs, step metrics, checkpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -14,21 +14,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.accounts.permissions import answers_objects
 from apps.accounts.schema import AGENT_ACCEPTED, AGENT_JOB_ID, person_or_agent
-from apps.accounts.scope import (
-    answers_objects,
-    require_cluster,
-    require_job,
-    require_job_nodes,
-    require_nodes,
-    scope_of,
-)
 from apps.common.parsers import LenientJSONParser
 from apps.common.timeutil import parse_ts
+from apps.fleet.scope import require_cluster, require_nodes, scope_of
 from apps.jobs.filters import JobFilter
 from apps.jobs.intake import parse_metric_batch
 from apps.jobs.models import Checkpoint, Job
 from apps.jobs.readers import job_incidents
+from apps.jobs.scope import require_job, require_job_nodes
 from apps.jobs.selectors import MAX_POINTS_DEFAULT, MAX_POINTS_LIMIT, job_list, job_metric_series
 from apps.jobs.serializers import (
     AcceptedSerializer,
@@ -73,7 +68,7 @@ AGENT_LOOKUP_SHOWN = 10  # jobs an agent's lookup answers (newest first)
 
 
 def agent_job_lookup(request: Request) -> Response:
-    """`GET jobs/?external_id=&cluster=` for an agent (CONTRACT §8: a training run's Reporter
+    """`GET jobs/?external_id=&cluster=` for an agent (docs/agent.md: a training run's Reporter
     finds its job by Slurm's id): both parameters required, the cluster within the token's
     scope, a node agent's answer only the jobs that run on its nodes — and, as agents never
     read, only their ids, newest first."""

@@ -31,9 +31,9 @@ ENDED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CAN
 
 @css_prefix("cond")
 class JobCondition(ColouredChoices):
-    """What a job's open incidents say of it (CONTRACT §6): `hung` (an open hang incident),
-    `interrupted` (another open incident that interrupts it), `degraded` (an open incident
-    naming one of its nodes, or the job itself), else `ok`."""
+    """What a job's open incidents say of it (docs/incidents.md, A job's condition): `hung` (an open
+    hang incident), `interrupted` (another open incident that interrupts it), `degraded` (an open
+    incident naming one of its nodes, or the job itself), else `ok`."""
 
     OK = "ok", "OK"
     DEGRADED = "degraded", "Degraded"
@@ -50,5 +50,5 @@ class JobCondition(ColouredChoices):
         }
 
 
-# A job in these conditions does no work: its MFU now is 0 (CONTRACT §6).
+# A job in these conditions does no work: its MFU now is 0 (docs/incidents.md).
 STOPPED_CONDITIONS = frozenset({JobCondition.HUNG, JobCondition.INTERRUPTED})

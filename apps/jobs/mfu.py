@@ -1,4 +1,4 @@
-"""Model FLOPs utilisation, CONTRACT §4.4 — pure functions over plain values."""
+"""Model FLOPs utilisation (docs/formulas.md, MFU) — pure functions over plain values."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def mfu_factor(*, fpt: float | None, gpu_count: int, peak_tflops_per_gpu: float)
 
 
 def weighted_mean_mfu(samples: Iterable[tuple[float | None, float]]) -> float | None:
-    """Mean of MFU values weighted by `step_time_s` — a job's `mean_mfu` (§4.4)."""
+    """Mean of MFU values weighted by `step_time_s` — a job's `mean_mfu` (docs/formulas.md, MFU)."""
     total = weight = 0.0
     for value, step_time in samples:
         if value is None or not math.isfinite(value) or step_time <= 0:

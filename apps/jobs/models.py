@@ -12,13 +12,14 @@ from apps.jobs.mfu import flops_per_token, mfu_factor
 
 
 class Job(models.Model):
-    """One training run. Restarted after a failure it stays the same job (CONTRACT §4)."""
+    """One training run. Restarted after a failure it stays the same job
+    (docs/formulas.md, Incidents, failure time and interruptions)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
     name = models.CharField(max_length=200)
     external_id = models.CharField(max_length=64, blank=True, default="")
     # Slurm's submit time: with the cluster and `external_id` what names a Slurm job, as
-    # Slurm reuses ids (CONTRACT §7). Null for a job registered without one.
+    # Slurm reuses ids (docs/integrations.md, 4. Slurm). Null for a job registered without one.
     submitted_at = models.DateTimeField(null=True, blank=True)
     array_job_id = models.PositiveBigIntegerField(null=True, blank=True)
     array_task_id = models.PositiveIntegerField(null=True, blank=True)
@@ -40,7 +41,7 @@ class Job(models.Model):
     last_step_time_s = models.FloatField(null=True, blank=True)
     last_tokens_per_s = models.FloatField(null=True, blank=True)
     last_checkpoint_at = models.DateTimeField(null=True, blank=True)
-    # Progress (CONTRACT §5 `job_hang`): the highest step any sample reported, job-wide or
+    # Progress (docs/checks.md, `job_hang`): the highest step any sample reported, job-wide or
     # per node, and when it was first reached. A job that re-reports the same step makes
     # no progress; one whose ranks report only per-node samples does.
     progress_step = models.BigIntegerField(null=True, blank=True)
@@ -69,7 +70,7 @@ class Job(models.Model):
 
     @property
     def fpt(self) -> float | None:
-        """FLOPs per token (§4.4): own value, else 6 × n_params."""
+        """FLOPs per token (docs/formulas.md, MFU): own value, else 6 × n_params."""
         return flops_per_token(flops_per_token=self.flops_per_token, n_params=self.n_params)
 
     def mfu_factor(self) -> float | None:
@@ -81,8 +82,8 @@ class Job(models.Model):
         )
 
     def mfu_now(self, *, stopped: bool = False) -> float | None:
-        """MFU of the newest job-wide sample (§4.4); 0 while the job is hung or interrupted
-        (§6: a stopped job does no work, whatever its last sample said)."""
+        """MFU of the newest job-wide sample (docs/formulas.md, MFU); 0 while the job is hung or
+        interrupted (a stopped job does no work, whatever its last sample said)."""
         if stopped:
             return 0.0
         factor = self.mfu_factor()
@@ -96,8 +97,9 @@ class Job(models.Model):
 
 class JobAttempt(models.Model):
     """One attempt of a job: a requeued Slurm job runs again under the same id, each run
-    with its own submit and start time (CONTRACT §7). `key` is the attempt's submit time in
-    Unix seconds (its start when Slurm gave none), which `squeue` and `sacct` agree on."""
+    with its own submit and start time (docs/integrations.md, 4. Slurm). `key` is the attempt's
+    submit time in Unix seconds (its start when Slurm gave none), which `squeue` and `sacct` agree
+    on."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
     key = models.BigIntegerField()
@@ -153,7 +155,7 @@ class JobMetric(models.Model):
 
 
 class JobMetricHour(models.Model):
-    """A job's job-wide samples summed over one UTC hour: the sums §4.4's step-time-weighted
+    """A job's job-wide samples summed over one UTC hour: the sums the step-time-weighted
     mean MFU is made of (mean tokens/s = tps_step_sum / step_s_sum), so weekly reports and
     cluster MFU charts read hours, not samples. Recomputed from JobMetric for every hour a
     batch touches, so a re-posted batch changes nothing."""

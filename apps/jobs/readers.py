@@ -1,9 +1,9 @@
 """Reads a job's answers need from the apps above it: what its open incidents say of it
-(CONTRACT §6) and when it was interrupted (the incidents app), its cluster's MFU target
-(the reports app).
+(docs/incidents.md, A job's condition) and when it was interrupted (the incidents app), its
+cluster's MFU target (the reports app).
 
-Jobs import no incident and no report (DESIGN: dependencies point one way); those apps lend
-their readers here from their `AppConfig.ready()`. Every surface that shows a job's
+Jobs import no incident and no report (docs/architecture.md, Readers lent downwards); those apps
+lend their readers here from their `AppConfig.ready()`. Every surface that shows a job's
 condition or its MFU now — the job API, the job list and page, the overview — reads it
 through `job_incidents`, a fixed number of queries for any number of jobs.
 """

@@ -1,4 +1,4 @@
-"""API shapes for jobs and checkpoints (CONTRACT §2)."""
+"""API shapes for jobs and checkpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.common.fields import ClusterNameField
 from apps.common.timeutil import not_future
-from apps.fleet.models import Node
+from apps.fleet.fields import ClusterNameField
 from apps.fleet.serializers import IncidentRefSerializer
+from apps.fleet.validators import nodes_of_cluster
 from apps.jobs.choices import JobCondition, JobStatus
 from apps.jobs.models import Checkpoint, Job
 from apps.jobs.readers import OK, JobIncidents
@@ -20,10 +20,11 @@ from apps.jobs.readers import OK, JobIncidents
 
 class JobSerializer(serializers.ModelSerializer):
     """A job as the API answers it; `nodes` are hostnames, `condition` and `open_incidents`
-    what its open incidents say (CONTRACT §6) — both filled by the view for a whole page in
-    a fixed number of queries. `mfu_now` is 0 while the job is hung or interrupted."""
+    what its open incidents say (docs/incidents.md, A job's condition) — both filled by the view for
+    a whole page in a fixed number of queries. `mfu_now` is 0 while the job is hung or
+    interrupted."""
 
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster = ClusterNameField(read_only=True)
     nodes = serializers.SerializerMethodField()
     condition = serializers.SerializerMethodField()
     open_incidents = serializers.SerializerMethodField()
@@ -100,16 +101,7 @@ class JobWriteSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         cluster = attrs.get("cluster") or (self.instance.cluster if self.instance else None)
         if "nodes" in attrs and cluster is not None:
-            wanted = list(dict.fromkeys(attrs["nodes"]))
-            found = {
-                n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)
-            }
-            missing = [h for h in wanted if h not in found]
-            if missing:
-                raise serializers.ValidationError(
-                    {"nodes": [f"unknown in cluster {cluster.name}: {', '.join(missing[:20])}"]}
-                )
-            attrs["nodes"] = [found[h] for h in wanted]
+            attrs["nodes"] = nodes_of_cluster(cluster=cluster, hostnames=attrs["nodes"])
         if (
             self.instance is not None
             and "cluster" in attrs

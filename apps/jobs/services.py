@@ -65,7 +65,7 @@ def job_create(*, cluster: Cluster, nodes: Sequence[Node] = (), **fields: Any) -
     Returns (job, created) so a launcher can re-post its registration safely.
     """
     external_id = fields.get("external_id") or ""
-    if external_id:  # Slurm reuses ids: the newest job with it (CONTRACT §7)
+    if external_id:  # Slurm reuses ids: the newest job with it (docs/integrations.md, 4. Slurm)
         existing = job_by_external_id(cluster=cluster, external_id=external_id)
         if existing is not None:
             return job_update(job=existing, nodes=nodes or None, **fields), False
@@ -222,7 +222,11 @@ def _mark_extremes(job: Job, wide: Sequence[MetricSample]) -> None:
     hi = bucket_start(max(s.ts for s in wide)) + dt.timedelta(seconds=BUCKET_SECONDS)
     flagged = JobMetric.objects.filter(job=job, extreme=True, ts__gte=lo, ts__lt=hi)
     keep = bucket_extremes(
-        [*flagged.values_list("ts", "tokens_per_s"), *((s.ts, s.tokens_per_s) for s in wide)]
+        [
+            *flagged.values_list("ts", "tokens_per_s"),
+            # A job-wide sample always has a rate (the intake requires it without `node`).
+            *((s.ts, s.tokens_per_s) for s in wide if s.tokens_per_s is not None),
+        ]
     )
     flagged.update(extreme=False)
     ordered = sorted(keep)
@@ -273,8 +277,8 @@ def checkpoints_record_bulk(
 
 @transaction.atomic
 def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[int, bool]]:
-    """Create or update jobs from Slurm records (CONTRACT §7): a job is (cluster, job id,
-    submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
+    """Create or update jobs from Slurm records (docs/integrations.md, 4. Slurm): a job is (cluster,
+    job id, submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
     not yet known are registered in the cluster. In bulk: the number of queries does not
     depend on the number of records. Returns, per record, (job id, whether it created it)."""
     node_ids = _slurm_nodes(cluster, records)

@@ -1,4 +1,4 @@
-"""Slurm job records → plain job records (CONTRACT §2, §7). Pure.
+"""Slurm job records → plain job records (docs/integrations.md, 4. Slurm). Pure.
 
 Two families of record, each from Slurm 22.05 (data parser v0.0.38) to 25.x (v0.0.44):
 
@@ -37,7 +37,7 @@ STATES = {
     "OUT_OF_MEMORY": "failed",
     "BOOT_FAIL": "failed",
     "DEADLINE": "failed",
-    # Not named by the contract; mapped to what they mean for a training run.
+    # Not named in docs/integrations.md, 4. Slurm; mapped to what they mean for a training run.
     "COMPLETING": "running",
     "CONFIGURING": "pending",
     "RESIZING": "running",
@@ -108,7 +108,7 @@ def parse_slurm(payload: Any) -> list[SlurmJob]:
         raise BatchError({"jobs": [f"at most {MAX_JOBS} job records per request"]})
     errors: dict[str, list[str]] = {}
     out = []
-    hostlists = Hostlists()  # one bound on names for the whole request (CONTRACT §1)
+    hostlists = Hostlists()  # one bound on names for the whole request (docs/operations.md, Limits)
     for i, raw in enumerate(payload["jobs"]):
         try:
             out.append(_parse_one(raw, hostlists))

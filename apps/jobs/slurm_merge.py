@@ -1,4 +1,5 @@
-"""Which job a Slurm record belongs to, and what the job becomes (CONTRACT §7). Pure.
+"""Which job a Slurm record belongs to, and what the job becomes
+(docs/integrations.md, 4. Slurm). Pure.
 
 A job is (cluster, Slurm job id, submit time). Slurm gives every attempt of a requeued job
 a submit time of its own — the moment of the requeue, which is also when the attempt

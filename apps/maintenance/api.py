@@ -1,4 +1,4 @@
-"""Maintenance endpoints (CONTRACT §9.1): book, list, end or cancel windows."""
+"""Maintenance endpoints (docs/maintenance.md): book, list, end or cancel windows."""
 
 from __future__ import annotations
 

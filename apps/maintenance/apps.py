@@ -1,4 +1,4 @@
-"""The maintenance app: planned work on nodes, racks and hostlists (CONTRACT §9.1)."""
+"""The maintenance app: planned work on nodes, racks and hostlists (docs/maintenance.md)."""
 
 from django.apps import AppConfig
 
@@ -16,7 +16,8 @@ class MaintenanceConfig(AppConfig):
         from apps.maintenance.services import alerts_silence
 
         # The Alertmanager intake (incidents) knows no window: it asks this app, which
-        # keeps an alert on the window covering its node (DESIGN: dependencies point one way).
+        # keeps an alert on the window covering its node (docs/architecture.md, Readers lent
+        # downwards).
         silences.lend(silence=alerts_silence)
         # The node page (fleet) and the overview (reports) show windows without knowing them.
         panels_lend()

@@ -1,4 +1,4 @@
-"""Window list filters (CONTRACT §9.1: `GET maintenance/?cluster=&active=true`)."""
+"""Window list filters (docs/maintenance.md: `GET maintenance/?cluster=&active=true`)."""
 
 from __future__ import annotations
 

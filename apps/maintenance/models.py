@@ -1,4 +1,4 @@
-"""Maintenance windows, the nodes they cover, and the alerts they silenced (CONTRACT §9.1)."""
+"""Maintenance windows, the nodes they cover, and the alerts they silenced (docs/maintenance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API shapes of the maintenance app (CONTRACT §9.1)."""
+"""API shapes of the maintenance app (docs/maintenance.md)."""
 
 from __future__ import annotations
 

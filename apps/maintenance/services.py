@@ -1,4 +1,4 @@
-"""Every write of the maintenance app (CONTRACT §9.1): booking a window, putting its nodes
+"""Every write of the maintenance app (docs/maintenance.md): booking a window, putting its nodes
 in `maintenance` when it starts and giving them back when it ends, the planned
 interruptions of the jobs it stops, and the Alertmanager alerts it silences."""
 
@@ -61,7 +61,7 @@ def window_nodes_resolve(
     node or rack, a hostlist that is not one or is past its bound, or nothing at all."""
     errors: dict[str, list[str]] = {}
     wanted: list[str] = []
-    hostlists = Hostlists()  # one bound on names for the whole request (CONTRACT §1)
+    hostlists = Hostlists()  # one bound on names for the whole request (docs/operations.md, Limits)
     expressions = [nodes] if isinstance(nodes, str) else list(nodes or [])
     try:
         for expression in expressions:
@@ -172,7 +172,7 @@ def window_start(*, window: MaintenanceWindow, now: dt.datetime | None = None) -
 
 def _interrupt_jobs(window: MaintenanceWindow, nodes: Sequence[Node]) -> list[Incident]:
     """A planned `host_maintenance` interruption for each job running on the window's
-    nodes when it starts (CONTRACT §9.1)."""
+    nodes when it starts (docs/maintenance.md, What a window does)."""
     ids = {n.pk for n in nodes}
     jobs = (
         Job.objects.filter(status=JobStatus.RUNNING, nodes__in=ids)

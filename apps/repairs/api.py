@@ -1,4 +1,4 @@
-"""Repairs endpoints (CONTRACT §9.5): list, read and edit repairs; return a node."""
+"""Repairs endpoints (docs/repairs.md): list, read and edit repairs; return a node."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The repairs app: a node's road back to service (CONTRACT §9.5)."""
+"""The repairs app: a node's road back to service (docs/repairs.md)."""
 
 from django.apps import AppConfig
 

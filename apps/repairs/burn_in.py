@@ -1,4 +1,5 @@
-"""Burn-in (CONTRACT §9.5) as a pure judgement: plain values in, a verdict out.
+"""Burn-in (docs/repairs.md, Returning a node: burn-in) as a pure judgement: plain values in, a
+verdict out.
 
 A returned node comes back only once every one of its GPUs has reported a GEMM probe
 (`gemm_tflops` and `gemm_checksum`) newer than the return request, the `slow_node` and

@@ -1,4 +1,4 @@
-"""Where a repair stands and what was done to a node (CONTRACT §9.5)."""
+"""Where a repair stands and what was done to a node (docs/repairs.md)."""
 
 from __future__ import annotations
 

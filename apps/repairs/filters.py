@@ -1,4 +1,4 @@
-"""Repair list filters (CONTRACT §9.5: `GET repairs/?cluster=&status=`)."""
+"""Repair list filters (docs/repairs.md: `GET repairs/?cluster=&status=`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repairs: the record of a node taken out of service and its road back (CONTRACT §9.5)."""
+"""Repairs: the record of a node taken out of service and its road back (docs/repairs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API shapes of the repairs app (CONTRACT §9.5)."""
+"""API shapes of the repairs app (docs/repairs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every write of the repairs app (CONTRACT §9.5): opening repairs from the fleet's state
+"""Every write of the repairs app (docs/repairs.md): opening repairs from the fleet's state
 history, steps, returning a node, and burn-in.
 
 How a drain opens a repair: the fleet imports no other app, so it does not tell this app

@@ -1,4 +1,4 @@
-"""Targets per cluster, set by admins (CONTRACT §6: floors, never ceilings)."""
+"""Targets per cluster, set by admins (docs/formulas.md, Targets: floors, never ceilings)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Report endpoints (CONTRACT §2, §4): reliability, the weekly report, availability."""
+"""Report endpoints (docs/formulas.md): reliability, the weekly report, availability."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def _query(serializer: type[serializers.Serializer], request: Request) -> dict[s
 
 
 class ReliabilityView(APIView):
-    """`GET reports/reliability/?cluster=&start=&end=&job_nodes=` (§4.1)."""
+    """`GET reports/reliability/?cluster=&start=&end=&job_nodes=`
+    (docs/formulas.md, Reliability)."""
 
     roles = {"GET": READERS}
 
@@ -51,8 +52,9 @@ class ReliabilityView(APIView):
 
 
 class WeeklyView(APIView):
-    """`GET reports/weekly/?cluster=&week=2026-W47` (§4.2). Without `week`, the last complete
-    week, as the page and the export (§6); `complete` is false for a week in progress."""
+    """`GET reports/weekly/?cluster=&week=2026-W47` (docs/formulas.md, Weekly effective training
+    rate). Without `week`, the last complete week, as the page and the export; `complete` is false
+    for a week in progress."""
 
     roles = {"GET": READERS}
 
@@ -64,8 +66,8 @@ class WeeklyView(APIView):
 
 
 class AvailabilityView(APIView):
-    """`GET reports/availability/?cluster=&start=&end=` (§4.3): the cluster's GPU-weighted
-    availability and each node's."""
+    """`GET reports/availability/?cluster=&start=&end=` (docs/formulas.md, GPU availability): the
+    cluster's GPU-weighted availability and each node's."""
 
     roles = {"GET": READERS}
 

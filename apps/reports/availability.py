@@ -1,4 +1,4 @@
-"""GPU availability, CONTRACT §4.3 — pure functions over a node's state history.
+"""GPU availability (docs/formulas.md) — pure functions over a node's state history.
 
 A node is available while `healthy` or `suspect`; from `in_service_at` it is healthy until
 its first change. Time before `in_service_at` and after now does not count at all.

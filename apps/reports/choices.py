@@ -1,4 +1,5 @@
-"""Where scheduled GPU-hours go (CONTRACT §4.2), with the colours every report draws them in."""
+"""Where scheduled GPU-hours go (docs/formulas.md, Weekly effective training rate), with the colours
+every report draws them in."""
 
 from __future__ import annotations
 

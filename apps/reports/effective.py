@@ -1,4 +1,4 @@
-"""Weekly effective training rate, CONTRACT §4.2 — pure functions over plain intervals.
+"""Weekly effective training rate (docs/formulas.md) — pure functions over plain intervals.
 
 For each job the lost intervals (downtime, planned downtime, rework since the last usable
 checkpoint, checkpoint blocking time) are clipped to the job's run within the window and
@@ -38,7 +38,8 @@ class Interruption:
 
 @dataclass(frozen=True)
 class JobRun:
-    """What §4.2 needs of one job. `checkpoints` are (saved_at, blocking_s), any order."""
+    """What the weekly rate needs of one job. `checkpoints` are (saved_at, blocking_s), any
+    order."""
 
     id: int
     name: str
@@ -159,8 +160,8 @@ def _span(disjoint: list[Interval]) -> float:
 def weekly(
     jobs: Sequence[JobRun], *, start: dt.datetime, end: dt.datetime, now: dt.datetime
 ) -> dict[str, Any]:
-    """§4.2 over the jobs: effective rate, scheduled/productive/lost GPU-hours, GPU-weighted
-    mean MFU, the per-job rows, and lost GPU-hours per incident (for the links)."""
+    """The weekly rate over the jobs: effective rate, scheduled/productive/lost GPU-hours,
+    GPU-weighted mean MFU, the per-job rows, and lost GPU-hours per incident (for the links)."""
     weeks = [w for j in jobs if (w := job_week(j, start=start, end=end, now=now)).wall_s > 0]
     scheduled = sum(w.job.gpu_count * w.wall_s for w in weeks) / HOUR
     lost = sum(w.job.gpu_count * w.lost_s for w in weeks) / HOUR

@@ -1,6 +1,6 @@
-"""The fleet view of GPUs (CONTRACT §10, issue 15 item 2): across one cluster, the hottest,
-the least utilised and the most throttled GPUs, each with its node and the running jobs on
-that node.
+"""The fleet view of GPUs (docs/integrations.md, 2d. Prometheus; issue 15 item 2): across one
+cluster, the hottest, the least utilised and the most throttled GPUs, each with its node and the
+running jobs on that node.
 
 Values are each GPU's latest: from the cluster's Prometheus when it names one (one instant
 query for the few fields ranked, every GPU of the cluster — not `topk` in PromQL, since a

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 from django.db.models import Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -22,7 +24,7 @@ from apps.reports.effective import Interruption, JobRun
 
 def _jobs_in(
     cluster: Cluster, start: dt.datetime, end: dt.datetime, only: int | None
-) -> list[dict]:
+) -> list[Mapping[str, Any]]:
     jobs = Job.objects.filter(cluster=cluster, started_at__lt=end).filter(
         Q(ended_at__isnull=True) | Q(ended_at__gt=start)
     )
@@ -155,7 +157,8 @@ def node_histories(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) ->
 
 def incident_facts(ids: list[int], *, now: dt.datetime) -> dict[int, dict]:
     """Title, category, severity, status and planned flag of the incidents behind lost
-    hours, and what each cost at `now` (§6: the figure every page shows for it)."""
+    hours, and what each cost at `now` (docs/incidents.md, What it cost: the figure every page
+    shows)."""
     incidents = Incident.objects.filter(pk__in=ids).select_related("job")
     return {
         i.pk: {

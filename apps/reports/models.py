@@ -44,8 +44,8 @@ def _ratio(name: str) -> list:
 
 
 class ClusterTargets(models.Model):
-    """An admin's floors for one cluster's figures (CONTRACT §6); a cluster without a row
-    reads `targets.DEFAULTS`. Shares are 0–1 (0.99 = 99%); MTBF is the cluster's, in days."""
+    """An admin's floors for one cluster's figures (docs/formulas.md, Targets); a cluster without a
+    row reads `targets.DEFAULTS`. Shares are 0–1 (0.99 = 99%); MTBF is the cluster's, in days."""
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="targets")
     effective_rate = models.FloatField(

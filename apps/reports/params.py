@@ -31,7 +31,7 @@ def int_param(request: HttpRequest, key: str, default: int, lo: int, hi: int) ->
 
 def week_param(request: HttpRequest, now: dt.datetime) -> dt.datetime:
     """`?week=2026-W47` (404 for a malformed or future week), else the last complete week
-    (CONTRACT §6: the report opens on a finished week, not on one still in progress)."""
+    (docs/formulas.md: the report opens on a finished week, not on one still in progress)."""
     text = request.GET.get("week")
     if not text:
         return last_complete_week(now)

@@ -1,4 +1,4 @@
-"""Reliability statistics, CONTRACT §4.1 — pure functions over plain values.
+"""Reliability statistics (docs/formulas.md, Reliability) — pure functions over plain values.
 
 MTBF is always given with its level: `mtbf_hours` is the cluster's (how often training is
 interrupted), `node_mtbf_hours` a node's, `projected_job_mttf_hours` a job's of N nodes.
@@ -19,7 +19,7 @@ DAY = 86400.0
 
 @dataclass(frozen=True)
 class IncidentTimes:
-    """What §4.1 needs of one incident."""
+    """What the reliability figures need of one incident."""
 
     occurred_at: dt.datetime | None
     detected_at: dt.datetime
@@ -53,7 +53,7 @@ def reliability(
     in_service: Sequence[dt.datetime],
     job_nodes: int = 128,
 ) -> dict[str, Any]:
-    """The §4.1 figures for window [start, end) (an end in the future is clipped to now)."""
+    """The reliability figures for window [start, end) (an end in the future is clipped to now)."""
     end = min(end, now)
     in_window = [i for i in incidents if i.interrupts_job and start <= i.failed_at < end]
     unexpected = [i for i in in_window if not i.planned]

@@ -83,7 +83,8 @@ def gpu_weighted_mfu(rows: list[tuple[float | None, int]]) -> float | None:
 
 def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
     """Assemble the overview in a handful of set-based queries. The GPU figures are the
-    cluster API's `gpus` (§6), counted by the same function over the same nodes."""
+    cluster API's `gpus` (docs/formulas.md, GPUs now), counted by the same function over the same
+    nodes."""
     states = state_counts(cluster=cluster)
     jobs = running_jobs(cluster_id=cluster.pk)
     busy_nodes = running_node_ids(cluster.pk)
@@ -159,8 +160,8 @@ def mfu_lines(cluster: Cluster) -> MfuLines:
 def reliability_report(
     *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, job_nodes: int
 ) -> dict[str, object]:
-    """§4.1 for one cluster: its incidents and nodes in two queries, the maths in
-    `apps.reports.reliability`."""
+    """docs/formulas.md, Reliability, for one cluster: its incidents and nodes in two queries, the
+    maths in `apps.reports.reliability`."""
     report = reliability(
         start=start,
         end=end,
@@ -198,8 +199,9 @@ def whatif_projection(*, cluster: Cluster, now: dt.datetime, gpus: int) -> dict[
 
 
 def node_mtbf_hours(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> float | None:
-    """§4.1's node MTBF over [start, now) in two small queries (no incident rows loaded):
-    node-hours in service / unexpected interruptions naming at least one node."""
+    """The node MTBF of docs/formulas.md, Reliability, over [start, now) in two small queries (no
+    incident rows loaded): node-hours in service / unexpected interruptions naming at least one
+    node."""
     failures = (
         Incident.objects.filter(cluster=cluster, interrupts_job=True, planned=False)
         .annotate(failed=Coalesce("occurred_at", "detected_at"))
@@ -240,8 +242,8 @@ def _incident_times(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> l
 def weekly_reliability(
     *, cluster: Cluster, weeks: int, now: dt.datetime, last: dt.datetime | None = None
 ) -> list[dict[str, object]]:
-    """§4.1 for each of the `weeks` ISO weeks up to the one starting `last` (default: this
-    week), in two queries."""
+    """docs/formulas.md, Reliability, for each of the `weeks` ISO weeks up to the one starting
+    `last` (default: this week), in two queries."""
     first = (last or week_start(now)) - (weeks - 1) * WEEK
     incidents = _incident_times(cluster, first, now)
     in_service = list(Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True))
@@ -291,30 +293,30 @@ def lemon_nodes(
 ) -> list[dict[str, object]]:
     """Repeat offenders: nodes ranked by failures per node-day in service within the window."""
     end = min(end, now)
-    through = Incident.nodes.through.objects.filter(
-        incident__cluster=cluster,
-        incident__interrupts_job=True,
-        incident__planned=False,
-        incident__detected_at__gte=start,
-        incident__detected_at__lt=end,
+    # One filter() call: the count is of the incidents these conditions select (the join the
+    # filter made), so a node's failures are its interrupting, unplanned ones in the window.
+    rows = (
+        Node.objects.filter(
+            incidents__cluster=cluster,
+            incidents__interrupts_job=True,
+            incidents__planned=False,
+            incidents__detected_at__gte=start,
+            incidents__detected_at__lt=end,
+        )
+        .annotate(failures=Count("incidents"))
+        .values_list("hostname", "rack", "state", "in_service_at", "failures")
     )
-    counts = dict(
-        through.values("node_id").annotate(n=Count("incident_id")).values_list("node_id", "n")
-    )
-    rows = Node.objects.filter(pk__in=counts).values_list(
-        "pk", "hostname", "rack", "state", "in_service_at"
-    )
-    out = []
-    for pk, hostname, rack, state, in_service in rows:
+    out: list[dict[str, Any]] = []
+    for hostname, rack, state, in_service, failures in rows:
         days = max((end - max(start, in_service)).total_seconds(), 3600.0) / 86400
         out.append(
             {
                 "hostname": hostname,
                 "rack": rack,
                 "state": state,
-                "failures": counts[pk],
+                "failures": failures,
                 "days": days,
-                "per_node_day": counts[pk] / days,
+                "per_node_day": failures / days,
             }
         )
     return sorted(out, key=lambda r: (-r["failures"], -r["per_node_day"], r["hostname"]))[:limit]

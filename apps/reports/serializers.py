@@ -115,7 +115,8 @@ class CategoryShareSerializer(serializers.Serializer):
 
 
 class ReliabilitySerializer(serializers.Serializer):
-    """§4.1: cluster, node and projected-job MTBF, MTTR/MTTD/MTTL, failure rate, causes."""
+    """Cluster, node and projected-job MTBF, MTTR/MTTD/MTTL, failure rate, causes
+    (docs/formulas.md, Reliability)."""
 
     cluster = serializers.CharField()
     start = serializers.DateTimeField()
@@ -194,7 +195,8 @@ class WeeklyIncidentSerializer(serializers.Serializer):
 
 
 class WeeklySerializer(serializers.Serializer):
-    """§4.2 for one ISO week (`complete` false for a week still in progress)."""
+    """The weekly report of one ISO week (`complete` false for a week still in progress;
+    docs/formulas.md, Weekly effective training rate)."""
 
     cluster = serializers.CharField()
     week = serializers.CharField()
@@ -230,7 +232,8 @@ class NodeAvailabilitySerializer(serializers.Serializer):
 
 
 class AvailabilitySerializer(serializers.Serializer):
-    """§4.3: the GPU-weighted availability of the cluster and of each node."""
+    """The GPU-weighted availability of the cluster and of each node
+    (docs/formulas.md, GPU availability)."""
 
     cluster = serializers.CharField()
     start = serializers.DateTimeField()

@@ -1,4 +1,4 @@
-"""What management reads the figures against (CONTRACT §6): floors, one table of them.
+"""What management reads the figures against (docs/formulas.md, Targets): floors, one table of them.
 
 Every target is a floor — a figure at or above it meets it. An admin sets them per cluster
 (`ClusterTargets`, in the Django admin); a cluster without its own reads the defaults below.

@@ -29,8 +29,8 @@ def _hours(start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
 
 
 def mfu_by_hour(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> dict[str, Any]:
-    """Cluster MFU per hour (GPU-weighted over the jobs with samples that hour, §4.4 within
-    each job) and the largest jobs' own hourly MFU."""
+    """Cluster MFU per hour (GPU-weighted over the jobs with samples that hour, each job's as
+    in docs/formulas.md, MFU) and the largest jobs' own hourly MFU."""
     jobs = {
         j["id"]: j
         for j in Job.objects.filter(cluster=cluster, hours__hour__gte=start, hours__hour__lt=end)

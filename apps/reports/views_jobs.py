@@ -1,4 +1,4 @@
-"""The effective-rate panel of a job's page: §4.2 for one job, so it is the reports app's
+"""The effective-rate panel of a job's page: the weekly rate for one job, so it is the reports app's
 (as the incidents app serves that page's incidents panel); the URL sits beside the job's
 chart, under /charts/jobs/."""
 

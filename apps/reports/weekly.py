@@ -1,4 +1,4 @@
-"""The weekly report (§4.2 with §4.1 and §4.3 for the same week) and week-by-week series."""
+"""The weekly report (docs/formulas.md, Weekly effective training rate) and week-by-week series."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from apps.reports.targets import MFU_REFERENCE
 
 
 def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> dict[str, Any]:
-    """Every field of §4.2 for the ISO week starting `start`, plus the incidents behind the
-    lost hours and their categories."""
+    """Every field of docs/formulas.md, Weekly effective training rate, for the ISO week starting
+    `start`, plus the incidents behind the lost hours and their categories."""
     end = start + WEEK
     report = weekly(job_runs(cluster=cluster, start=start, end=end), start=start, end=end, now=now)
     rel = reliability_report(cluster=cluster, start=start, end=end, now=now, job_nodes=128)
@@ -29,7 +29,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
     lost_by_incident = report.pop("by_incident")
     facts = incident_facts(list(lost_by_incident), now=now)
     # Each incident's own cost (to now if it is not yet recovered: the figure every page
-    # shows for it) and its share of this week's lost GPU-hours (§4.2, clipped to the week,
+    # shows for it) and its share of this week's lost GPU-hours (clipped to the week,
     # overlaps counted once).
     incidents = sorted(
         (
@@ -81,7 +81,7 @@ def effective_by_week(
     starting `last` (default: this week); the inputs of the whole span are loaded once."""
     first = (last or week_start(now)) - (weeks - 1) * WEEK
     runs = job_runs(cluster=cluster, start=first, end=now, with_mfu=False)
-    out = []
+    out: list[dict[str, Any]] = []
     for k in range(weeks):
         start = first + k * WEEK
         w = weekly(runs, start=start, end=start + WEEK, now=now)

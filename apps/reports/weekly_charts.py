@@ -185,7 +185,7 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
 
 
 def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
-    """GPU availability per hour (§4.3 over each hour)."""
+    """GPU availability per hour (docs/formulas.md, GPU availability, over each hour)."""
     trace = {
         "type": "scatter",
         "mode": "lines",

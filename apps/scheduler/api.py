@@ -1,4 +1,4 @@
-"""Scheduler endpoints: the actuation log (CONTRACT §7)."""
+"""Scheduler endpoints: the actuation log (docs/slurm.md, Actuation)."""
 
 from __future__ import annotations
 

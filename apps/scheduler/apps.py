@@ -1,4 +1,4 @@
-"""The scheduler app: the Slurm connection, live sync and actuation (CONTRACT §7)."""
+"""The scheduler app: the Slurm connection, live sync and actuation (docs/slurm.md)."""
 
 from django.apps import AppConfig
 

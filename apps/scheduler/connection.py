@@ -1,4 +1,4 @@
-"""One small interface to a cluster's scheduler (CONTRACT §7): read jobs, read nodes,
+"""One small interface to a cluster's scheduler (docs/slurm.md): read jobs, read nodes,
 drain, resume. `cli` and `rest` implement it for Slurm; a Kubernetes cordon/taint one could
 be added without touching the callers."""
 

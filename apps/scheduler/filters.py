@@ -1,4 +1,4 @@
-"""Actuation list filters (CONTRACT §7: `GET actuations/?cluster=&node=`)."""
+"""Actuation list filters (docs/slurm.md, Actuation: `GET actuations/?cluster=&node=`)."""
 
 from __future__ import annotations
 

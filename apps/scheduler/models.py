@@ -1,5 +1,5 @@
-"""What the scheduler app keeps: each cluster's sync state (CONTRACT §7: a failed sync is
-visible, never silent). The actuation outbox itself is fleet's `Actuation`."""
+"""What the scheduler app keeps: each cluster's sync state (docs/slurm.md, The live sync: a
+failed sync is visible, never silent). The actuation outbox itself is fleet's `Actuation`."""
 
 from __future__ import annotations
 

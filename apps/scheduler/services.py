@@ -1,5 +1,5 @@
 """Every write of the scheduler app: a cluster's live sync (jobs and node states in) and
-the delivery of the actuation outbox (drains and resumes out). CONTRACT §7."""
+the delivery of the actuation outbox (drains and resumes out), as docs/slurm.md says."""
 
 from __future__ import annotations
 
@@ -264,7 +264,7 @@ def _by_cluster(rows: Iterable[Actuation]) -> list[list[Actuation]]:
 def _deliver_cluster(
     cluster: Cluster, conn: SchedulerConnection | None, rows: Sequence[Actuation]
 ) -> Iterable[tuple[Actuation, str, str]]:
-    if cluster.automation_paused:  # §9.2: held, not sent, not counted as a try
+    if cluster.automation_paused:  # paused: held, not sent, not counted as a try
         for row in rows:
             yield row, HELD, f"held: automation paused by {cluster.automation_by}"
         return

@@ -1,4 +1,4 @@
-"""Slurm node records → what KUAE keeps of them (CONTRACT §7). Pure.
+"""Slurm node records → what KUAE keeps of them (docs/slurm.md, The live sync). Pure.
 
 Accepted: `sinfo --json` of Slurm 22.05 (`{nodes: [...]}`, a lower-case `state` and a
 `state_flags` list), slurmrestd `/slurm/v0.0.38…/nodes` (the same records), and the

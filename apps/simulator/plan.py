@@ -135,10 +135,11 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
         while t < end:
             model, n_params, batch = rng.choice(MODELS)
             duration = dt.timedelta(days=rng.uniform(0.5, 5))
-            job_end: dt.datetime | None = t + duration
+            job_end = t + duration
             status = rng.choices(("completed", "failed", "cancelled"), (70, 15, 15))[0]
-            if job_end >= end:
-                job_end, status = None, "running"
+            still_running = job_end >= end  # past the simulated span: no end yet
+            if still_running:
+                status = "running"
             jobs.append(
                 JobPlan(
                     index=len(jobs),
@@ -148,14 +149,14 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
                     batch_tokens=batch,
                     nodes=lane,
                     start=t,
-                    end=job_end,
+                    end=None if still_running else job_end,
                     status=status,
                     mfu=rng.uniform(0.36, 0.52),
                     checkpoint_every_s=rng.choice((1200, 1800, 3600)),
                     checkpoint_blocking_s=(5, 40),
                 )
             )
-            if job_end is None:
+            if still_running:
                 break
             t = job_end + dt.timedelta(hours=rng.uniform(0.2, 3))
     running = [j for j in jobs if j.status == "running"]
@@ -189,9 +190,9 @@ def _interruptions(
     count = _poisson(rng, expected)
     categories, weights = weighted_categories()
     jobs_by_node: dict[int, list[JobPlan]] = {}
-    for job in jobs:
-        for node in job.nodes:
-            jobs_by_node.setdefault(node, []).append(job)
+    for planned_job in jobs:
+        for node in planned_job.nodes:
+            jobs_by_node.setdefault(node, []).append(planned_job)
     draws = sorted(
         (
             start + dt.timedelta(seconds=rng.uniform(3600, (end - start).total_seconds() - 1800)),

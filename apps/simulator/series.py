@@ -31,7 +31,7 @@ class JobShape:
 
 
 def shape(job: JobPlan, rng: random.Random, peak: float = H100_PEAK_TFLOPS) -> JobShape:
-    """Throughput from the job's MFU (§4.4 inverted), a step time of 6–14 s."""
+    """Throughput from the job's MFU (docs/formulas.md, MFU, inverted), a step time of 6–14 s."""
     tps = job.mfu * job.gpu_count * peak * 1e12 / (6 * job.n_params)
     step_time = rng.uniform(6, 14) if job.index else 12.5
     return JobShape(tps, step_time, tps * step_time)

@@ -195,7 +195,9 @@ def _severity(item: Interruption, job: Job | None) -> str:
     return "sev2" if job is not None else "sev3"
 
 
-def _state_changes(item: Interruption, end: dt.datetime) -> list[tuple[dt.datetime, int, str, str]]:
+def _state_changes(
+    item: Interruption, end: dt.datetime
+) -> list[tuple[dt.datetime, int, NodeState, str]]:
     if item.planned:
         return [
             (item.at, item.node, NodeState.MAINTENANCE, "planned maintenance"),

@@ -1,5 +1,6 @@
-"""`Authorization: Bearer <token>` is the same credential as `Token <token>` (CONTRACT §1;
-Alertmanager and Prometheus send Bearer by default), on the API and on /metrics."""
+"""`Authorization: Bearer <token>` is the same credential as `Token <token>`
+(docs/api.md, Conventions; Alertmanager and Prometheus send Bearer by default), on the API and on
+/metrics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roles and tokens (CONTRACT §1): create_user, hashed revocable tokens, 401 vs 403."""
+"""Roles and tokens (docs/api.md, Conventions): create_user, hashed revocable tokens, 401 vs 403."""
 
 from __future__ import annotations
 

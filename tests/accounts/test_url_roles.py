@@ -1,4 +1,4 @@
-"""Every URL pattern, every role: the allow/deny CONTRACT §1 gives, written out here by
+"""Every URL pattern, every role: the allow/deny of docs/api.md, Conventions, written out here by
 hand (not read from the views), so a view that forgets its check fails this test."""
 
 from __future__ import annotations
@@ -103,13 +103,13 @@ EXPECTED: dict[str, dict[str, set]] = {
     "postmortem-step": {"POST": ENG},
     "action-items": {"GET": READ},
     "unrouted-alerts": {"GET": READ},
-    # maintenance windows (CONTRACT §9.1): the calendar's booking form is for operators
+    # maintenance windows (docs/maintenance.md): the calendar's booking form is for operators
     "maintenance": {"GET": READ},
     "maintenance-detail": {"GET": READ},
     "maintenance-end": {"POST": OPS},
     "api-maintenance-list": {"GET": READ, "POST": OPS},
     "api-maintenance-detail": {"GET": READ, "DELETE": OPS},
-    # repairs (CONTRACT §9.5): engineers edit; operators return (skipping burn-in: engineers)
+    # repairs (docs/repairs.md): engineers edit; operators return (skipping burn-in: engineers)
     "repairs": {"GET": READ},
     "repair-detail": {"GET": READ},
     "repair-step": {"POST": ENG},

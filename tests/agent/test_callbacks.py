@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set
 from apps.jobs.models import Checkpoint, JobMetric, NodeStepMetric
 from kuae_agent.report import Reporter
 

@@ -1,5 +1,6 @@
-"""The two reads an agent token has, both about itself (CONTRACT §1 "agents never read",
-§7 prolog, §8 Reporter): its job's id by Slurm id, and whether its node may take a job."""
+"""The two reads an agent token has, both about itself (agents never read;
+docs/agent.md: the Reporter, the prolog): its job's id by Slurm id, and whether its node may take a
+job."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
-from apps.fleet.services import cluster_create
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set, cluster_create
 from apps.health.models import CheckResult
 from apps.jobs.services import job_create
 

@@ -10,7 +10,8 @@ import time
 import pytest
 from django.utils import timezone
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set
 from apps.health.models import CheckResult
 from apps.jobs.models import Job
 from kuae_agent.cli import main

@@ -1,4 +1,4 @@
-"""`pip install ./agent` in a fresh virtualenv brings no Django (issue 13, CONTRACT §8).
+"""`pip install ./agent` in a fresh virtualenv brings no Django (issue 13, docs/agent.md).
 
 Offline and honest: the agent is built into a wheel here (`pip wheel --no-deps
 --no-build-isolation`, with this venv's setuptools), its dependencies are repacked as wheels

@@ -1,4 +1,4 @@
-"""The training Reporter (CONTRACT §8) against the real app (live server): every sample of a
+"""The training Reporter (docs/agent.md) against the real app (live server): every sample of a
 training loop arrives exactly once through an outage; the job found by its Slurm id; who
 sends what by rank; 4xx dropped with one line; spill to disk and bounded memory; close at
 interpreter exit."""
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.services import agent_scope_set
 from apps.jobs.models import Checkpoint, JobMetric, NodeStepMetric
 from apps.jobs.services import job_create
 from kuae_agent.report import Reporter

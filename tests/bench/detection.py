@@ -3,7 +3,7 @@ threshold and injected faults (`tests.bench.detection_sim`), every scheduled che
 the schedule would run it, and what the checks flagged scored against the ground truth —
 precision and recall per check kind. Goal: ≥ 0.99 for both, every kind.
 
-- true positive: an injected fault whose target got the result CONTRACT §5 names (warn or
+- true positive: an injected fault whose target got the result docs/checks.md names (warn or
   fail) in some run and, for a rule that opens one, an incident of the right category and
   severity naming the right job or node (interrupting the job when it should);
 - false positive: a non-pass result, or an incident, on a target with no fault of that
@@ -82,7 +82,7 @@ def run_seed(seed: int, *, end: dt.datetime | None = None) -> Outcome:
     after each of the last ticks, and score what they flagged."""
     from django.utils import timezone
 
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
     from apps.health.models import CheckResult, CheckRun
     from apps.health.services import run_execute
 
@@ -127,7 +127,7 @@ def _target(f: Fault, job_ids: list[int]) -> str:
 
 
 def _key(f: Fault, script: Script, job_ids: list[int]) -> Key:
-    """The incident key CONTRACT §5 names: (category, job) when it interrupts a job or is
+    """The incident key docs/checks.md names: (category, job) when it interrupts a job or is
     the job's own, else (category, node)."""
     assert f.category is not None
     if f.node is None:
@@ -146,8 +146,7 @@ def score(
 ) -> Outcome:
     """Compare what was flagged (results of every run, incidents at the end) with the
     script's ground truth."""
-    from apps.health.choices import SCHEDULED_KINDS
-    from apps.health.registry import CHECKS
+    from apps.health.checks import CHECKS, SCHEDULED_KINDS
     from apps.incidents.models import Incident
 
     job_ids = [j.pk for j in world.jobs]
@@ -242,7 +241,7 @@ def _ratio(value: float | None) -> str:
 
 def report(outcomes: list[Outcome], seconds: float, where: str) -> None:
     """Print the table, the per-fault breakdown and what was missed or falsely flagged."""
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
 
     total: dict[str, Tally] = {kind: Tally() for kind in SCHEDULED_KINDS}
     labels: Counter[str] = Counter()

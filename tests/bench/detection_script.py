@@ -1,9 +1,9 @@
 """The seeded script of one simulated cluster (`tests.bench.detection`): noise, decoys just
-under each CONTRACT §5 threshold, injected faults and what the checks must make of them.
+under each threshold of docs/checks.md, injected faults and what the checks must make of them.
 
 `script_for(seed, end)` is pure — no database: it decides the cluster's nodes and jobs and
 every telemetry sweep, dcgm-exporter scrape, kernel-log line, heartbeat and step sample of
-each tick. The faults' expectations come from the contract, never from the detectors.
+each tick. The faults' expectations come from docs/checks.md, never from the detectors.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ its script and ground truth (written by `tests.bench.detection_script.script_for
 by the API's own parser first — one 60-second tick at a time; the checks run after each of
 the last `RUNS` ticks, at the moment they would run on the schedule.
 
-The faults' expectations come from the contract, never from the detectors: a fault whose
+The faults' expectations come from docs/checks.md, never from the detectors: a fault whose
 target the checks miss is a false negative of the detector, a decoy they flag a false
 positive.
 """
@@ -25,10 +25,10 @@ T = TICKS - 1  # the last tick
 RUNS = 3  # every check runs after each of the last three ticks
 RUN_DELAY_S = 5
 PROBE_EVERY = 5  # GEMM probe rounds: ticks T, T-5, T-10, …
-HANG_LIMIT_S = 600.0  # CONTRACT §5 job_hang's floor
+HANG_LIMIT_S = 600.0  # job_hang's floor (docs/checks.md, `job_hang`)
 CHECKSUM = 1834.2503662109375  # the fixed-seed GEMM's checksum every healthy GPU computes
 BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")  # an HGX H100 board's GPU buses
-# dcgm-exporter's names for what the script reports (the product maps them, CONTRACT §2, §5.1).
+# dcgm-exporter's names for what the script reports (the product maps them: docs/integrations.md).
 DCGM = {
     "gpu_util": "DCGM_FI_DEV_GPU_UTIL",
     "temp_c": "DCGM_FI_DEV_GPU_TEMP",
@@ -42,7 +42,7 @@ DCGM = {
     "row_remap_failure": "DCGM_FI_DEV_ROW_REMAP_FAILURE",
 }
 
-# XID codes whose CONTRACT §5.1 reading is the same in the old table and NVIDIA's catalogue.
+# XID codes whose reading (docs/xid.md) is the same in the old table and NVIDIA's catalogue.
 FATAL_XIDS = {48: "gpu_hbm", 64: "gpu_hbm", 74: "gpu", 79: "gpu", 95: "gpu_hbm"}
 APP_XIDS = (13, 31, 43)
 # The jobs that report job-wide samples cycle through these (each seed has two or three such
@@ -77,7 +77,7 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Fault:
-    """An injected fault and what CONTRACT §5 says the checks must make of it: a result
+    """An injected fault and what docs/checks.md says the checks must make of it: a result
     `status` of check `kind` on its target, and — with a `category` — an incident of that
     category and `severity` (None: no incident may open for it). A node fault that
     `interrupts` names the job running on the node; `job` is a job-level fault's job index."""
@@ -94,7 +94,7 @@ class Fault:
     note: str = ""  # e.g. the XID code
 
 
-# CONTRACT §5, per rule a fault trips: the check, its result, the incident's category (None:
+# docs/checks.md, per rule a fault trips: the check, its result, the incident's category (None:
 # none may open; "": the fault's own, by its XID's or counter's kind) and severity, and
 # whether it interrupts the job running on the node.
 RULES: dict[str, tuple[str, str, str | None, str | None, bool]] = {
@@ -119,7 +119,7 @@ def expect(
     category: str = "",
     note: str = "",
 ) -> Fault:
-    """A fault that trips `rule` (RULES), with what the contract says comes of it."""
+    """A fault that trips `rule` (RULES), with what docs/checks.md says comes of it."""
     kind, status, default, severity, interrupts = RULES[rule]
     incident = category or default or None
     return Fault(label, kind, status, node, gpu, job, incident, severity, interrupts, note)

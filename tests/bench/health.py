@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
 from apps.health import detectors as d
-from apps.health.choices import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.services import detect, limits_for, runs_execute_now
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job, NodeStepMetric

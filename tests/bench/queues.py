@@ -47,7 +47,7 @@ def _wait_done(runs: list[CheckRun], limit_s: float = 600) -> float:
 def _scenario(big: Cluster, small: Cluster, rounds: int) -> tuple[float, float]:
     """Queue `rounds` sweeps of every kind on the big cluster, then one heartbeat check on
     the small one: (seconds until the small one's check is done, until the backlog is)."""
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
     from apps.health.services import runs_request
 
     _wait_done(runs_request(cluster=small, kinds=["heartbeat"], requested_by="bench"))  # warm
@@ -64,7 +64,7 @@ def bench_queues(big_name: str = "kuae-sim", rounds: int = 3) -> None:
     """Print the small cluster's wait behind the big one's backlog, shared queue vs own."""
     from apps.fleet.models import Cluster
     from apps.fleet.services import NodeSpec, cluster_create, nodes_register
-    from apps.health.choices import SCHEDULED_KINDS
+    from apps.health.checks import SCHEDULED_KINDS
     from apps.incidents.models import Incident
     from kuaeweb.celery import app
 

@@ -1,4 +1,4 @@
-"""The training Reporter's cost (issue 13, CONTRACT §8): `step()` on the calling thread
+"""The training Reporter's cost (issue 13, docs/agent.md): `step()` on the calling thread
 against an empty call of the same signature (goal ≤ 20 µs), and the memory it holds with
 the server down for 10 minutes at 10 steps/s (6,000 steps; goal ≤ 50 MB) — and when the
 caller outruns everything (the buffer full, memory batches at their bound). No database.
@@ -84,7 +84,7 @@ def held_mib(steps: int, pace: int, spool: Path, **options: object) -> tuple[flo
 def bench_reporter() -> None:
     """Print the Reporter's figures."""
     logging.getLogger("kuae_agent").setLevel(logging.ERROR)
-    print("\nkuae_agent Reporter (CONTRACT §8)")
+    print("\nkuae_agent Reporter (docs/agent.md)")
     with tempfile.TemporaryDirectory() as folder:
         down = f"http://127.0.0.1:{closed_port()}"
         rep = Reporter(server=down, token="t", job_id=1, node="gpu000", env={},

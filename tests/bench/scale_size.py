@@ -15,7 +15,7 @@ from django.utils import timezone
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.common.tasks import ensure_partitions
 from apps.fleet.models import GPU, Cluster, Node
-from apps.health.choices import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.services import detect, limits_for, runs_execute_now
 from apps.incidents.models import Incident
 from apps.jobs.models import Job, JobMetric, NodeStepMetric

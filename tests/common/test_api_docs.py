@@ -43,7 +43,7 @@ DOCUMENT = {
     "paths": {
         "/api/v1/things/{id}/": {
             "patch": {
-                "description": "One thing (CONTRACT §6).",
+                "description": "One thing (docs/formulas.md, What an incident cost).",
                 "parameters": [{"in": "path", "name": "id", "schema": {"type": "integer"}}],
                 "requestBody": {
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/W"}}}
@@ -51,7 +51,7 @@ DOCUMENT = {
                 "responses": {"200": {"content": {}, "description": ""}},
             },
             "get": {
-                "description": "One thing (CONTRACT §6).",
+                "description": "One thing (docs/formulas.md, What an incident cost).",
                 "responses": {
                     "200": {
                         "content": {
@@ -64,7 +64,7 @@ DOCUMENT = {
         },
         "/api/v1/alpha/": {
             "get": {
-                "description": "A list (§4.2).",
+                "description": "A list (see docs/formulas.md).",
                 "parameters": [
                     {
                         "in": "query",
@@ -141,12 +141,15 @@ def test_render_orders_describes_and_lists_roles() -> None:
     assert "page of object [`T`](#object-t)" in text
     assert "### Object `T`" in text
     assert "A thing (at most 5 parts)." in text
-    assert "§" not in text.split("## Endpoints", 1)[1]
+    assert "docs/" not in text.split("## Endpoints", 1)[1]
     assert text.count("One thing.") == 1  # a view's docstring is said once per path
 
 
 def test_prose_drops_design_references_and_author_notes() -> None:
-    assert prose("Costs at one instant (§6).") == "Costs at one instant."
-    assert prose("Where its GPUs are (by state — CONTRACT §6).") == "Where its GPUs are (by state)."
+    assert prose("Costs at one instant (docs/incidents.md).") == "Costs at one instant."
+    assert prose("Cost (docs/formulas.md, What an incident cost).") == "Cost."
+    assert prose("GPUs (by state — docs/formulas.md, GPUs now).") == "GPUs (by state)."
+    kept = "Alerts (`alerts/`;\n docs/alertmanager.md, Unrouted alerts)."
+    assert prose(kept) == "Alerts (`alerts/`)."
     assert prose("Body (documented for the schema; parsed by jobs.intake).") == "Body."
     assert prose("Line one\ncontinues.\n\nSecond.") == "Line one continues.\n\nSecond."

@@ -1,5 +1,5 @@
-"""CONTRACT §1 "Bounds", written as the attacks of issue 16: each amplifier is refused with
-a 400 naming its bound, before the work — nothing stored, memory flat.
+"""The bounds of docs/operations.md, Limits, written as the attacks of issue 16: each amplifier is
+refused with a 400 naming its bound, before the work — nothing stored, memory flat.
 
 - 761 bytes of Slurm body expanded to a million names (76 MB); a 139-byte incident-form
   field took a web worker to 705 MiB;

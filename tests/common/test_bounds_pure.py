@@ -1,6 +1,6 @@
-"""The pure pieces of CONTRACT §1's bounds: the bounded hostlist expander (python-hostlist's
-grammar and order, counted before expanding), the DNS-name rule, the JSON depth scan and
-the CSV cell neutraliser."""
+"""The pure pieces of the bounds (docs/operations.md, Limits): the bounded hostlist expander
+(python-hostlist's grammar and order, counted before expanding), the DNS-name rule, the JSON depth
+scan and the CSV cell neutraliser."""
 
 from __future__ import annotations
 

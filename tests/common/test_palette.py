@@ -76,8 +76,9 @@ def test_loss_causes_are_the_reports_causes_in_order() -> None:
 
 
 def test_badge_text_reads_on_every_colour_at_wcag_aa() -> None:
-    """Every palette colour gets a badge background and text colour 4.5:1 apart (UI.md:
-    WCAG 2.2 AA) — amber and green take dark text, steel is darkened under white."""
+    """Every palette colour gets a badge background and text colour 4.5:1 apart
+    (docs/pages.md, Colours: WCAG 2.2 AA) — amber and green take dark text, steel is darkened under
+    white."""
     from apps.common.choices import badge_colours, contrast
 
     for choices in PALETTES.values():

@@ -1,4 +1,4 @@
-"""An operator acknowledges a sev1 from its page in real Chromium (CONTRACT §9.3): one
+"""An operator acknowledges a sev1 from its page in real Chromium (docs/on-call.md): one
 click, the incident investigating, one timeline line, and no button left to press."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An operator in real Chromium books a maintenance window from the page, sees it on the
-calendar and on the node page, and ends it (CONTRACT §9.1)."""
+calendar and on the node page, and ends it (docs/maintenance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Working a repair to closure in real Chromium (CONTRACT §9.5): an engineer drains a node
+"""Working a repair to closure in real Chromium (docs/repairs.md): an engineer drains a node
 from its page (its repair being opened), finds its repair once the beat opened it, adds a
 step, returns it; the node stays drained until its agent posts a passing GEMM probe through
 the API; then it is healthy and the repair closed."""

@@ -1,5 +1,5 @@
-"""A node's `addresses` (CONTRACT §2 `POST nodes/`): the IPs and FQDNs it is also known
-by, validated, stored in one spelling, and never claimed by two nodes."""
+"""A node's `addresses` (`POST nodes/`, docs/alertmanager.md, Placement): the IPs and FQDNs it is
+also known by, validated, stored in one spelling, and never claimed by two nodes."""
 
 from __future__ import annotations
 

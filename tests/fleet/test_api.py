@@ -1,4 +1,4 @@
-"""Clusters and nodes endpoints (CONTRACT §2)."""
+"""Clusters and nodes endpoints (docs/api.md, Clusters; Nodes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT §6: where a cluster's GPUs are — `GET clusters/{name}/` `gpus` — and the
+"""docs/formulas.md, GPUs now: where a cluster's GPUs are — `GET clusters/{name}/` `gpus` — and the
 overview's GPU cards counting exactly the same way."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def busy(cluster, nodes):  # noqa: ANN001, ANN201
 
 
 def expected(cluster) -> dict:  # noqa: ANN001
-    """The §6 accounting, written out here from the nodes and jobs themselves."""
+    """That accounting, written out here from the nodes and jobs themselves."""
     by_state = dict.fromkeys(NodeState.values, 0)
     allocated = idle = 0
     for node in Node.objects.filter(cluster=cluster).prefetch_related("jobs"):

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from apps.fleet.models import GPU, TelemetryEvent
-from apps.fleet.telemetry import NEEDED, reporting_gaps
+from apps.fleet.monitored import needed_fields, reporting_gaps
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ def test_reporting_gaps_per_node_and_per_gpu():
     assert by_label["ECC"].needed.check == "gpu_errors"
     assert reporting_gaps([(i, FULL) for i in range(8)]) == ([], ())
     everything_missing, none = reporting_gaps([(0, {"gpu_util": 3})])
-    assert [g.needed for g in everything_missing] == list(NEEDED) and none == ()
+    assert [g.needed for g in everything_missing] == list(needed_fields()) and none == ()
     assert reporting_gaps([(0, None), (1, {})]) == ([], (0, 1))
 
 

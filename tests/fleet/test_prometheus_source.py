@@ -1,5 +1,5 @@
-"""A cluster's Prometheus (CONTRACT §10): `prometheus_url` through the API, the query and
-how its answer is read, and every way a server can fail to answer (SourceDown, never a
+"""A cluster's Prometheus (docs/integrations.md, 2d. Prometheus): `prometheus_url` through the API,
+the query and how its answer is read, and every way a server can fail to answer (SourceDown, never a
 partial read). The checks against a real Prometheus: tests/health/test_prometheus_real.py."""
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from apps.fleet.models import Cluster
 from apps.fleet.prometheus_source import SourceDown, instant_query, token_for
 from apps.fleet.promql import dcgm_fields, dcgm_query, host_index, samples_of, vector_of
 from apps.fleet.telemetry import COUNTERS, DCGM_FIELDS
-from apps.health.choices import CheckKind
-from apps.health.services import PULLED_METRICS, TELEMETRY_KINDS
+from apps.health.services import PULLED_METRICS
 
 URL = "/api/v1/clusters/c1/"
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -95,9 +94,9 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
 
 def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() -> None:
     pulled = PULLED_METRICS
-    assert set(pulled) == set(TELEMETRY_KINDS)
-    assert {"temp_c", "mem_temp_c"} <= pulled[CheckKind.THERMAL]
-    assert {"xid", *COUNTERS, "row_remap_failure"} <= pulled[CheckKind.GPU_ERRORS]
+    assert set(pulled) == {"heartbeat", "gpu_errors", "thermal"}  # their plug-ins' `pulls`
+    assert {"temp_c", "mem_temp_c"} <= pulled["thermal"]
+    assert {"xid", *COUNTERS, "row_remap_failure"} <= pulled["gpu_errors"]
     kinds = list(pulled.values())
     assert sum(map(len, kinds)) == len(set().union(*kinds))  # no field read twice a minute
     assert set().union(*kinds) == set(DCGM_FIELDS.values())

@@ -1,5 +1,5 @@
-"""Where nodes sit (CONTRACT §9.4): switch, PDU and NVLink domain on `POST nodes/` and the
-bulk `POST nodes/topology/`, all or nothing."""
+"""Where nodes sit (docs/checks.md, Blast radius): switch, PDU and NVLink domain on `POST nodes/`
+and the bulk `POST nodes/topology/`, all or nothing."""
 
 from __future__ import annotations
 

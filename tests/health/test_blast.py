@@ -1,5 +1,5 @@
-"""Blast radius (CONTRACT §9.4): failing nodes that share a switch, PDU or NVLink domain —
-at least 3 of them and at least half its nodes — are one incident for the component, not
+"""Blast radius (docs/checks.md, Blast radius): failing nodes that share a switch, PDU or NVLink
+domain — at least 3 of them and at least half its nodes — are one incident for the component, not
 one per node; the drain cap still holds; the next run updates it."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from django.utils import timezone
 from apps.fleet.models import Node
 from apps.fleet.services import NodeSpec, nodes_register
 from apps.health import blast
-from apps.health.choices import CheckKind
 from apps.health.detectors import NodeSeen, heartbeat
 from apps.health.detectors.findings import Outcome, failed, node_target
 from apps.health.services import runs_execute_now
@@ -27,7 +26,7 @@ SILENT = Outcome(Category.NODE_UNREACHABLE)
 
 
 def _fail(host: str):  # noqa: ANN202
-    return failed(CheckKind.HEARTBEAT, node_target(host), "silent", outcome=SILENT, node=host)
+    return failed("heartbeat", node_target(host), "silent", outcome=SILENT, node=host)
 
 
 def _switches(**sizes: int) -> dict[str, blast.Place]:

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
-from apps.health.choices import SCHEDULED_KINDS, RunStatus
+from apps.health.checks import SCHEDULED_KINDS
+from apps.health.choices import RunStatus
 from apps.health.models import CheckRun
 from apps.health.selectors import checks_waiting
 from apps.health.services import runs_request

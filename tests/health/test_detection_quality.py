@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from apps.health.choices import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
 from tests.bench.detection import run_seed
 from tests.bench.detection_script import script_for
 from tests.bench.detection_sim import WIDE_SCENARIOS

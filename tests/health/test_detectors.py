@@ -1,4 +1,4 @@
-"""The detectors of CONTRACT §5, without a database: conditions, edges, no false positives."""
+"""The detectors of docs/checks.md, without a database: conditions, edges, no false positives."""
 
 from __future__ import annotations
 

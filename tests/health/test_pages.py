@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.fleet.services import cluster_create
 from apps.health.forms import ThresholdsForm
 from apps.health.models import CheckRun, Thresholds
 from apps.health.services import runs_execute_now
@@ -70,3 +71,23 @@ def test_overview_health_line(client, users, checked):
     html = client.get("/health/summary/?cluster=c1").content.decode()
     assert "1 failing" in html and "last sweep" in html
     assert "/health/summary/" in client.get("/").content.decode()
+
+
+def test_run_now_and_thresholds_without_a_cluster_say_so(client, users, db):
+    """No cluster at all, none chosen, or one that does not exist: a 400 naming the
+    field, and nothing written (these once ended in a NOT NULL IntegrityError, a 500)."""
+    client.force_login(users["otto"])
+    for url in ("/health/run/", "/health/thresholds/"):
+        response = client.post(url, {"kind": "heartbeat"})
+        assert response.status_code == 400, url
+        assert response.content.decode().startswith("cluster: this field is required")
+    cluster_create(name="c1", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8)
+    for url in ("/health/run/", "/health/thresholds/"):
+        # A write never falls back to the first cluster the way the page's read does.
+        assert client.post(url, {"kind": "heartbeat"}).status_code == 400, url
+        unknown = client.post(url, {"cluster": "c9", "kind": "heartbeat"})
+        assert unknown.status_code == 400
+        assert unknown.content.decode() == "cluster: no cluster is named 'c9'."
+    assert not CheckRun.objects.exists() and not Thresholds.objects.exists()
+    assert client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"}).status_code == 302
+    assert CheckRun.objects.filter(cluster__name="c1", kind="heartbeat").count() == 1

@@ -1,8 +1,8 @@
-"""The GPU checks reading a real Prometheus (Debian's `prometheus`, CONTRACT §10): it scrapes
-a fake dcgm-exporter here (the real-shaped text of tests/data/dcgm/h100-node.prom, one
-block per node) every second, and the cluster's `prometheus_url` points at a counting
-proxy in front of it. No telemetry is posted to KUAE. A hot GPU (two hot runs) and a fatal
-XID are found; a stopped Prometheus gives `error` results, no pass and no state change,
+"""The GPU checks reading a real Prometheus (Debian's `prometheus`, docs/integrations.md, 2d.
+Prometheus): it scrapes a fake dcgm-exporter here (the real-shaped text of
+tests/data/dcgm/h100-node.prom, one block per node) every second, and the cluster's `prometheus_url`
+points at a counting proxy in front of it. No telemetry is posted to KUAE. A hot GPU (two hot runs)
+and a fatal XID are found; a stopped Prometheus gives `error` results, no pass and no state change,
 and the overview says so; the requests per run are the same at 2 and at 20 nodes.
 
 The same tests run against VictoriaMetrics's single binary (Debian's `victoria-metrics`)
@@ -30,7 +30,7 @@ from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.fleet.telemetry import DCGM_FIELDS
-from apps.health.choices import SOURCE_TARGET, CheckKind, ResultStatus, RunStatus
+from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun
 from apps.health.services import run_execute
 from apps.incidents.models import Incident
@@ -286,7 +286,7 @@ def _cluster(name: str, hosts: list[str], url: str) -> Cluster:
     return cluster
 
 
-def _run(cluster: Cluster, kind: CheckKind) -> CheckRun:
+def _run(cluster: Cluster, kind: str) -> CheckRun:
     run = CheckRun.objects.create(cluster=cluster, kind=kind, requested_by="test")
     done = run_execute(run_id=run.pk)
     assert done is not None
@@ -321,12 +321,12 @@ def test_hot_gpu_and_fatal_xid_found_from_prometheus(stack: dict[str, Any]) -> N
     )
     cluster = _cluster("prom", hosts, stack["proxy"].url)
 
-    first = _run(cluster, CheckKind.THERMAL)
+    first = _run(cluster, "thermal")
     assert first.status == RunStatus.DONE, first.error
     hot = CheckResult.objects.get(cluster=cluster, kind="thermal", target="gpu:pn-001/3")
     assert hot.status == ResultStatus.PASS and hot.details["hot_runs"] == 1  # once is not enough
     assert CheckResult.objects.filter(cluster=cluster, kind="thermal").count() == 16 + 1
-    second = _run(cluster, CheckKind.THERMAL)
+    second = _run(cluster, "thermal")
     assert second.status == RunStatus.DONE, second.error
     hot.refresh_from_db()
     assert hot.status == ResultStatus.WARN and "93" in hot.message
@@ -334,18 +334,18 @@ def test_hot_gpu_and_fatal_xid_found_from_prometheus(stack: dict[str, Any]) -> N
     source = CheckResult.objects.get(cluster=cluster, kind="thermal", target=SOURCE_TARGET)
     assert source.status == ResultStatus.PASS and stack["proxy"].url in source.message
 
-    errors = _run(cluster, CheckKind.GPU_ERRORS)
+    errors = _run(cluster, "gpu_errors")
     assert errors.status == RunStatus.DONE, errors.error
     xid = CheckResult.objects.get(cluster=cluster, kind="gpu_errors", target="gpu:pn-002/5")
     assert xid.status == ResultStatus.FAIL and "XID 79" in xid.message
     assert Node.objects.get(hostname="pn-002").state == NodeState.DRAINED
     assert Node.objects.get(hostname="pn-001").state == NodeState.HEALTHY
     # A persisting gauge is no new error: the next run finds nothing new on that GPU.
-    again = _run(cluster, CheckKind.GPU_ERRORS)
+    again = _run(cluster, "gpu_errors")
     assert again.status == RunStatus.DONE
     assert Incident.objects.filter(cluster=cluster, category="gpu").count() == 1
     # Heartbeat: the values read from Prometheus are the nodes' signs of life.
-    beat = _run(cluster, CheckKind.HEARTBEAT)
+    beat = _run(cluster, "heartbeat")
     assert beat.status == RunStatus.DONE
     assert not CheckResult.objects.filter(cluster=cluster, kind="heartbeat", status="fail").exists()
 
@@ -362,7 +362,7 @@ def test_stopped_prometheus_gives_errors_and_changes_nothing(
         [server.log],
     )
     cluster = _cluster("down", hosts, stack["proxy"].url)
-    kinds = (CheckKind.THERMAL, CheckKind.GPU_ERRORS, CheckKind.HEARTBEAT)
+    kinds = ("thermal", "gpu_errors", "heartbeat")
     for kind in kinds:
         assert _run(cluster, kind).status == RunStatus.DONE
     assert CheckResult.objects.filter(cluster=cluster, status="pass").exists()
@@ -408,7 +408,7 @@ def test_query_count_is_the_same_at_2_and_20_nodes(stack: dict[str, Any]) -> Non
     for name, hosts in (("small", small), ("large", large)):
         cluster = _cluster(name, hosts, proxy.url)
         proxy.requests.clear()
-        for kind in (CheckKind.THERMAL, CheckKind.GPU_ERRORS, CheckKind.HEARTBEAT):
+        for kind in ("thermal", "gpu_errors", "heartbeat"):
             assert _run(cluster, kind).status == RunStatus.DONE
         counts[name] = len(proxy.requests)
         gpus = CheckResult.objects.filter(

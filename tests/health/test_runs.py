@@ -1,5 +1,5 @@
-"""Each §5 condition, fed through the intake endpoints: the result, the incident and the node
-state §5 names; nothing on healthy nodes; repeated runs never duplicate incidents."""
+"""Each condition of docs/checks.md, fed through the intake endpoints: the result, the incident and
+the node state it names; nothing on healthy nodes; repeated runs never duplicate incidents."""
 
 from __future__ import annotations
 

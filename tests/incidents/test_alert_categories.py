@@ -1,5 +1,6 @@
-"""Pure parts of the Alertmanager intake: category from labels and name (CONTRACT §2,
-§3), the XID mapping, and the names a node label may stand for."""
+"""Pure parts of the Alertmanager intake: category from labels and name
+(docs/alertmanager.md, Category and severity), the XID mapping, and the names a node label may stand
+for."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Where an Alertmanager alert lands (CONTRACT §2): the first of `node`, `hostname`,
-`Hostname`, `instance` naming a known node — by hostname, short name of an FQDN, host:port
-or one of the node's addresses — else the `cluster` label, else unrouted."""
+"""Where an Alertmanager alert lands (docs/alertmanager.md, Placement): the first of `node`,
+`hostname`, `Hostname`, `instance` naming a known node — by hostname, short name of an FQDN,
+host:port or one of the node's addresses — else the `cluster` label, else unrouted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Alertmanager intake (CONTRACT §2) as Alertmanager really behaves: one incident per
+"""Alertmanager intake (docs/alertmanager.md) as Alertmanager really behaves: one incident per
 fingerprint, re-opened (never duplicated) while it still fires, folded into a check's
 incident, and a well-formed webhook never refused — what cannot be placed is kept."""
 

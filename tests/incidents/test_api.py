@@ -1,9 +1,10 @@
-"""Incidents endpoints: file, list, edit with an audit trail; roles (CONTRACT §1, §2)."""
+"""Incidents endpoints: file, list, edit with an audit trail; roles (docs/incidents.md)."""
 
 from __future__ import annotations
 
 import pytest
 
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.incidents.models import Incident, TimelineEntry
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +104,20 @@ def test_incident_list_query_count(api, nodes, django_assert_max_num_queries):
         api("erin").post("/api/v1/incidents/", {**BODY, "title": f"t{i}"}, format="json")
     with django_assert_max_num_queries(6):
         assert api("mia").get("/api/v1/incidents/?page_size=100").json()["count"] == 20
+
+
+def test_nodes_must_be_this_clusters(api, nodes):
+    """Another cluster's node is refused as an unknown one, with the words jobs use too."""
+    other = cluster_create(name="c2", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8)
+    nodes_register(cluster=other, specs=[NodeSpec(hostname="far001")])
+    body = {**BODY, "nodes": ["gpu001", "far001", "ghost", "far001"]}
+    response = api("erin").post("/api/v1/incidents/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"nodes": ["unknown in cluster c1: far001, ghost"]}
+    ghosts = [f"ghost{i:02d}" for i in range(25)]  # the message names the first 20
+    answer = api("erin").post("/api/v1/incidents/", {**BODY, "nodes": ghosts}, format="json")
+    assert answer.json()["nodes"] == [f"unknown in cluster c1: {', '.join(ghosts[:20])}"]
+    assert Incident.objects.count() == 0
+    listed = {**BODY, "nodes": ["gpu002", "gpu001", "gpu002"]}  # a repeat counts once
+    created = api("erin").post("/api/v1/incidents/", listed, format="json").json()
+    assert sorted(created["nodes"]) == ["gpu001", "gpu002"]

@@ -1,5 +1,5 @@
-"""CONTRACT §6: an incident not yet recovered keeps costing, and every surface — the API,
-the incident list and page, the job page, the weekly report and its export — shows the same
+"""docs/incidents.md, What it cost: an incident not yet recovered keeps costing, and every surface —
+the API, the incident list and page, the job page, the weekly report and its export — shows the same
 downtime, rework and lost GPU-hours for it at the same instant."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def world(clock, api, nodes):  # noqa: ANN001, ANN201
 
 
 def expected_at(now: dt.datetime):  # noqa: ANN201
-    """The open incident's cost at `now`, from the pure maths (§4.2 as apps.incidents.impact)."""
+    """The open incident's cost at `now`, from the pure maths (apps.incidents.impact)."""
     return impact(
         failed_at=T - 3 * H,
         recovered_at=None,

@@ -1,4 +1,4 @@
-"""Owners, one-step acknowledgement and escalation (CONTRACT §9.3)."""
+"""Owners, one-step acknowledgement and escalation (docs/on-call.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Postmortems: write, submit, review by another engineer (CONTRACT §2)."""
+"""Postmortems: write, submit, review by another engineer (docs/incidents.md, Postmortems)."""
 
 from __future__ import annotations
 

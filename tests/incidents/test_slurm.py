@@ -1,5 +1,5 @@
-"""Slurm intake (CONTRACT §2, §7): sacct/squeue/slurmrestd records of Slurm 22.05 and 25.x →
-jobs and their attempts, nodes, NODE_FAIL incidents. The rules of §7, each against real
+"""Slurm intake (docs/integrations.md, 4. Slurm): sacct/squeue/slurmrestd records of Slurm 22.05 and
+25.x → jobs and their attempts, nodes, NODE_FAIL incidents. Its rules, each against real
 Slurm output (tests/data/slurm)."""
 
 from __future__ import annotations

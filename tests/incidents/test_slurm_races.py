@@ -1,5 +1,5 @@
-"""Two Slurm intakes at once naming the same new nodes (CONTRACT §7: "created once, without
-an error"): real connections in threads (PostgreSQL when DATABASE_URL is set, SQLite
+"""Two Slurm intakes at once naming the same new nodes (docs/integrations.md, 4. Slurm:
+"register it once"): real connections in threads (PostgreSQL when DATABASE_URL is set, SQLite
 otherwise), held at a barrier after each has found the nodes unknown, so both insert them.
 Before, the loser's unique violation was an HTML 500."""
 

@@ -1,4 +1,4 @@
-"""Jobs, step metrics and checkpoints endpoints (CONTRACT §2)."""
+"""Jobs, step metrics and checkpoints endpoints (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import math
 import pytest
 from django.test import override_settings
 
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 
 pytestmark = pytest.mark.django_db
@@ -202,7 +203,7 @@ def test_get_metrics_computes_mfu_and_downsamples(api, job):
     client = api("mia")
     full = client.get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=10000").json()["points"]
     assert len(full) == 3000
-    expected = 6 * 70e9 * 1e5 / (32 * 989.4e12)  # §4.4, flops_per_token = 6 × n_params
+    expected = 6 * 70e9 * 1e5 / (32 * 989.4e12)  # flops_per_token = 6 × n_params
     assert math.isclose(full[0]["mfu"], expected, rel_tol=1e-12)
     assert full[0]["ts"] == "2026-11-23T08:00:00Z"
     small = client.get(f"/api/v1/jobs/{job.pk}/metrics/?max_points=500").json()["points"]
@@ -327,7 +328,7 @@ def test_long_windows_read_preselected_extremes(api, job, django_assert_max_num_
 
 
 def test_hourly_sums_follow_the_samples_and_ignore_repeats(api, job):
-    """JobMetricHour holds Σ step_time and Σ tokens/s × step_time per hour (§4.4's weights)."""
+    """JobMetricHour holds Σ step_time and Σ tokens/s × step_time per hour (the MFU weights)."""
     from apps.jobs.models import JobMetricHour
 
     def sample(minute: int, tps: float, step_time: float) -> dict:
@@ -353,3 +354,18 @@ def test_hourly_sums_follow_the_samples_and_ignore_repeats(api, job):
         .values_list("hour__hour", "n", "step_s_sum", "tps_step_sum")
     )
     assert hours == [(8, 3, 4.0, 100 * 2 + 300 + 200), (9, 1, 1.0, 1.0)]
+
+
+def test_nodes_must_be_this_clusters(api, nodes, job):
+    """Another cluster's node is refused as an unknown one, on create and on a PATCH (whose
+    cluster is the job's), with the words incidents use too."""
+    other = cluster_create(name="c2", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8)
+    nodes_register(cluster=other, specs=[NodeSpec(hostname="far001")])
+    body = {"name": "run-2", "cluster": "c1", "gpu_count": 8, "nodes": ["gpu000", "far001"]}
+    response = api("otto").post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"nodes": ["unknown in cluster c1: far001"]}
+    patched = api("ada").patch(f"/api/v1/jobs/{job.pk}/", {"nodes": ["far001"]}, format="json")
+    assert patched.status_code == 400
+    assert patched.json() == {"nodes": ["unknown in cluster c1: far001"]}
+    assert Job.objects.count() == 1 and job.nodes.count() == 4

@@ -1,6 +1,6 @@
-"""CONTRACT §6: what a job's open incidents say of it — `condition` and `open_incidents` on
-the job API, the job list and page, the overview — and a hung or interrupted job's MFU now
-being 0, in the cluster's GPU-weighted MFU too. And a node's open incidents."""
+"""docs/incidents.md, A job's condition: what a job's open incidents say of it — `condition` and
+`open_incidents` on the job API, the job list and page, the overview — and a hung or interrupted
+job's MFU now being 0, in the cluster's GPU-weighted MFU too. And a node's open incidents."""
 
 from __future__ import annotations
 

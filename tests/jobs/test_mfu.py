@@ -1,4 +1,4 @@
-"""MFU (CONTRACT §4.4) — pure functions."""
+"""MFU (docs/formulas.md, MFU) — pure functions."""
 
 from __future__ import annotations
 

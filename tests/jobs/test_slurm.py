@@ -1,5 +1,5 @@
-"""Slurm job records of every shape → plain records (CONTRACT §7), and which job a record
-belongs to. Pure: no database."""
+"""Slurm job records of every shape → plain records (docs/integrations.md, 4. Slurm), and which job
+a record belongs to. Pure: no database."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_25x_accounting_records():
     (running,) = parse_slurm(load("slurmdb-job-gpus-running.json"))
     assert running.status == "running" and running.ended_at is None
     # TRES are there (cpu, mem, node…) but no gres/gpu: this Slurm does not account GPUs,
-    # and the contract counts such a record as 0 GPUs, not nodes × gpus_per_node.
+    # and such a record counts as 0 GPUs, not nodes × gpus_per_node.
     assert running.gpus == 0
 
 

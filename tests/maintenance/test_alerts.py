@@ -1,5 +1,5 @@
 """Alertmanager alerts naming a node of a window in progress are kept on the window as
-silenced, with no incident — on exactly its nodes (CONTRACT §9.1)."""
+silenced, with no incident — on exactly its nodes (docs/maintenance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`POST/GET maintenance/`, `DELETE maintenance/{id}/` (CONTRACT §9.1): shapes, 400s, roles."""
+"""`POST/GET maintenance/`, `DELETE maintenance/{id}/` (docs/maintenance.md): shapes, 400s,
+roles."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The checks skip a window's nodes — no warn or fail, no incident, no state change — and
-only those (CONTRACT §9.1)."""
+only those (docs/maintenance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A window's life (CONTRACT §9.1): its nodes go to `maintenance` at its start and back to
+"""A window's life (docs/maintenance.md): its nodes go to `maintenance` at its start and back to
 the state they had at its end — unless someone changed them meanwhile; the beat task starts
 and ends windows; a job it stops is a planned interruption, planned in the reports."""
 

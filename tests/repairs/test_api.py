@@ -1,5 +1,5 @@
 """`GET repairs/`, `GET/PATCH repairs/{id}/` (engineers edit), roles and 400s naming the
-field (CONTRACT §9.5)."""
+field (docs/repairs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Return to service (CONTRACT §9.5): burn-in keeps the node out until a probe newer than the
+"""Return to service (docs/repairs.md): burn-in keeps the node out until a probe newer than the
 request passes the slow-node and checksum comparisons with no new XID or ECC event; then it
 is healthy (the one automatic improvement) and the repair closes."""
 

@@ -1,5 +1,5 @@
 """A node that becomes drained or down opens one repair, with its reason, incidents and
-evidence; a further drain or down is added to it (CONTRACT §9.5)."""
+evidence; a further drain or down is added to it (docs/repairs.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The repairs page, the node page's repair banner, the repeat-offender flag on the node and
-reliability pages (CONTRACT §9.5)."""
+reliability pages (docs/repairs.md)."""
 
 from __future__ import annotations
 

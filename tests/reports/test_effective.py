@@ -1,4 +1,5 @@
-"""§4.2 effective rate and §4.3 availability against hand-computed weeks (pure, no database)."""
+"""Effective rate and availability (docs/formulas.md) against hand-computed weeks (pure, no
+database)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""§4.1 against hand-computed cases and against the Llama 3 405B record."""
+"""docs/formulas.md, Reliability, against hand-computed cases and against the Llama 3 405B
+record."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_reliability_roles(api, cluster):
 
 
 def test_node_mtbf_shortcut_agrees_with_the_report(cluster, nodes, job):
-    """The chart's two-query node MTBF is §4.1's node_mtbf_hours."""
+    """The chart's two-query node MTBF is the report's node_mtbf_hours."""
     from apps.reports.selectors import node_mtbf_hours, reliability_report
 
     now = timezone.now()

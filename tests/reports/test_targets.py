@@ -1,5 +1,5 @@
-"""CONTRACT §6: targets are floors an admin sets per cluster, 60% MFU is a reference line and
-never a ceiling, a week still in progress reads "so far", and the weekly report opens on
+"""docs/formulas.md, Targets: targets are floors an admin sets per cluster, 60% MFU is a reference
+line and never a ceiling, a week still in progress reads "so far", and the weekly report opens on
 the last complete week (page, API and export)."""
 
 from __future__ import annotations

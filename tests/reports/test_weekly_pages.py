@@ -183,7 +183,7 @@ def test_job_page_effective_panel(client, users, sim):
     html = client.get(f"/charts/jobs/{flagship.pk}/effective/").content.decode()
     week = client.get(f"/api/v1/reports/weekly/?week={this_week()}").json()
     row = next(j for j in week["jobs"] if j["id"] == flagship.pk)
-    assert f"{100 * row['effective_rate']:.2f}%" in html  # this week agrees with §4.2
+    assert f"{100 * row['effective_rate']:.2f}%" in html  # this week agrees with the report
     assert "Whole run" in html and "Checkpoint every" in html
 
 

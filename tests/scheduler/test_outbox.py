@@ -1,5 +1,5 @@
-"""The actuation outbox (CONTRACT §7): which state changes ask the scheduler for what, and
-the API that shows them and sets a cluster's connection."""
+"""The actuation outbox (docs/slurm.md, Actuation): which state changes ask the scheduler for what,
+and the API that shows them and sets a cluster's connection."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What operators see of Slurm: both states on the node page, what was sent, and a failing
-sync on the overview (CONTRACT §7: a failed sync is visible, never silent)."""
+sync on the overview (docs/slurm.md, The live sync: a failed sync is never silent)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pausing automation (CONTRACT §9.2): checks run, store results and open incidents, but
+"""Pausing automation (docs/on-call.md): checks run, store results and open incidents, but
 change no node state and send nothing to the scheduler; every page shows the pause."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""KUAE and a real Slurm 22.05, both ways (CONTRACT §7): jobs and node states come in by
+"""KUAE and a real Slurm 22.05, both ways (docs/slurm.md): jobs and node states come in by
 the live sync, KUAE's drains and returns reach `sinfo`, a drain asked while slurmctld is
 down arrives when it is back, and a person's drain in Slurm is mirrored and left alone."""
 

@@ -1,7 +1,8 @@
 """Every write to the fleet: nodes and their states (`nodes`), telemetry intake
 (`telemetry`), kernel-log events (`events`), pull-mode scraping (`scrape`), retention
-(`retention`)."""
+(`retention`), where agent tokens may write (`agent_scopes`)."""
 
+from apps.fleet.services.agent_scopes import agent_scope_set
 from apps.fleet.services.clusters import cluster_automation_set
 from apps.fleet.services.events import EventIngestResult, events_ingest
 from apps.fleet.services.nodes import (
@@ -20,6 +21,7 @@ from apps.fleet.services.scrape import scrape_nodes
 from apps.fleet.services.telemetry import telemetry_ingest
 
 __all__ = [
+    "agent_scope_set",
     "EventIngestResult",
     "events_ingest",
     "NodeSpec",

@@ -1,4 +1,4 @@
-"""The actuation outbox (CONTRACT §7): a drain or resume request written with the state
+"""The actuation outbox (docs/slurm.md, Actuation): a drain or resume request written with the state
 change it follows. Fleet does not know which scheduler delivers it."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def actuation_request(
         return None
     dry = cluster.actuation == ActuationMode.DRY_RUN
     held = ""
-    if cluster.automation_paused:  # §9.2: nothing goes to the scheduler; the row says why
+    if cluster.automation_paused:  # paused: nothing goes to the scheduler; the row says why
         held = f"automation paused by {cluster.automation_by}: {cluster.automation_reason}"
     elif dry:
         held = "dry run: recorded, not sent"

@@ -1,4 +1,4 @@
-"""Writes to a cluster's own settings: the automation pause (CONTRACT §9.2)."""
+"""Writes to a cluster's own settings: the automation pause (docs/on-call.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from apps.fleet.models import Cluster
 
 
 def cluster_automation_set(*, cluster: Cluster, paused: bool, reason: str, by: str) -> Cluster:
-    """Pause or resume the cluster's automation (CONTRACT §9.2), recording who, when and
-    why. Resuming keeps the last pause's reason and author for the record."""
+    """Pause or resume the cluster's automation (docs/on-call.md, Pausing automation), recording
+    who, when and why. Resuming keeps the last pause's reason and author for the record."""
     cluster.automation_paused = paused
     cluster.automation_reason = reason[:300]
     cluster.automation_by = by

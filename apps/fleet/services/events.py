@@ -1,4 +1,4 @@
-"""Event intake (`ingest/events/`, CONTRACT §5.1): XIDs from nodes' kernel logs."""
+"""Event intake (`ingest/events/`, docs/xid.md): XIDs from nodes' kernel logs."""
 
 from __future__ import annotations
 
@@ -57,13 +57,15 @@ def events_ingest(
         elif not errors:
             gpu = event.gpu if event.gpu is not None else by_bus.get((node_id, event.pci_bus))
             rows.append(
-                (node_id, gpu, event.ts, event.kind, float(event.code), None, event.code)
+                (node_id, gpu, event.ts, event.kind, event.value, None, event.code)
                 + (event.pci_bus, event.message, TelemetryEvent.Source.KERNEL.value, now)
+                + (event.subject,)
             )
         if len(errors) >= 100:
             break
     if errors:
         raise BatchError(errors)
-    stored = insert_ignore(TelemetryEvent._meta.db_table, TelemetryEvent.INSERT_COLUMNS, rows)
+    columns = (*TelemetryEvent.INSERT_COLUMNS, "subject")
+    stored = insert_ignore(TelemetryEvent._meta.db_table, columns, rows)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return EventIngestResult(len(events), stored)

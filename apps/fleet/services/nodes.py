@@ -17,6 +17,7 @@ from apps.common.timeutil import FUTURE_SLACK
 from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
+from apps.fleet.scope import require_nodes
 from apps.fleet.services.actuation import actuation_request
 
 
@@ -38,7 +39,8 @@ def cluster_create(
     )
 
 
-# Where a node sits (CONTRACT §9.4): what its failures may share with its neighbours'.
+# Where a node sits (docs/checks.md, Blast radius): what its failures may share with its
+# neighbours'.
 TOPOLOGY = ("switch", "pdu", "nvlink_domain")
 PLACEMENT = ("rack", *TOPOLOGY)
 PLACE_LENGTH = 64
@@ -285,7 +287,8 @@ def _place_value(value: object) -> str:
 def nodes_topology_set(*, items: Sequence[object], user: object = None) -> dict[str, int]:
     """Set where nodes sit (`POST nodes/topology/`): each item `{hostname, rack?, switch?,
     pdu?, nvlink_domain?}`; a field left out stays, null or "" clears it. All or nothing: a
-    BatchError naming `nodes[i].field` for an unknown node or a bad value, nothing written.
+    BatchError naming `nodes[i].field` for an unknown node or a bad value, an OutOfScope
+    when `user` is an agent scoped away from one of the nodes; nothing written either way.
     Returns `{nodes, changed}`."""
     if len(items) > TOPOLOGY_NODES:
         raise BatchError({"nodes": [f"at most {TOPOLOGY_NODES} nodes per request"]})
@@ -321,8 +324,6 @@ def nodes_topology_set(*, items: Sequence[object], user: object = None) -> dict[
                     errors[f"nodes[{i}].{field}"] = [str(exc)]
         wanted[hostname] = (i, values)
     if not errors:
-        from apps.accounts.scope import require_nodes
-
         require_nodes(user, list(wanted))
     current = {
         row[0]: row

@@ -24,7 +24,7 @@ from apps.fleet.telemetry import EVENT_METRICS, PROBE_METRICS, ROLLUP_METRICS
 
 # Events derived from a batch (an XID appearing, a counter growing) are written in chunks
 # of this many, so a batch of samples that each change every counter holds no more in memory
-# (CONTRACT §1 bounds events per batch at 10,000).
+# (docs/operations.md, Limits: events per batch at 10,000).
 EVENTS_HELD = 10_000
 
 
@@ -299,9 +299,9 @@ def _check_names_kept(
     keys: dict[int, tuple[int, int]],
     node_ids: dict[str, int],
 ) -> None:
-    """CONTRACT §1: a GPU keeps at most METRIC_NAMES_PER_GPU metric names. `candidates` are
-    the GPUs whose stored count plus this batch's could pass it; their names are read and
-    counted exactly, and a GPU that would pass it rejects the batch before anything is
+    """docs/operations.md, Limits: a GPU keeps at most METRIC_NAMES_PER_GPU metric names.
+    `candidates` are the GPUs whose stored count plus this batch's could pass it; their names are
+    read and counted exactly, and a GPU that would pass it rejects the batch before anything is
     written (BatchError naming the GPU and the bound)."""
     if not candidates:
         return

@@ -1,9 +1,9 @@
-"""The health checks of CONTRACT §5 as pure functions: plain values in, findings out.
+"""The health checks of docs/checks.md as pure functions: plain values in, findings out.
 
-One module per kind. No database here: `apps.health.registry` loads each check's inputs in
-a few set-based queries and `apps.health.outcomes` applies the findings. Every detector
-returns a finding for every target it looked at — pass included — so a condition that
-clears shows as pass on the next run.
+One module per kind. No database here: each check's plug-in (`apps.health.checks`) loads
+its inputs in a few set-based queries and `apps.health.outcomes` applies the findings.
+Every detector returns a finding for every target it looked at — pass included — so a
+condition that clears shows as pass on the next run.
 """
 
 from apps.health.detectors.findings import Finding, Outcome

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind, ResultStatus
+from apps.health.choices import ResultStatus
 from apps.incidents.choices import Category, Severity
 
 
@@ -31,7 +31,7 @@ NOTHING = Outcome()
 class Finding:
     """A verdict on one target (`node:HOST`, `gpu:HOST/I`, `job:ID`, `cluster:NAME`)."""
 
-    kind: CheckKind
+    kind: str
     target: str
     status: ResultStatus
     message: str
@@ -84,7 +84,7 @@ def cluster_target(name: str) -> str:
 
 
 def passed(
-    kind: CheckKind,
+    kind: str,
     target: str,
     message: str,
     details: dict[str, Any] | None = None,
@@ -97,7 +97,7 @@ def passed(
 
 
 def warned(
-    kind: CheckKind,
+    kind: str,
     target: str,
     message: str,
     details: dict[str, Any] | None = None,
@@ -114,7 +114,7 @@ def warned(
 
 
 def failed(
-    kind: CheckKind,
+    kind: str,
     target: str,
     message: str,
     details: dict[str, Any] | None = None,

@@ -1,4 +1,5 @@
-"""`gpu_errors`: ECC, row remapping, XIDs, link errors and GPUs that vanish (CONTRACT §5, §5.1).
+"""`gpu_errors`: ECC, row remapping, XIDs, link errors and GPUs that vanish
+(docs/checks.md, `gpu_errors`; docs/xid.md).
 
 Every rule looks only at what arrived since the previous run (events) or at the latest
 values, so a persisting XID gauge or an unchanged counter is never a new error.
@@ -12,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -29,7 +29,7 @@ from apps.health.detectors.xid import classify_xid
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.GPU_ERRORS
+KIND = "gpu_errors"
 LINK_COUNTERS = {"nvlink_crc": "NVLink CRC errors", "pcie_replay": "PCIe replays"}
 
 

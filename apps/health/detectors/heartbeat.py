@@ -1,4 +1,4 @@
-"""`heartbeat`: a node nothing has been heard from (CONTRACT §5)."""
+"""`heartbeat`: a node nothing has been heard from (docs/checks.md, `heartbeat`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
 from apps.health.blast import Place, components
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -20,7 +19,7 @@ from apps.health.detectors.findings import (
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.HEARTBEAT
+KIND = "heartbeat"
 SKIPPED = frozenset({NodeState.DRAINED, NodeState.MAINTENANCE})
 NODE_SILENT = Outcome(
     Category.NODE_UNREACHABLE, Severity.SEV2, interrupts_job=True, node_state=NodeState.DOWN
@@ -49,8 +48,8 @@ def heartbeat(
     never-seen nodes are skipped, as are down nodes still silent. More than the cluster
     share silent at once is the monitoring path: one cluster finding, no node changes —
     except that silent nodes a failing switch, PDU or NVLink domain explains (`places`,
-    CONTRACT §9.4) are that component, not the path, while no more than half the nodes
-    are silent."""
+    docs/checks.md, Blast radius) are that component, not the path, while no more than half the
+    nodes are silent."""
     considered = [n for n in nodes if n.state not in SKIPPED and n.last_seen is not None]
     out: list[Finding] = []
     silent: list[tuple[NodeSeen, float]] = []

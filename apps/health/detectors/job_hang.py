@@ -1,4 +1,4 @@
-"""`job_hang`: a running job that stopped making progress (CONTRACT §5).
+"""`job_hang`: a running job that stopped making progress (docs/checks.md, `job_hang`).
 
 Progress is the newest sample, job-wide or per node, whose step is higher than every step
 the job reported before it: a job whose ranks report only per-node samples progresses, one
@@ -12,12 +12,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import Finding, Outcome, failed, finite, job_target, passed
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.JOB_HANG
+KIND = "job_hang"
 HUNG = Outcome(Category.HANG, Severity.SEV1, interrupts_job=True)
 
 

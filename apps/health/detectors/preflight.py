@@ -1,4 +1,4 @@
-"""`preflight`: what should stop a job from starting (CONTRACT §5). No incident."""
+"""`preflight`: what should stop a job from starting (docs/checks.md, `preflight`). No incident."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`sdc`: silent data corruption — non-finite losses, or a GEMM checksum that disagrees with
-the majority of its model's GPUs in one probe round (CONTRACT §5)."""
+the majority of its model's GPUs in one probe round (docs/checks.md, `sdc`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -22,7 +21,7 @@ from apps.health.detectors.gpus import GpuLatest
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.SDC
+KIND = "sdc"
 CORRUPT_JOB = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2)
 CORRUPT_GPU = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2, node_state=NodeState.SUSPECT)
 

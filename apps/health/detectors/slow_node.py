@@ -1,5 +1,5 @@
 """`slow_node`: a node that computes slower than its job's others, or a GPU whose GEMM probe
-is slow for its model (CONTRACT §5)."""
+is slow for its model (docs/checks.md, `slow_node`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from apps.fleet.choices import NodeState
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -23,7 +22,7 @@ from apps.health.detectors.gpus import GpuLatest
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.SLOW_NODE
+KIND = "slow_node"
 SLOW = Outcome(Category.SLOW_NODE, Severity.SEV3, node_state=NodeState.SUSPECT)
 
 

@@ -1,17 +1,17 @@
-"""`thermal`: a GPU too hot in consecutive runs (CONTRACT §5) — one hot sample is not enough."""
+"""`thermal`: a GPU too hot in consecutive runs (docs/checks.md, `thermal`) — one hot sample is not
+enough."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
-from apps.health.choices import CheckKind
 from apps.health.detectors.findings import Finding, Outcome, gpu_target, number, passed, warned
 from apps.health.detectors.gpus import GpuLatest
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 
-KIND = CheckKind.THERMAL
+KIND = "thermal"
 HOT = Outcome(Category.GPU_THERMAL, Severity.SEV4)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.fleet.models import Cluster
-from apps.health.choices import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.models import CheckResult
 from apps.health.services import runs_execute_now
 

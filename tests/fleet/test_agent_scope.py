@@ -1,5 +1,6 @@
-"""Agent tokens are scoped (CONTRACT §1), written as the attacks of issue 16: an attacker who
-holds one GPU node's agent token (every node runs users' code and holds one).
+"""Agent tokens are scoped (docs/operations.md, Agent tokens and scopes), written as the attacks of
+issue 16: an attacker who holds one GPU node's agent token (every node runs users' code and holds
+one).
 
 A node's token writes telemetry, events, heartbeats and per-node samples for its nodes only,
 and job metrics, checkpoints and preflight for jobs that run on them; a cluster's token for
@@ -21,12 +22,21 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.test import APIClient, APIRequestFactory
 
+from apps.accounts.authentication import user_for_token
 from apps.accounts.choices import Role
-from apps.accounts.models import MAX_SCOPE_NODES, AgentScope, User, scope_hostnames
+from apps.accounts.models import User
 from apps.accounts.permissions import RolePermission
-from apps.accounts.services import agent_scope_set, token_issue, user_create_or_update
-from apps.fleet.models import GPU, Node, TelemetryEvent
-from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+from apps.accounts.services import token_issue, user_create_or_update
+from apps.fleet.models import (
+    GPU,
+    MAX_SCOPE_NODES,
+    AgentScope,
+    Node,
+    TelemetryEvent,
+    scope_hostnames,
+)
+from apps.fleet.scope import scope_of
+from apps.fleet.services import NodeSpec, agent_scope_set, cluster_create, nodes_register
 from apps.health.services import runs_execute_now
 from apps.incidents.models import Incident, UnroutedAlert
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
@@ -454,3 +464,15 @@ def test_a_view_that_forgets_the_scope_refuses_scoped_tokens(cluster):
         request.user = user
         allowed[user.username] = RolePermission().has_permission(request, Forgetful())
     assert allowed == {"scoped": False, "relay": True}
+
+
+def test_a_token_reads_its_scope_with_its_user(cluster, django_assert_num_queries):
+    """The fleet lends accounts the scope's relations (apps/accounts/scoping.py), so token
+    authentication reads them with the user and the checks cost no query."""
+    agent = user_create_or_update(username="n8", role=Role.AGENT)
+    agent_scope_set(user=agent, cluster="c1", hostlist="gpu000")
+    user, _ = user_for_token(token_issue(user=agent))
+    with django_assert_num_queries(0):
+        scope = scope_of(user)
+    assert scope is not None and scope.cluster_name == "c1"
+    assert scope.hostnames == frozenset({"gpu000"})

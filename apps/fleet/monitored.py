@@ -1,0 +1,94 @@
+"""What the checks above the fleet need from its telemetry, lent here at start-up.
+
+The fleet imports no check (dependencies point one way), yet the node
+page says which fields a check needs that a GPU has never reported, and the event intake
+accepts the event kinds the checks judge. The health app declares both in its check
+plug-ins and lends them here from its `AppConfig.ready()` (`lend`). Pure: no database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Needed:
+    """Fields a check needs from every GPU, the check (slug and words), and why a GPU may
+    never have reported them."""
+
+    label: str
+    metrics: tuple[str, ...]
+    check: str
+    check_label: str
+    why: str
+
+
+@dataclass(frozen=True)
+class EventKind:
+    """An event kind the intake accepts: its slug, what a person reads, and what such an
+    event belongs to (`gpu`: names its GPU by index or PCI address; `port`: names
+    `device/port`; `rank`: names a rank; `node`: the node itself)."""
+
+    slug: str
+    label: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A field a check needs that GPUs of a node have never reported: which GPUs (`gpus`),
+    and whether that is every GPU that reports at all (`every`)."""
+
+    needed: Needed
+    gpus: tuple[int, ...]
+    every: bool
+
+
+# The XID is the fleet's own event (the kernel log's and the exporter's XID gauge): the
+# intake accepts it whatever the checks above declare.
+XID = EventKind("xid", "XID error", "gpu")
+
+_needs: list[Needed] = []
+_event_kinds: dict[str, EventKind] = {XID.slug: XID}
+
+
+def lend(*, needs: Iterable[Needed] = (), event_kinds: Iterable[EventKind] = ()) -> None:
+    """Register the fields the checks need and the event kinds they judge (the health app
+    calls this once at start-up; a second call with the same declarations changes nothing)."""
+    for needed in needs:
+        if needed not in _needs:
+            _needs.append(needed)
+    for kind in event_kinds:
+        _event_kinds[kind.slug] = kind
+
+
+def needed_fields() -> tuple[Needed, ...]:
+    """Every field a check needs per GPU, in the order the checks declared them."""
+    return tuple(_needs)
+
+
+def event_kinds() -> Mapping[str, EventKind]:
+    """slug → every event kind the intake accepts."""
+    return dict(_event_kinds)
+
+
+def reporting_gaps(gpus: Iterable[tuple[int, dict | None]]) -> tuple[list[Gap], tuple[int, ...]]:
+    """From (index, metrics ever reported) per GPU: the needed fields some GPUs never
+    reported, and the GPUs that never reported anything (`metrics` empty). A GPU's stored
+    metrics keep every name it has reported, so a name missing there was never reported."""
+    gpus = list(gpus)
+    silent = tuple(sorted(index for index, metrics in gpus if not metrics))
+    reporting = [(index, metrics) for index, metrics in gpus if metrics]
+    out = []
+    for needed in _needs:
+        missing = tuple(
+            sorted(
+                index
+                for index, metrics in reporting
+                if not any(name in metrics for name in needed.metrics)
+            )
+        )
+        if missing:
+            out.append(Gap(needed, missing, len(missing) == len(reporting)))
+    return out, silent

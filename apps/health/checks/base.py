@@ -1,0 +1,134 @@
+"""What a check plug-in declares (`CheckSpec`) and the context one run of it gets.
+
+A check is one module in this package: its spec names its kind, the target it judges, the
+incident categories it may open, the telemetry fields it needs from every GPU (for the
+"not reported" notices), the series it reads from a cluster's Prometheus, the event kinds
+the intake accepts for it, and its loader (`run`), which loads plain values and calls a
+pure detector. Its thresholds are the fields of `apps.health.thresholds.Limits` that name
+its kind. Everything else — the schedule, the run-now choices, the thresholds form and the
+docs table, the pulls, the notices — is derived from these declarations
+(docs/checks.md, Writing a check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+from apps.fleet.models import Cluster
+from apps.fleet.monitored import Needed
+from apps.health import inputs
+from apps.health.detectors.findings import Finding
+from apps.health.thresholds import Limits, fields_of
+from apps.incidents.choices import Category
+from apps.jobs.models import Job
+from apps.maintenance.selectors import nodes_in_maintenance
+
+
+class Target(StrEnum):
+    """What one result of a check is about (the prefix of its `target`)."""
+
+    GPU = "gpu"
+    NODE = "node"
+    PORT = "port"
+    JOB = "job"
+    RANK = "rank"
+    CLUSTER = "cluster"
+
+
+@dataclass
+class Context:
+    """One run of one check over one cluster."""
+
+    kind: str
+    cluster: Cluster
+    now: dt.datetime
+    limits: Limits
+
+    @cached_property
+    def jobs(self) -> list[Job]:
+        """The cluster's running jobs, largest first."""
+        return inputs.running_jobs(self.cluster)
+
+    @cached_property
+    def job_of_node(self) -> dict[str, int]:
+        """hostname → the largest running job on it."""
+        return inputs.job_of_node(self.jobs)
+
+    @cached_property
+    def in_maintenance(self) -> set[str]:
+        """Hostnames of the cluster's nodes a maintenance window covers now: the checks skip
+        them (docs/maintenance.md)."""
+        return nodes_in_maintenance(self.cluster.pk, self.now)
+
+    @cached_property
+    def jobs_in_maintenance(self) -> set[int]:
+        """Running jobs with a node under maintenance: the window stopped them (a planned
+        interruption), so what their progress says is no finding."""
+        if not self.in_maintenance:
+            return set()
+        return set(
+            Job.nodes.through.objects.filter(
+                job_id__in=[j.pk for j in self.jobs], node__hostname__in=self.in_maintenance
+            ).values_list("job_id", flat=True)
+        )
+
+    def streaks(self, key: str) -> dict[str, int]:
+        """target → the count under `key` that the previous run stored in its result
+        (how many runs in a row a condition has held)."""
+        return inputs.result_counts(self.cluster, self.kind, key)
+
+
+def always_monitored(cluster: Cluster) -> str | None:
+    """A check whose inputs every cluster has: never "not monitored"."""
+    return None
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check plug-in's declarations (see the module's docstring)."""
+
+    kind: str
+    label: str
+    target: Target
+    categories: tuple[Category, ...]
+    run: Callable[[Context], list[Finding]]
+    # Fields every GPU must report for this check to judge it; a GPU that never reported
+    # one is "not checked", not passing (the node page says so).
+    needs: tuple[Needed, ...] = ()
+    # KUAE metric names this check judges, read from a cluster's Prometheus before each run
+    # (empty: the check reads nothing there).
+    pulls: frozenset[str] = frozenset()
+    # Event kinds (name → what a person reads) the telemetry intake accepts for this check,
+    # and what such an event belongs to.
+    events: Mapping[str, str] = field(default_factory=dict)
+    event_target: Target = Target.GPU
+    # Why a cluster's data cannot be judged by this check (None: it can): shown on the
+    # health page instead of a pass.
+    not_monitored: Callable[[Cluster], str | None] = always_monitored
+    interval_s: int = 60
+    # False: declared and shown, but not run on the schedule until its inputs exist.
+    scheduled: bool = True
+
+    @property
+    def thresholds(self) -> tuple[dataclasses.Field[Any], ...]:
+        """The thresholds of `Limits` that belong to this check."""
+        return fields_of(self.kind)
+
+
+def skip_maintenance(findings: list[Finding], ctx: Context) -> list[Finding]:
+    """The findings without those on nodes under maintenance (a node's or one of its GPUs')
+    and those on jobs a window stopped: no result, no incident, no state change for them."""
+    quiet, stopped = ctx.in_maintenance, ctx.jobs_in_maintenance
+    if not quiet:
+        return findings
+    return [
+        f
+        for f in findings
+        if not (f.node in quiet or (f.node is None and f.job is not None and f.job in stopped))
+    ]

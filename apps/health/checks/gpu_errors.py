@@ -1,0 +1,47 @@
+"""`gpu_errors`: ECC, XIDs, row remaps, a GPU that fell off, link errors
+(docs/checks.md, `gpu_errors`; docs/xid.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from apps.fleet.monitored import Needed
+from apps.fleet.telemetry import COUNTERS
+from apps.health import inputs
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.detectors import Finding, gpu_errors
+from apps.incidents.choices import Category
+
+KIND, LABEL = "gpu_errors", "GPU errors (ECC/XID)"
+OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"
+NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+
+
+def run(ctx: Context) -> list[Finding]:
+    """The events since the previous run, the remap failures, and which GPUs each node
+    still reports, judged."""
+    since = inputs.previous_run_start(ctx.cluster, ctx.kind, ctx.now)
+    fresh_after = ctx.now - dt.timedelta(seconds=ctx.limits.heartbeat_s)
+    return gpu_errors(
+        inputs.gpu_events(ctx.cluster, since),
+        inputs.gpus_latest(ctx.cluster, ("row_remap_failure",)),
+        limits=ctx.limits,
+        nodes=inputs.node_gpus(ctx.cluster, fresh_after),
+        missing_runs=ctx.streaks("missing_runs"),
+    )
+
+
+SPEC = CheckSpec(
+    kind=KIND,
+    label=LABEL,
+    target=Target.GPU,
+    categories=(Category.GPU_HBM, Category.GPU, Category.GPU_SYSTEM_PROCESSOR),
+    run=run,
+    needs=(
+        Needed("ECC", ("ecc_dbe_total",), KIND, "GPU errors", OFF_BY_DEFAULT),
+        Needed("NVLink CRC", ("nvlink_crc_errors",), KIND, "GPU errors", OFF_BY_DEFAULT),
+        Needed("PCIe replay", ("pcie_replay_total",), KIND, "GPU errors", NOT_IN_FILE),
+        Needed("Row remap", ("row_remap_failure",), KIND, "GPU errors", NOT_IN_FILE),
+    ),
+    pulls=frozenset({"xid", *COUNTERS, "row_remap_failure", "row_remap_pending"}),
+)

@@ -1,0 +1,40 @@
+"""`heartbeat`: a node silent past its limit is down; many at once is the monitoring path
+(docs/checks.md, `heartbeat`)."""
+
+from __future__ import annotations
+
+from apps.fleet.telemetry import DCGM_FIELDS
+from apps.health import inputs
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.gpu_errors import SPEC as GPU_ERRORS
+from apps.health.checks.thermal import SPEC as THERMAL
+from apps.health.detectors import Finding, heartbeat
+from apps.incidents.choices import Category
+
+
+def run(ctx: Context) -> list[Finding]:
+    """The cluster's nodes as last seen, those under maintenance left out before detection:
+    nor do they count towards the share of silent nodes that means the monitoring path is
+    down."""
+    quiet = ctx.in_maintenance
+    nodes = [n for n in inputs.nodes_seen(ctx.cluster) if n.hostname not in quiet]
+    return heartbeat(
+        nodes,
+        now=ctx.now,
+        limits=ctx.limits,
+        cluster=ctx.cluster.name,
+        places=inputs.places(ctx.cluster),
+    )
+
+
+SPEC = CheckSpec(
+    kind="heartbeat",
+    label="Heartbeat",
+    target=Target.NODE,
+    categories=(Category.NODE_UNREACHABLE,),
+    run=run,
+    # From a cluster's Prometheus the heartbeat reads every field no other check judges
+    # (what the node and GPUs pages show), so the three telemetry runs of a minute read
+    # each field once: at 100,000 GPUs a third of the series a run would read with all.
+    pulls=frozenset(DCGM_FIELDS.values()) - GPU_ERRORS.pulls - THERMAL.pulls,
+)

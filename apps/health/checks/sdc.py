@@ -1,0 +1,31 @@
+"""`sdc`: silent data corruption — a non-finite loss, or a GPU's probe checksum outvoted by
+its round (docs/checks.md, `sdc`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from apps.health import inputs
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.detectors import Finding, sdc
+from apps.incidents.choices import Category
+
+
+def run(ctx: Context) -> list[Finding]:
+    """The running jobs' non-finite samples of the last round and every GPU's checksum."""
+    since = ctx.now - dt.timedelta(seconds=ctx.limits.sdc_round_s)
+    return sdc(
+        inputs.non_finite(ctx.jobs, since),
+        {j.pk: j.name for j in ctx.jobs},
+        inputs.gpus_latest(ctx.cluster, ("gemm_checksum",)),
+        limits=ctx.limits,
+    )
+
+
+SPEC = CheckSpec(
+    kind="sdc",
+    label="Silent data corruption",
+    target=Target.GPU,
+    categories=(Category.SILENT_DATA_CORRUPTION,),
+    run=run,
+)

@@ -1,0 +1,32 @@
+"""`thermal`: a GPU too hot in consecutive runs (docs/checks.md, `thermal`)."""
+
+from __future__ import annotations
+
+from apps.fleet.monitored import Needed
+from apps.health import inputs
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.detectors import Finding, thermal
+from apps.incidents.choices import Category
+
+KIND = "thermal"
+WHY = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+
+
+def run(ctx: Context) -> list[Finding]:
+    """Every GPU's latest temperatures and how many runs in a row each was hot."""
+    gpus = inputs.gpus_latest(ctx.cluster, ("temp_c", "mem_temp_c"))
+    return thermal(gpus, now=ctx.now, limits=ctx.limits, hot_runs=ctx.streaks("hot_runs"))
+
+
+SPEC = CheckSpec(
+    kind=KIND,
+    label="Thermal",
+    target=Target.GPU,
+    categories=(Category.GPU_THERMAL,),
+    run=run,
+    needs=(
+        Needed("Temperature", ("temp_c",), KIND, "thermal", WHY),
+        Needed("Memory temperature", ("mem_temp_c",), KIND, "thermal", WHY),
+    ),
+    pulls=frozenset({"temp_c", "mem_temp_c"}),
+)

@@ -1,0 +1,95 @@
+"""The `fabric` check's pure detector (docs/checks.md, `fabric`), without a database: each row
+of its table, counter resets, rates over the interval, and the escalation of repeated warns."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
+from apps.health.thresholds import Limits
+
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
+L = Limits()
+IN_SERVICE = {"n1"}
+
+
+def port(before: dict[str, float], after: dict[str, float], **kw: object) -> PortHistory:
+    """One port of n1 read a minute apart, ACTIVE both times unless `states` says otherwise."""
+    states = kw.pop("states", ("ACTIVE", "ACTIVE"))
+    assert isinstance(states, tuple)
+    return PortHistory(
+        node="n1",
+        port="mlx5_0/1",
+        previous=PortReading(NOW - MINUTE, states[0], before),
+        latest=PortReading(NOW, states[1], after),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def judge(history: PortHistory) -> tuple[str, str]:
+    (finding,) = fabric([history], limits=L, in_service=IN_SERVICE)
+    assert finding.target == port_target("n1", "mlx5_0/1") == "port:n1/mlx5_0/1"
+    return finding.status.value, finding.message
+
+
+def test_a_fatal_counter_that_grew_fails_and_drains():
+    status, message = judge(port({"link_downed": 3}, {"link_downed": 4}))
+    assert status == "fail" and "link_downed +1" in message
+    (finding,) = fabric([port({"link_downed": 3}, {"link_downed": 4})], limits=L, in_service=set())
+    assert finding.outcome.category == "nic" and finding.outcome.node_state == "drained"
+    assert finding.interrupts_job
+
+
+def test_a_port_that_left_active_fails_only_on_a_node_in_service():
+    history = port({}, {}, states=("ACTIVE", "DOWN"))
+    assert judge(history) == ("fail", "port mlx5_0/1: was ACTIVE, now DOWN")
+    (quiet,) = fabric([history], limits=L, in_service=set())  # drained already: no finding
+    assert quiet.status == "pass"
+    assert judge(port({}, {}, states=("DOWN", "DOWN")))[0] == "pass"  # never was ACTIVE
+
+
+def test_a_counter_that_went_down_was_reset_never_an_error():
+    assert judge(port({"link_downed": 9, "symbol_error": 10**6}, {"link_downed": 0})) == (
+        "pass",
+        "within limits",
+    )
+
+
+def test_rates_are_growth_over_the_seconds_between_readings():
+    assert judge(port({"link_error_recovery": 0}, {"link_error_recovery": 5}))[0] == "pass"
+    status, message = judge(port({"link_error_recovery": 0}, {"link_error_recovery": 6}))
+    assert status == "warn" and "link error recoveries 6/min > 5" in message
+    # symbol errors: 10/s is the limit, 601 in 60 s is over it
+    assert judge(port({"symbol_error": 0}, {"symbol_error": 600}))[0] == "pass"
+    assert judge(port({"symbol_error": 0}, {"symbol_error": 601}))[0] == "warn"
+    assert judge(port({"port_xmit_discards": 0}, {"port_xmit_discards": 6001}))[0] == "warn"
+    assert judge(port({"local_ack_timeout_err": 0}, {"local_ack_timeout_err": 61}))[0] == "warn"
+    (warn,) = fabric(
+        [port({"port_rcv_errors": 0}, {"port_rcv_errors": 700})], limits=L, in_service=IN_SERVICE
+    )
+    assert warn.outcome.node_state == "suspect" and not warn.interrupts_job
+
+
+def test_the_third_warning_within_an_hour_fails():
+    flapping = ({"link_error_recovery": 0}, {"link_error_recovery": 60})
+    assert judge(port(*flapping, warns_last_hour=1))[0] == "warn"
+    status, message = judge(port(*flapping, warns_last_hour=2))
+    assert status == "fail" and "3 warnings within an hour" in message
+    (finding,) = fabric([port(*flapping, warns_last_hour=2)], limits=L, in_service=IN_SERVICE)
+    assert finding.details["warns"] == 3
+
+
+def test_one_reading_is_never_a_finding():
+    first = PortHistory("n1", "mlx5_0/1", PortReading(NOW, "ACTIVE", {"link_downed": 7}))
+    assert judge(first) == ("pass", "within limits")
+
+
+def test_thresholds_are_the_clusters_own():
+    strict = Limits(fabric_flaps_per_min=1)
+    (finding,) = fabric(
+        [port({"link_error_recovery": 0}, {"link_error_recovery": 2})],
+        limits=strict,
+        in_service=IN_SERVICE,
+    )
+    assert finding.status == "warn"

@@ -1,0 +1,112 @@
+"""Checks are plug-ins (docs/checks.md, Writing a check): what each declares is valid, and
+the schedule, run-now choices, pulls, notices and intake read those declarations."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from apps.fleet import monitored
+from apps.fleet.models import TelemetryEvent
+from apps.fleet.telemetry import DCGM_FIELDS, METRIC_NAMES
+from apps.health import models as health_models
+from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, Target, check_for
+from apps.health.checks.fabric import NOT_MONITORED
+from apps.health.models import CheckRun, CheckSchedule
+from apps.health.services import PULLED_METRICS, schedules_ensure
+from apps.health.thresholds import FIELDS
+from apps.incidents.choices import Category
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_declaration_is_valid():
+    kinds = [spec.kind for spec in PLUGINS]
+    assert len(kinds) == len(set(kinds)) and all(len(k) <= 32 for k in kinds)
+    for spec in PLUGINS:
+        assert spec.categories and all(c in Category.values for c in spec.categories)
+        assert isinstance(spec.target, Target) and spec.label and 10 <= spec.interval_s <= 3600
+        for needed in spec.needs:
+            assert needed.check == spec.kind and set(needed.metrics) <= METRIC_NAMES
+        if spec.scheduled:  # what it pulls is a dcgm field the source can read today
+            assert spec.pulls <= set(DCGM_FIELDS.values()), spec.kind
+    # every threshold belongs to a registered check (or to all) and is bounded above
+    for f in FIELDS:
+        assert f.metadata["check"] in {"*", *CHECKS}, f.name
+        assert f.metadata["hi"] is not None and f.metadata["hi"] > f.metadata["lo"], f.name
+    assert {f.name for f in CHECKS["fabric"].thresholds} >= {"fabric_flaps_per_min"}
+
+
+def test_the_schedule_and_run_choices_come_from_the_registry(cluster):
+    assert SCHEDULED_KINDS == ("heartbeat", "job_hang", "slow_node", "sdc", "gpu_errors", "thermal")
+    assert "fabric" in dict(KIND_CHOICES) and "preflight" in dict(KIND_CHOICES)
+    with pytest.raises(ValueError, match="does not run on a schedule"):
+        check_for("fabric")
+    schedules_ensure()
+    assert set(CheckSchedule.objects.values_list("kind", flat=True)) == set(SCHEDULED_KINDS)
+    assert set(PULLED_METRICS) == {k for k in SCHEDULED_KINDS if CHECKS[k].pulls}
+
+
+def test_a_new_kind_needs_no_migration():
+    """No column holds the list of kinds: a plug-in added or removed changes no model."""
+    columns = [
+        health_models.CheckRun._meta.get_field("kind"),
+        health_models.CheckResult._meta.get_field("kind"),
+        health_models.CheckSchedule._meta.get_field("kind"),
+        TelemetryEvent._meta.get_field("kind"),
+    ]
+    assert all(not column.choices for column in columns)
+    out = StringIO()
+    call_command("makemigrations", "--check", "--dry-run", stdout=out)  # SystemExit on changes
+    assert "No changes detected" in out.getvalue()
+
+
+def test_needs_and_event_kinds_are_lent_to_the_fleet():
+    lent = monitored.needed_fields()
+    assert lent == tuple(n for spec in PLUGINS for n in spec.needs)
+    assert [n.label for n in lent][:2] == ["ECC", "NVLink CRC"]
+    kinds = monitored.event_kinds()
+    assert kinds["xid"].target == "gpu" and kinds["link_downed"].target == "port"
+    monitored.lend(needs=lent)  # lending twice adds nothing
+    assert monitored.needed_fields() == lent
+
+
+def test_the_health_page_says_fabric_is_not_monitored_and_cannot_run_it(
+    client, users, cluster, django_capture_on_commit_callbacks
+):
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert "Fabric (NIC ports)" in html and NOT_MONITORED in html and "Not monitored" in html
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post("/health/run/", {"cluster": "c1", "kind": "fabric"})
+    assert "fabric" not in set(CheckRun.objects.values_list("kind", flat=True))
+
+
+def test_the_api_refuses_to_run_a_check_that_is_not_scheduled(api, cluster):
+    body = {"cluster": "c1", "checks": ["fabric"]}
+    response = api("otto").post("/api/v1/health/run/", body, format="json")
+    assert response.status_code == 400 and "checks" in response.json()
+    assert not CheckRun.objects.exists()
+
+
+def test_a_ports_event_is_stored_once_and_named_when_wrong(api, cluster, nodes):
+    url, now = "/api/v1/ingest/events/", timezone.now().replace(microsecond=0)
+    event = {"node": nodes[0].hostname, "ts": now.isoformat(), "kind": "link_downed"}
+    body = {"events": [{**event, "port": "mlx5_0/1"}]}
+    for _ in range(2):
+        assert api("ada").post(url, body, format="json").status_code == 202
+    (stored,) = TelemetryEvent.objects.all()
+    assert (stored.subject, stored.gpu, stored.value) == ("port:mlx5_0/1", None, 1.0)
+    assert stored.kind_label == "Port link went down"
+    for wrong, field in (
+        ({**event}, "events[0].port"),
+        ({**event, "port": "mlx5_0"}, "events[0].port"),
+        ({**event, "kind": "fabric_melted", "port": "mlx5_0/1"}, "events[0].kind"),
+        ({**event, "kind": "xid", "gpu": 0}, "events[0].code"),
+    ):
+        response = api("ada").post(url, {"events": [wrong]}, format="json")
+        assert response.status_code == 400 and field in response.json(), (wrong, response.json())
+    assert TelemetryEvent.objects.count() == 1

@@ -18,7 +18,10 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "task": "apps.jobs.tasks.prune_metrics",
             "schedule": crontab(minute=17),
         },
-        "prune-rollups": {"task": "apps.fleet.tasks.prune_rollups", "schedule": crontab(minute=47)},
+        "prune-rollups": {
+            "task": "apps.telemetry.tasks.prune_rollups",
+            "schedule": crontab(minute=47),
+        },
         # PostgreSQL: the next days' partitions of the step-sample and rollup tables.
         "ensure-partitions": {
             "task": "apps.common.tasks.ensure_partitions",
@@ -39,7 +42,7 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
     }
     if settings.KUAE_SCRAPE_INTERVAL:
         schedule["scrape-exporters"] = {
-            "task": "apps.fleet.tasks.scrape_round",
+            "task": "apps.telemetry.tasks.scrape_round",
             "schedule": float(settings.KUAE_SCRAPE_INTERVAL),
         }
     if settings.KUAE_SLURM_SYNC_S:

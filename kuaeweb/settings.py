@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.common",
     "apps.accounts",
     "apps.fleet",
+    "apps.telemetry",
     "apps.jobs",
     "apps.incidents",
     "apps.health",
@@ -186,8 +187,8 @@ KUAE_SCRAPE_ALLOW = env_networks("KUAE_SCRAPE_ALLOW")
 # embedded worker consumes both (Procfile: -Q celery,scrape); at scale give it its own workers.
 KUAE_SCRAPE_QUEUE = env_str("KUAE_SCRAPE_QUEUE", "scrape")
 CELERY_TASK_ROUTES = {
-    "apps.fleet.tasks.scrape_round": {"queue": KUAE_SCRAPE_QUEUE},
-    "apps.fleet.tasks.scrape_chunk": {"queue": KUAE_SCRAPE_QUEUE},
+    "apps.telemetry.tasks.scrape_round": {"queue": KUAE_SCRAPE_QUEUE},
+    "apps.telemetry.tasks.scrape_chunk": {"queue": KUAE_SCRAPE_QUEUE},
 }
 
 # Slurm (docs/slurm.md): each cluster names its connection (admin, `slurm` on the cluster);

@@ -11,6 +11,7 @@ from apps.metrics import views as metrics_views
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("apps.fleet.urls_api")),
+    path("", include("apps.telemetry.urls_api")),
     path("", include("apps.jobs.urls_api")),
     path("", include("apps.incidents.urls_api")),
     path("", include("apps.health.urls_api")),
@@ -35,6 +36,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),
     path("", include("apps.fleet.urls")),
+    path("", include("apps.telemetry.urls")),
     path("", include("apps.jobs.urls")),
     path("", include("apps.health.urls")),
     path("", include("apps.incidents.urls")),

@@ -1,8 +1,9 @@
 """Panels one app shows on another app's page, lent at start-up.
 
 A page shows what apps above its own know — the node page (fleet) shows the node's
-maintenance windows and its repair, the overview (reports) the windows in progress, the
-reliability page (reports) the repeat offenders — yet its app may not import them:
+maintenance windows, its repair, its GPUs' telemetry, charts and events, and its checks;
+the overview (reports) the windows in progress, the reliability page (reports) the repeat
+offenders — yet its app may not import them:
 dependencies point one way, and a template tag that reaches up is the same import in
 disguise. So each page names a slot here; the app that knows lends a panel to it from its
 `AppConfig.ready()` (a template and a function that reads the panel's context, as
@@ -21,10 +22,16 @@ from django.template.loader import render_to_string
 
 # The slots, and what a panel's context function is given (keyword arguments).
 NODE = "node"  # the node page, under its heading: `node` (a fleet Node)
+# The node page's body, after the state form: `node` and `params` (the page's query string,
+# which picks the charts' range).
+NODE_BODY = "node_body"
+NODE_FOOT = "node_foot"  # the node page, last, after its history, jobs and Slurm: `node`
 OVERVIEW = "overview"  # the overview's polled panels, above the node grid: `cluster`
 RELIABILITY = "reliability"  # the reliability page, after the lemon nodes: `cluster`
 SUBJECTS: dict[str, frozenset[str]] = {
     NODE: frozenset({"node"}),
+    NODE_BODY: frozenset({"node", "params"}),
+    NODE_FOOT: frozenset({"node"}),
     OVERVIEW: frozenset({"cluster"}),
     RELIABILITY: frozenset({"cluster"}),
 }

@@ -1,4 +1,4 @@
-"""Fleet pages and the node page's chart."""
+"""Fleet pages: the nodes list, a node's page and its state, a cluster's automation."""
 
 from django.urls import path
 
@@ -13,14 +13,4 @@ urlpatterns = [
     ),
     path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
     path("nodes/<str:hostname>/state/", views.node_state_page, name="node-state"),
-    path(
-        "charts/nodes/<str:hostname>/telemetry.json",
-        views.node_telemetry_chart,
-        name="chart-node-telemetry",
-    ),
-    path(
-        "charts/nodes/<str:hostname>/gpus.json",
-        views.node_gpu_chart,
-        name="chart-node-gpus",
-    ),
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from apps.fleet import api, api_ingest
+from apps.fleet import api
 
 urlpatterns = [
     path("clusters/", api.ClusterListView.as_view(), name="api-cluster-list"),
@@ -17,15 +17,4 @@ urlpatterns = [
     path("nodes/<str:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
     path("nodes/<str:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),
     path("nodes/<str:hostname>/heartbeat/", api.HeartbeatView.as_view(), name="api-node-heartbeat"),
-]
-urlpatterns += [
-    path(
-        "ingest/telemetry/", api_ingest.TelemetryIngestView.as_view(), name="api-ingest-telemetry"
-    ),
-    path(
-        "ingest/prometheus/",
-        api_ingest.PrometheusIngestView.as_view(),
-        name="api-ingest-prometheus",
-    ),
-    path("ingest/events/", api_ingest.EventIngestView.as_view(), name="api-ingest-events"),
 ]

@@ -1,14 +1,13 @@
-"""Fleet pages: the nodes list, a node's page and its telemetry chart."""
+"""Fleet pages: the nodes list, a node's page and its state, a cluster's automation."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
@@ -16,25 +15,18 @@ from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
-from apps.fleet.charts import node_telemetry_figure
 from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
-from apps.fleet.gpu_charts import gpu_history_figure, message_figure
-from apps.fleet.gpu_history import RANGES, Window, node_gpu_history, window_from
 from apps.fleet.models import Cluster, Node
-from apps.fleet.monitored import reporting_gaps
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_actuations,
     node_detail,
-    node_event_rows,
-    node_get,
     node_list,
     node_state_history,
     rack_list,
 )
 from apps.fleet.services import cluster_automation_set, node_set_state
-from apps.fleet.telemetry import GPU_COLUMNS
 
 
 @role_required()
@@ -57,33 +49,25 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
-    """A node: the open incidents naming it, its GPUs' latest values, state history, jobs;
-    above them the panels the apps above the fleet lend (its maintenance windows, its
-    repair)."""
+    """A node: the open incidents naming it, state history, jobs; the panels the apps above
+    the fleet lend — under its heading its maintenance windows and its repair, in its body
+    its GPUs' latest values, checks and charts, at its foot its GPU events."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
-    gpus = list(node.gpus.all())
-    gaps, silent = reporting_gaps((g.index, g.metrics) for g in gpus)
-    window, window_problem = window_from(request.GET, now=timezone.now())
     return render(
         request,
         "fleet/node_detail.html",
         {
             "node": node,
             "panels": panels.render(slot=panels.NODE, request=request, node=node),
+            "body_panels": panels.render(
+                slot=panels.NODE_BODY, request=request, node=node, params=request.GET
+            ),
+            "foot_panels": panels.render(slot=panels.NODE_FOOT, request=request, node=node),
             "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
-            "gpus": gpus,
-            "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),
             "actuations": node_actuations(node=node),
-            "events": node_event_rows(node=node),
-            "gaps": gaps,
-            "silent_gpus": silent,
-            "window": window,
-            "window_problem": window_problem,
-            "window_query": _window_query(window),
-            "ranges": [(key, label) for key, (label, _) in RANGES.items()],
             "now": timezone.now(),
             "can_set_state": user_has_role(request.user, OPERATORS),
             "state_form": NodeStateForm(
@@ -150,34 +134,3 @@ def cluster_automation_page(request: HttpRequest, name: str) -> HttpResponse:
             cluster=cluster, paused=paused, reason=reason, by=request.user.get_username()
         )
     return redirect(f"{reverse('overview')}?cluster={cluster.name}")
-
-
-@role_required()
-def node_telemetry_chart(request: HttpRequest, hostname: str) -> JsonResponse:
-    """A node's telemetry rollups over the last 24 h as Plotly JSON (the node page polls it)."""
-    node = node_get(hostname=hostname)
-    if node is None:
-        raise Http404(f"no node {hostname}")
-    return JsonResponse(node_telemetry_figure(node=node))
-
-
-def _window_query(window: Window) -> str:
-    """The query string that asks the charts' endpoint for `window`."""
-    if window.key != "custom":
-        return urlencode({"range": window.key})
-    fmt = "%Y-%m-%dT%H:%M:%S"
-    return urlencode({"start": window.start.strftime(fmt), "end": window.end.strftime(fmt)})
-
-
-@role_required()
-def node_gpu_chart(request: HttpRequest, hostname: str) -> JsonResponse:
-    """A node's per-GPU charts over `?range=` (1h … 30d) or `?start=&end=` as Plotly JSON:
-    from the cluster's Prometheus, else from KUAE's rollups. A source that does not answer
-    is a message figure (200), so the page shows why rather than a broken chart."""
-    node = node_get(hostname=hostname)
-    if node is None:
-        raise Http404(f"no node {hostname}")
-    window, problem = window_from(request.GET, now=timezone.now())
-    if problem:
-        return JsonResponse(message_figure(problem))
-    return JsonResponse(gpu_history_figure(node_gpu_history(node=node, window=window)))

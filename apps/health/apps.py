@@ -10,7 +10,10 @@ class HealthConfig(AppConfig):
     label = "health"
 
     def ready(self) -> None:
-        """Lend the fleet what the checks need of its telemetry (`apps.fleet.monitored`)."""
-        from apps.health.checks import lend_to_fleet
+        """Lend telemetry what the checks need of it (`apps.telemetry.monitored`), and the
+        node page (fleet) its check results."""
+        from apps.health.checks import lend_to_telemetry
+        from apps.health.panels import panels_lend
 
-        lend_to_fleet()
+        lend_to_telemetry()
+        panels_lend()

@@ -12,7 +12,7 @@ from django.db.models.fields.json import KT
 
 from apps.common.dbfuncs import Epoch, from_epoch
 from apps.fleet.choices import NodeState
-from apps.fleet.models import GPU, Cluster, Node, TelemetryEvent
+from apps.fleet.models import GPU, Cluster, Node
 from apps.health.blast import KINDS, Place
 from apps.health.choices import RunStatus
 from apps.health.detectors import (
@@ -26,6 +26,7 @@ from apps.health.detectors import (
 from apps.health.models import CheckResult, CheckRun
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.jobs.selectors import running_jobs as jobs_running
+from apps.telemetry.models import TelemetryEvent
 
 # Per-node timings older than this are not "recent" for the slow-node check.
 TIMING_WINDOW = dt.timedelta(minutes=30)

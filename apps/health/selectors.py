@@ -11,12 +11,13 @@ from django.conf import settings
 from django.db.models import Count, Max, Min, QuerySet
 
 from apps.fleet.choices import NodeState
-from apps.fleet.models import Cluster, Node, TelemetryEvent
+from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
 from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.jobs.models import Job, NodeStepMetric
+from apps.telemetry.models import TelemetryEvent
 
 
 @dataclass

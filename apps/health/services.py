@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster
-from apps.fleet.prometheus_source import SourceDown, prometheus_pull
 from apps.health import detectors as d
 from apps.health.checks import (
     CHECKS,
@@ -32,6 +31,7 @@ from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
 from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
+from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from apps.fleet import xids as fleet_xids
 from apps.incidents.choices import Category
+from apps.telemetry import xids
 
 
 def xid_category(code: int) -> str:
     """The incident category of an NVIDIA XID code, from NVIDIA's catalogue (docs/xid.md;
-    `apps.fleet.xids`): memory (48, 63, 64, 92, 94, 95 …) → `gpu_hbm`, GSP (119, 120) →
+    `apps.telemetry.xids`): memory (48, 63, 64, 92, 94, 95 …) → `gpu_hbm`, GSP (119, 120) →
     `gpu_system_processor`, anything else → `gpu`. The one place alerts classify an XID."""
-    return fleet_xids.xid_category(code)
+    return xids.xid_category(code)
 
 
 # Alert-name words → category, most specific first; a rule fires when all words of one of

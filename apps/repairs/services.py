@@ -25,7 +25,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from apps.fleet.choices import OUT_OF_SERVICE, NodeState
-from apps.fleet.models import Node, NodeStateChange, TelemetryEvent
+from apps.fleet.models import Node, NodeStateChange
 from apps.fleet.services import node_set_state
 from apps.health.choices import ResultStatus
 from apps.health.inputs import gpus_latest
@@ -36,6 +36,7 @@ from apps.incidents.models import Incident
 from apps.repairs.burn_in import EVENT_KINDS, PROBE_KEYS, SinceEvent, Verdict, judge
 from apps.repairs.choices import IN_SERVICE, LIVE, Closure, RepairAction, RepairStatus
 from apps.repairs.models import OVERLAP, Cursor, Repair, RepairChange
+from apps.telemetry.models import TelemetryEvent
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Collate
 
 from apps.fleet.models import GPU, Cluster, Node
-from apps.fleet.prometheus_source import SourceDown, prometheus_latest
 from apps.jobs.models import Job
+from apps.telemetry.prometheus_source import SourceDown, prometheus_latest
 
 FRESH = dt.timedelta(minutes=15)
 TOP = 10

@@ -19,14 +19,15 @@ from django.db.models import Avg
 from django.utils import timezone
 
 from apps.fleet.choices import NodeState
-from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster, Node
-from apps.fleet.services import nodes_touch_bulk, telemetry_ingest
+from apps.fleet.services import nodes_touch_bulk
 from apps.jobs.choices import JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job, JobMetric
 from apps.jobs.services import checkpoint_record, job_metrics_ingest
 from apps.simulator.series import loss_at
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.services import telemetry_ingest
 
 INTERVAL_S = 60
 HUNG_AFTER = dt.timedelta(minutes=10)

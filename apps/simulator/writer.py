@@ -9,7 +9,6 @@ from collections.abc import Callable
 from django.db import transaction
 
 from apps.fleet.choices import NodeState, StateSource
-from apps.fleet.intake import TelemetrySample
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.services import (
     NodeSpec,
@@ -17,7 +16,6 @@ from apps.fleet.services import (
     node_set_state,
     nodes_register,
     nodes_touch_bulk,
-    telemetry_ingest,
 )
 from apps.incidents.choices import Category, IncidentStatus, Source
 from apps.incidents.models import Incident
@@ -27,6 +25,8 @@ from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_
 from apps.simulator.mix import XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, Plan
 from apps.simulator.series import GpuCounters, gpu_metrics, gpu_uuid, job_series, node_timings
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.services import telemetry_ingest
 
 CHUNK = 50_000
 HISTORY_STEPS = 24  # two hours of 5-minute telemetry

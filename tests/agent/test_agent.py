@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from apps.accounts.services import token_issue, user_create_or_update
-from apps.fleet.models import GPU, Node, TelemetryEvent
+from apps.fleet.models import GPU, Node
 from apps.fleet.services import NodeSpec, nodes_register
+from apps.telemetry.models import TelemetryEvent
 from kuae_agent import probe as kuae_probe
 from kuae_agent.cli import main
 from kuae_agent.client import Client, Outcome

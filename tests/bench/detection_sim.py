@@ -226,11 +226,12 @@ class World:
 
     def play(self, i: int) -> None:
         """Everything tick i brings, as the API would store it."""
-        from apps.fleet.intake import parse_event_batch, parse_telemetry_batch
-        from apps.fleet.prometheus import parse_dcgm
-        from apps.fleet.services import events_ingest, nodes_touch_bulk, telemetry_ingest
+        from apps.fleet.services import nodes_touch_bulk
         from apps.jobs.intake import parse_metric_batch
         from apps.jobs.services import job_metrics_ingest
+        from apps.telemetry.intake import parse_event_batch, parse_telemetry_batch
+        from apps.telemetry.prometheus import parse_dcgm
+        from apps.telemetry.services import events_ingest, telemetry_ingest
 
         tick = self.script.ticks[i]
         received = self.script.timeline.tick(i) + dt.timedelta(seconds=1)

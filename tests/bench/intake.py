@@ -20,11 +20,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from apps.fleet.models import Node
-from apps.fleet.prometheus import parse_dcgm
-from apps.fleet.services import scrape_nodes
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job
 from apps.jobs.services import job_create, job_metrics_ingest
+from apps.telemetry.prometheus import parse_dcgm
+from apps.telemetry.services import scrape_nodes
 from tests.bench.timing import median_ms, raw_write_seconds
 from tests.support import DCGM_SAMPLE, closed_port
 

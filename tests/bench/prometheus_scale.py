@@ -30,10 +30,10 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.fleet.models import GPU, Cluster
-from apps.fleet.prometheus_source import SourceDown, prometheus_pull
-from apps.fleet.promql import dcgm_fields, dcgm_query
-from apps.fleet.telemetry import DCGM_FIELDS
 from apps.health.services import PULLED_METRICS, TELEMETRY_KINDS, runs_execute_now
+from apps.telemetry.names import DCGM_FIELDS
+from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
+from apps.telemetry.promql import dcgm_fields, dcgm_query
 from tests.support import closed_port
 
 NODES_PER_TARGET = 128

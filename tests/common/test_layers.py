@@ -1,10 +1,11 @@
 """Dependencies point one way: every app under apps/ imports only the apps below it.
 
 The order, bottom first: `common` imports no app; `accounts` only common; `fleet` accounts
-(and common); `jobs` the fleet; then incidents, maintenance, health, scheduler and the apps
-above them, each importing downwards only; `simulator` at the top, imported by none. An app
-below that needs something from one above is lent it at start-up instead, from the upper
-app's `AppConfig.ready()` (`fleet/readers.py`, `jobs/readers.py`, `accounts/scoping.py`).
+(and common); `telemetry` the fleet; `jobs` the fleet and telemetry; then incidents,
+maintenance, health, scheduler and the apps above them, each importing downwards only;
+`simulator` at the top, imported by none. An app below that needs something from one above
+is lent it at start-up instead, from the upper app's `AppConfig.ready()` (`fleet/readers.py`,
+`telemetry/monitored.py`, `jobs/readers.py`, `accounts/scoping.py`, `common/panels.py`).
 
 The checker reads each module's syntax tree, so what it flags is what Python would import:
 module-level imports (those under `if TYPE_CHECKING:` too), imports inside functions — any
@@ -26,19 +27,21 @@ APPS = Path(__file__).resolve().parents[2] / "apps"
 
 # Bottom first; each app may import the apps listed with it, all of them earlier in the list.
 _BASE = {"common", "accounts"}
+_FLEET = {"fleet", "telemetry"}  # the inventory, and everything measured on it
 ORDER: list[tuple[str, set[str]]] = [
     ("common", set()),
     ("accounts", {"common"}),
     ("fleet", _BASE),
-    ("jobs", _BASE | {"fleet"}),
-    ("incidents", _BASE | {"jobs", "fleet"}),
-    ("maintenance", _BASE | {"incidents", "jobs", "fleet"}),
-    ("health", _BASE | {"maintenance", "incidents", "jobs", "fleet"}),
-    ("scheduler", _BASE | {"incidents", "jobs", "fleet"}),
-    ("reports", _BASE | {"scheduler", "health", "incidents", "jobs", "fleet"}),
-    ("metrics", _BASE | {"health", "incidents", "jobs", "fleet"}),
-    ("search", _BASE | {"incidents", "jobs", "fleet"}),  # the header's search box: reads only
-    ("repairs", _BASE | {"health", "maintenance", "incidents", "jobs", "fleet"}),
+    ("telemetry", _BASE | {"fleet"}),
+    ("jobs", _BASE | _FLEET),
+    ("incidents", _BASE | {"jobs"} | _FLEET),
+    ("maintenance", _BASE | {"incidents", "jobs"} | _FLEET),
+    ("health", _BASE | {"maintenance", "incidents", "jobs"} | _FLEET),
+    ("scheduler", _BASE | {"incidents", "jobs"} | _FLEET),
+    ("reports", _BASE | {"scheduler", "health", "incidents", "jobs"} | _FLEET),
+    ("metrics", _BASE | {"health", "incidents", "jobs"} | _FLEET),
+    ("search", _BASE | {"incidents", "jobs"} | _FLEET),  # the header's search box: reads only
+    ("repairs", _BASE | {"health", "maintenance", "incidents", "jobs"} | _FLEET),
 ]
 ORDER.append(("simulator", {app for app, _ in ORDER}))  # the top: it drives every app
 ALLOWED: dict[str, set[str]] = dict(ORDER)
@@ -227,6 +230,11 @@ def test_the_checker_passes_a_tree_that_keeps_the_order(tmp_path: Path):
         ("fleet/services.py", "from apps.reports import x\n", "fleet/services.py:1: import of"),
         ("fleet/api.py", "import apps.jobs.models\n", "apps.jobs.models: jobs is not below"),
         ("fleet/views.py", "from apps import health\n", "apps.health: health is not below"),
+        (
+            "fleet/models.py",
+            "from apps.telemetry.names import ROLLUP_METRICS\n",
+            "apps.telemetry.names: telemetry is not below fleet",
+        ),
         ("fleet/services/a.py", "from ...jobs.models import Job\n", "jobs is not below"),
         ("common/fields.py", "def f():\n    from apps.fleet.models import C\n", "inside a"),
         ("accounts/scope.py", "def f():\n    from apps.fleet import m\n", "fleet is not below"),
@@ -273,7 +281,7 @@ def test_the_checker_fails_on_a_planted_breach(
 
 
 def test_the_checker_fails_on_an_app_left_out_of_the_order(tmp_path: Path):
-    base = _tree(tmp_path, {"telemetry/__init__.py": "", "telemetry/models.py": ""})
+    base = _tree(tmp_path, {"billing/__init__.py": "", "billing/models.py": ""})
     assert layer_violations(base, ALLOWED) == [
-        "telemetry/: an app not placed in the order (add it to ORDER)"
+        "billing/: an app not placed in the order (add it to ORDER)"
     ]

@@ -14,6 +14,13 @@ def test_the_apps_above_lend_their_panels_at_start_up():
     lent = {slot: [p.template for p in ps] for slot, ps in panels._lent.items()}
     assert lent == {
         panels.NODE: ["maintenance/_node_windows.html", "repairs/_node_repair.html"],
+        # Telemetry's GPU table and charts, with the health checks' results between them.
+        panels.NODE_BODY: [
+            "telemetry/_node_gpus.html",
+            "health/_node_checks.html",
+            "telemetry/_node_charts.html",
+        ],
+        panels.NODE_FOOT: ["telemetry/_node_events.html"],
         panels.OVERVIEW: ["maintenance/_overview_windows.html"],
         panels.RELIABILITY: ["repairs/_offenders.html"],
     }
@@ -45,3 +52,14 @@ def test_a_wrong_slot_or_subject_fails_loudly(nodes):
         panels.lend(slot="nodes", template="x.html", context=lambda node: {})
     with pytest.raises(TypeError, match="is given node"):
         panels.render(slot=panels.NODE, cluster=nodes[0].cluster)
+
+
+def test_the_node_body_hands_its_panels_the_pages_query(nodes):
+    """The charts' range comes from the node page's query; the panels that need none are
+    given it all the same."""
+    html = "".join(panels.render(slot=panels.NODE_BODY, node=nodes[0], params={"range": "7d"}))
+    assert html.index('aria-labelledby="gpu-h"') < html.index('aria-labelledby="chk-h"')
+    assert html.index('aria-labelledby="chk-h"') < html.index('aria-labelledby="tel-h"')
+    assert 'aria-current="true">7 d<' in html and "gpus.json?range=7d" in html
+    with pytest.raises(TypeError, match="is given node, params"):
+        panels.render(slot=panels.NODE_BODY, node=nodes[0])

@@ -27,11 +27,12 @@ from apps.common.partitions import (
     partitions_list,
 )
 from apps.common.tasks import ensure_partitions
-from apps.fleet.models import Node, NodeRollup
-from apps.fleet.selectors import node_rollups
-from apps.fleet.services import rollups_prune
+from apps.fleet.models import Node
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.jobs.services import job_metrics_prune
+from apps.telemetry.models import NodeRollup
+from apps.telemetry.selectors import node_rollups
+from apps.telemetry.services import rollups_prune
 from kuaeweb.schedule import beat_schedule
 
 POSTGRES = connection.vendor == "postgresql"

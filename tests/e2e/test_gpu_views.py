@@ -13,9 +13,10 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.services import user_create_or_update
-from apps.fleet.gpu_history import GPU_PANELS
-from apps.fleet.models import GPU, NodeRollup
+from apps.fleet.models import GPU
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+from apps.telemetry.gpu_history import GPU_PANELS
+from apps.telemetry.models import NodeRollup
 from tests.e2e.support import sign_in, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

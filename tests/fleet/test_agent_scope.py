@@ -27,19 +27,13 @@ from apps.accounts.choices import Role
 from apps.accounts.models import User
 from apps.accounts.permissions import RolePermission
 from apps.accounts.services import token_issue, user_create_or_update
-from apps.fleet.models import (
-    GPU,
-    MAX_SCOPE_NODES,
-    AgentScope,
-    Node,
-    TelemetryEvent,
-    scope_hostnames,
-)
+from apps.fleet.models import GPU, MAX_SCOPE_NODES, AgentScope, Node, scope_hostnames
 from apps.fleet.scope import scope_of
 from apps.fleet.services import NodeSpec, agent_scope_set, cluster_create, nodes_register
 from apps.health.services import runs_execute_now
 from apps.incidents.models import Incident, UnroutedAlert
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.telemetry.models import TelemetryEvent
 from tests.incidents.webhooks import URL as ALERTMANAGER
 from tests.incidents.webhooks import alert, webhook
 from tests.support import DCGM_SAMPLE, SHARED

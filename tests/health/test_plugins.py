@@ -9,9 +9,6 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from apps.fleet import monitored
-from apps.fleet.models import TelemetryEvent
-from apps.fleet.telemetry import DCGM_FIELDS, METRIC_NAMES
 from apps.health import models as health_models
 from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, Target, check_for
 from apps.health.checks.fabric import NOT_MONITORED
@@ -19,6 +16,9 @@ from apps.health.models import CheckRun, CheckSchedule
 from apps.health.services import PULLED_METRICS, schedules_ensure
 from apps.health.thresholds import FIELDS
 from apps.incidents.choices import Category
+from apps.telemetry import monitored
+from apps.telemetry.models import TelemetryEvent
+from apps.telemetry.names import DCGM_FIELDS, METRIC_NAMES
 
 pytestmark = pytest.mark.django_db
 

@@ -29,11 +29,11 @@ from django.utils import timezone
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
-from apps.fleet.telemetry import DCGM_FIELDS
 from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun
 from apps.health.services import run_execute
 from apps.incidents.models import Incident
+from apps.telemetry.names import DCGM_FIELDS
 from tests.support import closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -98,7 +98,7 @@ def test_colour_stylesheet_comes_from_the_choices(client):
 
 
 def test_node_telemetry_chart_and_events(browser, sim, django_assert_max_num_queries):
-    from apps.fleet.models import TelemetryEvent
+    from apps.telemetry.models import TelemetryEvent
 
     node = Node.objects.get(hostname="r000n02")
     TelemetryEvent.objects.create(

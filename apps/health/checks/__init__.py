@@ -7,9 +7,9 @@ event kinds and the "not reported" / "not monitored" notices are all read from h
 
 from __future__ import annotations
 
-from apps.fleet import monitored
 from apps.health.checks import fabric, gpu_errors, heartbeat, job_hang, sdc, slow_node, thermal
 from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
+from apps.telemetry import monitored
 
 PLUGINS: tuple[CheckSpec, ...] = (
     heartbeat.SPEC,
@@ -42,9 +42,9 @@ def kind_label(kind: str) -> str:
     return LABELS.get(kind) or kind.replace("_", " ").capitalize()
 
 
-def lend_to_fleet() -> None:
-    """Tell the fleet what the checks need of its telemetry: the fields per GPU (the node
-    page's "not reported" notices) and the event kinds the intake accepts."""
+def lend_to_telemetry() -> None:
+    """Tell telemetry what the checks need of it: the fields per GPU (the node page's "not
+    reported" notices) and the event kinds the intake accepts."""
     monitored.lend(
         needs=[n for spec in PLUGINS for n in spec.needs],
         event_kinds=[
@@ -67,6 +67,6 @@ __all__ = [
     "Target",
     "check_for",
     "kind_label",
-    "lend_to_fleet",
+    "lend_to_telemetry",
     "skip_maintenance",
 ]

@@ -21,13 +21,13 @@ from functools import cached_property
 from typing import Any
 
 from apps.fleet.models import Cluster
-from apps.fleet.monitored import Needed
 from apps.health import inputs
 from apps.health.detectors.findings import Finding
 from apps.health.thresholds import Limits, fields_of
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
 from apps.maintenance.selectors import nodes_in_maintenance
+from apps.telemetry.monitored import Needed
 
 
 class Target(StrEnum):

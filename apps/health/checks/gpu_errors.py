@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from apps.fleet.monitored import Needed
-from apps.fleet.telemetry import COUNTERS
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, gpu_errors
 from apps.incidents.choices import Category
+from apps.telemetry.monitored import Needed
+from apps.telemetry.names import COUNTERS
 
 KIND, LABEL = "gpu_errors", "GPU errors (ECC/XID)"
 OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"

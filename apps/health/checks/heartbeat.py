@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from apps.fleet.telemetry import DCGM_FIELDS
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.checks.gpu_errors import SPEC as GPU_ERRORS
 from apps.health.checks.thermal import SPEC as THERMAL
 from apps.health.detectors import Finding, heartbeat
 from apps.incidents.choices import Category
+from apps.telemetry.names import DCGM_FIELDS
 
 
 def run(ctx: Context) -> list[Finding]:

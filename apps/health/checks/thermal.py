@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from apps.fleet.monitored import Needed
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, thermal
 from apps.incidents.choices import Category
+from apps.telemetry.monitored import Needed
 
 KIND = "thermal"
 WHY = "the exporter's counters file omits it, or the GPU or its source cannot report it"

@@ -1,4 +1,4 @@
-"""How the `gpu_errors` check reads an XID code, from NVIDIA's catalogue (`apps.fleet.xids`):
+"""How the `gpu_errors` check reads an XID code, from NVIDIA's catalogue (`apps.telemetry.xids`):
 its incident category, and whether its immediate action takes the GPU or node out of
 service."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.fleet.xids import xid_info
 from apps.incidents.choices import Category
+from apps.telemetry.xids import xid_info
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""Intake endpoints: JSON telemetry samples, dcgm-exporter's Prometheus text, and events
+from nodes' kernel logs."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import AGENTS
+from apps.common.parsers import FastJSONParser, PlainTextParser
+from apps.common.timeutil import not_future, parse_ts
+from apps.fleet.scope import require_nodes
+from apps.telemetry.intake import parse_event_batch, parse_telemetry_batch
+from apps.telemetry.prometheus import ExpositionError, parse_dcgm
+from apps.telemetry.services import events_ingest, telemetry_ingest
+
+
+class TelemetryBatchSerializer(serializers.Serializer):
+    """`{samples: [{node, gpu, ts, metrics: {name: number}}]}` (documentation only)."""
+
+    samples = serializers.ListField(child=serializers.DictField())
+
+
+class IngestResultSerializer(serializers.Serializer):
+    """`{accepted, applied, stale, events}`: `stale` samples were not newer than ones stored."""
+
+    accepted = serializers.IntegerField()
+    applied = serializers.IntegerField()
+    stale = serializers.IntegerField()
+    events = serializers.IntegerField()
+
+
+class EventBatchSerializer(serializers.Serializer):
+    """`{events: [{node, ts, kind: "xid", code, gpu?, pci_bus?, message?}]}` (documentation
+    only; at most 10,000 events, `gpu` or `pci_bus` or both)."""
+
+    events = serializers.ListField(child=serializers.DictField(), max_length=10_000)
+
+
+class EventResultSerializer(serializers.Serializer):
+    """`{accepted, events}`: `events` is how many were new (a re-sent batch stores none)."""
+
+    accepted = serializers.IntegerField()
+    events = serializers.IntegerField()
+
+
+class TelemetryIngestView(APIView):
+    """`POST ingest/telemetry/`: per-GPU samples, all or nothing."""
+
+    roles = {"POST": AGENTS}
+    agent_scoped = True
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(request=TelemetryBatchSerializer, responses={202: IngestResultSerializer})
+    def post(self, request: Request) -> Response:
+        samples = parse_telemetry_batch(request.data, now=timezone.now())
+        require_nodes(request.user, {s.node for s in samples})
+        result = telemetry_ingest(samples=samples)
+        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
+class PrometheusIngestView(APIView):
+    """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is."""
+
+    roles = {"POST": AGENTS}
+    agent_scoped = True
+    parser_classes = [PlainTextParser]
+
+    @extend_schema(
+        request={"text/plain": str},
+        parameters=[
+            OpenApiParameter("node", str, description="host, when the text has no Hostname label"),
+            OpenApiParameter("ts", str, description="scrape time (default: receive time)"),
+        ],
+        responses={202: IngestResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        ts = now = timezone.now()
+        if request.query_params.get("ts"):
+            try:
+                ts = not_future(parse_ts(request.query_params["ts"]), now)
+            except ValueError as exc:
+                raise serializers.ValidationError({"ts": [str(exc)]}) from exc
+        text = request.data if isinstance(request.data, str) else ""
+        try:
+            samples = parse_dcgm(text, ts=ts, node=request.query_params.get("node") or None)
+        except ExpositionError as exc:
+            raise serializers.ValidationError(
+                {"body": [str(exc)], "line": [str(exc.line)]}
+            ) from exc
+        if not samples:
+            raise serializers.ValidationError(
+                {"body": ["no per-GPU samples with a Hostname/hostname label (or ?node=)"]}
+            )
+        require_nodes(request.user, {s.node for s in samples})
+        result = telemetry_ingest(samples=samples)
+        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
+class EventIngestView(APIView):
+    """`POST ingest/events/`: XIDs from nodes' kernel logs (docs/xid.md), all or nothing."""
+
+    roles = {"POST": AGENTS}
+    agent_scoped = True
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(request=EventBatchSerializer, responses={202: EventResultSerializer})
+    def post(self, request: Request) -> Response:
+        events = parse_event_batch(request.data, now=timezone.now())
+        require_nodes(request.user, {e.node for e in events})
+        result = events_ingest(events=events)
+        return Response(EventResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,192 @@
+"""The node page's per-GPU charts as Plotly JSON: one small chart per metric in a grid,
+one trace per GPU in the same colour on every chart (so GPU 3 is one colour across
+temperature, power, clocks …), or the node's mean with a min–max band from rollups. A
+source that did not answer is a message where the charts would be, not empty axes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.common.charts import CONFIG, base_layout, iso, plain, translucent
+from apps.common.choices import Hue, Series
+from apps.telemetry.gpu_history import GPUHistory, Trace
+from apps.telemetry.promql import MAX_POINTS
+
+# GPU index → colour (index modulo the length): from the shared palette, never by hand.
+GPU_HUES = (
+    Hue.BLUE,
+    Hue.VIVID_ORANGE,
+    Hue.GREEN,
+    Hue.RED,
+    Hue.PURPLE,
+    Hue.BROWN,
+    Hue.CYAN,
+    Hue.AMBER,
+    Hue.SLATE,
+    Hue.DARK_GREY,
+)
+# A panel's colour when it shows the node's mean (rollups): the series colours where the
+# node page's metrics have one.
+PANEL_COLOURS = {
+    "temp_c": Series.TEMP_C.colour,
+    "power_w": Series.POWER_W.colour,
+    "gpu_util": Series.GPU_UTIL.colour,
+    "sm_clock_mhz": Hue.PURPLE,
+    "mem_used_mib": Hue.BROWN,
+    "tensor_active": Hue.CYAN,
+}
+COLUMNS = 2
+ROW_HEIGHT = 210
+
+
+def gpu_colour(index: int) -> str:
+    """The colour of GPU `index` on every per-GPU chart."""
+    return GPU_HUES[index % len(GPU_HUES)]
+
+
+def message_figure(text: str, *, height: int = 160) -> dict[str, Any]:
+    """A figure that is only a message (the source did not answer, no data): no axes."""
+    hidden = {"visible": False}
+    layout = base_layout(
+        height=height,
+        xaxis=hidden,
+        yaxis=hidden,
+        annotations=[
+            {
+                "text": plain(text),
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+                "showarrow": False,
+                "font": {"size": 14, "color": Series.MTTR.colour},
+            }
+        ],
+    )
+    return {"data": [], "layout": layout, "config": CONFIG}
+
+
+def _capped(trace: Trace) -> tuple[list[str], list[float | None]]:
+    """x as ISO times and y, at most MAX_POINTS (evenly thinned if a source sent more)."""
+    n = len(trace.x)
+    stride = -(-n // MAX_POINTS) if n > MAX_POINTS else 1
+    return [iso(t) for t in trace.x[::stride]], list(trace.y[::stride])
+
+
+def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
+    """The charts of `history` as one Plotly figure: a grid of small charts sharing the time
+    axis, each with its title; a message figure when the source did not answer or there is
+    nothing in the range."""
+    if history.error:
+        return message_figure(f"No charts: {history.error}. They come back when it answers again.")
+    if not any(traces for _, traces in history.panels):
+        where = "Prometheus" if history.source == "prometheus" else "KUAE's rollups"
+        return message_figure(f"No telemetry for this node in {where} over {history.window.label}.")
+    data: list[dict[str, Any]] = []
+    layout_axes: dict[str, Any] = {}
+    annotations: list[dict[str, Any]] = []
+    rows = -(-len(history.panels) // COLUMNS)
+    gap_x, gap_y = 0.08, 0.07
+    cell_w = (1 - gap_x * (COLUMNS - 1)) / COLUMNS
+    cell_h = (1 - gap_y * (rows - 1)) / rows
+    seen_gpus: set[int] = set()
+    for i, (panel, traces) in enumerate(history.panels):
+        n = i + 1
+        xa, ya = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+        row, col = divmod(i, COLUMNS)
+        left = col * (cell_w + gap_x)
+        top = 1 - row * (cell_h + gap_y)
+        layout_axes["xaxis" if n == 1 else f"xaxis{n}"] = {
+            "type": "date",
+            "domain": [left, left + cell_w],
+            "anchor": ya,
+            "range": [iso(history.window.start), iso(history.window.end)],
+            # The charts share the time axis: its dates under the bottom row only.
+            "showticklabels": row == rows - 1,
+            **({} if n == 1 else {"matches": "x"}),
+        }
+        layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = {
+            "domain": [top - cell_h, top],
+            "anchor": xa,
+            "rangemode": "tozero" if panel.key in ("gpu_util", "tensor_active") else "normal",
+        }
+        annotations.append(
+            {
+                "text": f"<b>{plain(panel.title)}</b> ({plain(panel.unit)})",
+                "xref": "paper",
+                "yref": "paper",
+                "x": left,
+                "y": top,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 12},
+            }
+        )
+        hover = "%{y:.2f}" if panel.key == "tensor_active" else "%{y:.0f}"
+        for trace in traces:
+            x, y = _capped(trace)
+            if trace.gpu is not None:
+                colour = gpu_colour(trace.gpu)
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "x": x,
+                        "y": y,
+                        "xaxis": xa,
+                        "yaxis": ya,
+                        "name": plain(trace.name),
+                        "legendgroup": f"gpu{trace.gpu}",
+                        "showlegend": trace.gpu not in seen_gpus,
+                        "line": {"color": colour, "width": 1.2},
+                        "hovertemplate": (
+                            f"{hover} {plain(panel.unit)}<extra>{plain(trace.name)}</extra>"
+                        ),
+                    }
+                )
+                seen_gpus.add(trace.gpu)
+                continue
+            colour = PANEL_COLOURS.get(panel.key, Hue.BLUE)
+            for edge, fill in ((trace.high, None), (trace.low, "tonexty")):
+                if edge is None:
+                    continue
+                band: dict[str, Any] = {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": x,
+                    "y": _capped(Trace(trace.name, trace.x, edge))[1],
+                    "xaxis": xa,
+                    "yaxis": ya,
+                    "line": {"width": 0},
+                    "showlegend": False,
+                    "hoverinfo": "skip",
+                }
+                if fill:
+                    band["fill"] = fill
+                    band["fillcolor"] = translucent(colour, 0.2)
+                data.append(band)
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": x,
+                    "y": y,
+                    "xaxis": xa,
+                    "yaxis": ya,
+                    "name": f"{panel.title} (node mean)",
+                    "showlegend": False,
+                    "line": {"color": colour, "width": 1.5},
+                    "hovertemplate": f"{hover} {plain(panel.unit)}<extra>node mean</extra>",
+                }
+            )
+    layout = base_layout(
+        height=ROW_HEIGHT * rows + 60,
+        showlegend=history.per_gpu,
+        legend={"orientation": "h", "y": -0.06, "yanchor": "top"},
+        hovermode="closest",
+        annotations=annotations,
+        margin={"l": 50, "r": 10, "t": 30, "b": 40},
+        **layout_axes,
+    )
+    return {"data": data, "layout": layout, "config": CONFIG}

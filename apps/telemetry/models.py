@@ -1,0 +1,169 @@
+"""What the fleet's GPUs, ports and ranks reported that matters later (events) and each
+node's telemetry per 5 minutes (rollups).
+
+Both were the fleet's until telemetry became an app of its own (docs/architecture.md): the
+migrations fleet.0016 and telemetry.0001 moved Django's record of them here, and their
+tables kept their names (`fleet_telemetryevent`, `fleet_noderollup`, the latter partitioned
+by day on PostgreSQL with partitions named after it), rows and ids with them.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from apps.fleet.models import Node
+from apps.telemetry.monitored import event_kinds
+from apps.telemetry.names import ROLLUP_METRICS
+
+
+class TelemetryEvent(models.Model):
+    """Something a GPU reported that matters later: an XID, a counter that grew, a reset.
+
+    From telemetry (`source` exporter: the XID gauge changed, a counter grew) or from the
+    node's kernel log (`source` kernel: every `NVRM: Xid` line, docs/xid.md). An XID's
+    `value` is its code (also in `code`). A kernel XID names the GPU by PCI address; `gpu` is
+    None until the node's telemetry has said which index has that address.
+    """
+
+    # The columns a bulk insert names, every one of them: INSERT OR IGNORE would also skip a
+    # row for a missing NOT NULL column. (`subject`, for the intake's port and rank events
+    # alone, takes its database default there: empty.)
+    INSERT_COLUMNS = (
+        "node_id",
+        "gpu",
+        "at",
+        "kind",
+        "value",
+        "previous",
+        "code",
+        "pci_bus",
+        "message",
+        "source",
+        "recorded_at",
+    )
+
+    class Kind(models.TextChoices):
+        XID = "xid", "XID error"
+        ECC_SBE = "ecc_sbe", "ECC single-bit errors grew"
+        ECC_DBE = "ecc_dbe", "ECC double-bit errors grew"
+        NVLINK_CRC = "nvlink_crc", "NVLink CRC errors grew"
+        PCIE_REPLAY = "pcie_replay", "PCIe replays grew"
+        COUNTER_RESET = "counter_reset", "Counter reset"
+
+    class Source(models.TextChoices):
+        EXPORTER = "exporter", "Exporter"
+        KERNEL = "kernel", "Kernel log"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
+    gpu = models.PositiveSmallIntegerField(null=True, blank=True)
+    at = models.DateTimeField()
+    # The fleet's own kinds (`Kind`) or one a check plug-in declares (`apps.telemetry.monitored`):
+    # not a database choice, so a new check's events need no migration.
+    kind = models.CharField(max_length=32)
+    # What the event belongs to when not a GPU: `port:mlx5_0/1`, `rank:12`; empty for a
+    # GPU's event (`gpu`/`pci_bus`) or the node's own.
+    subject = models.CharField(max_length=64, blank=True, default="", db_default="")
+    value = models.FloatField()
+    previous = models.FloatField(null=True, blank=True)
+    code = models.PositiveIntegerField(null=True, blank=True, help_text="XID code")
+    # Database defaults too: bulk inserts that do not name these columns stay valid.
+    pci_bus = models.CharField(max_length=16, blank=True, default="", db_default="")
+    message = models.CharField(max_length=500, blank=True, default="", db_default="")
+    source = models.CharField(
+        max_length=8, choices=Source.choices, default=Source.EXPORTER, db_default="exporter"
+    )
+    recorded_at = models.DateTimeField(db_default=Now(), help_text="server time it arrived")
+
+    class Meta:
+        db_table = "fleet_telemetryevent"  # the name it was made with, in the fleet
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["node", "at"], name="event_node_at"),
+            models.Index(fields=["at"], name="event_at"),
+            models.Index(fields=["recorded_at"], name="event_recorded_at"),
+            # Kernel XIDs whose PCI address no GPU had yet (placed once telemetry tells).
+            models.Index(
+                fields=["node"], condition=models.Q(gpu__isnull=True), name="event_unplaced"
+            ),
+        ]
+        constraints = [
+            # Each is what makes re-posting a batch store nothing twice (insert-or-ignore).
+            models.UniqueConstraint(
+                fields=["node", "gpu", "at", "kind"],
+                condition=models.Q(source="exporter"),
+                name="event_once",
+            ),
+            # A kernel event is (node, PCI address or GPU, code, ts) — docs/xid.md.
+            models.UniqueConstraint(
+                fields=["node", "kind", "pci_bus", "code", "at"],
+                condition=models.Q(source="kernel") & ~models.Q(pci_bus=""),
+                name="kernel_event_bus_once",
+            ),
+            models.UniqueConstraint(
+                fields=["node", "kind", "gpu", "code", "at"],
+                condition=models.Q(source="kernel", pci_bus=""),
+                name="kernel_event_gpu_once",
+            ),
+            # A port's or a rank's event: (node, kind, subject, ts).
+            models.UniqueConstraint(
+                fields=["node", "kind", "subject", "at"],
+                condition=~models.Q(subject=""),
+                name="subject_event_once",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = self.gpu if self.gpu is not None else self.subject or self.pci_bus
+        return f"{self.node_id}/{where} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def kind_label(self) -> str:
+        """What a person reads for the event's kind."""
+        lent = event_kinds().get(self.kind)
+        return lent.label if lent else dict(self.Kind.choices).get(self.kind, self.kind)
+
+
+def _rollup_fields() -> dict[str, models.Field]:
+    fields: dict[str, models.Field] = {}
+    for metric in ROLLUP_METRICS:
+        fields[f"{metric}_min"] = models.FloatField(null=True)
+        fields[f"{metric}_max"] = models.FloatField(null=True)
+        fields[f"{metric}_sum"] = models.FloatField(default=0)
+        fields[f"{metric}_n"] = models.IntegerField(default=0)
+    return fields
+
+
+class NodeRollupBase(models.Model):
+    """Columns min/max/sum/n per rolled-up metric (mean = sum / n)."""
+
+    class Meta:
+        abstract = True
+
+
+for _name, _field in _rollup_fields().items():
+    NodeRollupBase.add_to_class(_name, _field)
+
+
+class NodeRollup(NodeRollupBase):
+    """One node's GPU telemetry over one 5-minute bucket, all its GPUs together."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="rollups")
+    bucket = models.DateTimeField(help_text="start of the 5-minute bucket")
+
+    class Meta:
+        # The name it was made with, in the fleet: on PostgreSQL its day partitions are
+        # named after it (apps/common/partitions.py), so it keeps it.
+        db_table = "fleet_noderollup"
+        constraints = [
+            models.UniqueConstraint(fields=["node", "bucket"], name="rollup_node_bucket")
+        ]
+        indexes = [models.Index(fields=["bucket"], name="rollup_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} @ {self.bucket:%Y-%m-%d %H:%M}"
+
+    def mean(self, metric: str) -> float | None:
+        """Mean of `metric` over the bucket."""
+        n = getattr(self, f"{metric}_n")
+        return getattr(self, f"{metric}_sum") / n if n else None

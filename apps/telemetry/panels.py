@@ -1,0 +1,74 @@
+"""Telemetry on the node page (fleet's), lent to `common/panels.py` at start-up: its GPUs'
+latest values and what they never reported, its charts, its events. The fleet knows no
+telemetry (docs/architecture.md); these panels only read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.utils import timezone
+from django.utils.http import urlencode
+
+from apps.common import panels
+from apps.fleet.models import Node
+from apps.telemetry.gpu_history import RANGES, Window, window_from
+from apps.telemetry.monitored import reporting_gaps
+from apps.telemetry.names import GPU_COLUMNS
+from apps.telemetry.selectors import node_event_rows
+
+
+def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
+    """The node's GPUs with their latest values, and the fields the checks need that some
+    never reported (the GPUs come with the node: the page loads them with it)."""
+    gpus = list(node.gpus.all())
+    gaps, silent = reporting_gaps((g.index, g.metrics) for g in gpus)
+    return {
+        "node": node,
+        "gpus": gpus,
+        "gpu_columns": GPU_COLUMNS,
+        "gaps": gaps,
+        "silent_gpus": silent,
+        "now": timezone.now(),
+    }
+
+
+def node_charts(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
+    """The node's per-GPU charts over the range the page's query asks for (`?range=` or
+    `?start=&end=`), with the problem when it asks for one that cannot be shown."""
+    window, problem = window_from(params, now=timezone.now())
+    return {
+        "node": node,
+        "window": window,
+        "window_problem": problem,
+        "window_query": window_query(window),
+        "ranges": [(key, label) for key, (label, _) in RANGES.items()],
+    }
+
+
+def node_events(*, node: Node) -> dict[str, Any]:
+    """The node's events, newest first, each XID explained from NVIDIA's catalogue."""
+    return {"events": node_event_rows(node=node), "now": timezone.now()}
+
+
+def window_query(window: Window) -> str:
+    """The query string that asks the charts' endpoint for `window`."""
+    if window.key != "custom":
+        return urlencode({"range": window.key})
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return urlencode({"start": window.start.strftime(fmt), "end": window.end.strftime(fmt)})
+
+
+def panels_lend() -> None:
+    """Lend the panels (from `TelemetryConfig.ready()`). In the node page's body the GPU
+    table comes first and the charts last; the health app lends its checks between."""
+    panels.lend(
+        slot=panels.NODE_BODY, template="telemetry/_node_gpus.html", context=node_gpus, order=10
+    )
+    panels.lend(
+        slot=panels.NODE_BODY,
+        template="telemetry/_node_charts.html",
+        context=node_charts,
+        order=30,
+    )
+    panels.lend(slot=panels.NODE_FOOT, template="telemetry/_node_events.html", context=node_events)

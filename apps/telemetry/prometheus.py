@@ -1,0 +1,115 @@
+"""dcgm-exporter's `/metrics` text → telemetry samples.
+
+Series names and label sets are parsed by prometheus_client's parser. A scrape repeats
+each GPU's label set on every one of its ~26 metrics, so each distinct label set is parsed
+once per text and reused; this file only splits a sample line into series and value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from apps.common.limits import METRIC_NAMES_PER_GPU
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.names import DCGM_FIELDS, DCGM_NOT_SUPPORTED
+from apps.telemetry.pcibus import pci_bus_or_blank
+
+HOST_LABELS = ("Hostname", "hostname")
+_CACHED = 4096  # distinct series names, and label sets, remembered per text
+
+
+class ExpositionError(ValueError):
+    """Text that is not Prometheus exposition format; `line` is 1-based."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+def _library_parse(series: str) -> tuple[str, dict[str, str]]:
+    """Name and labels of `series` (`name{labels}`) by prometheus_client's parser."""
+    families = list(text_string_to_metric_families(f"{series} 0\n"))
+    sample = families[0].samples[0]
+    return sample.name, dict(sample.labels)
+
+
+def parse_lines(text: str) -> Iterator[tuple[int, str, dict[str, str], float]]:
+    """(line number, name, labels, value) for each sample line, one at a time (a caller past
+    a bound stops reading); ExpositionError names a bad line."""
+    names: dict[str, str] = {}
+    label_sets: dict[str, dict[str, str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        brace = line.find("{")
+        try:
+            if brace >= 0:
+                close = line.rfind("}")
+                if close < brace:
+                    raise ValueError("unclosed label set")
+                name, label_text, rest = line[:brace], line[brace : close + 1], line[close + 1 :]
+            else:
+                name, _, rest = line.replace("\t", " ").partition(" ")
+                label_text = ""
+            fields = rest.split()
+            if not fields or len(fields) > 2:
+                raise ValueError("expected a value (and an optional timestamp) after the series")
+            value = float(fields[0])
+            series = names.get(name)
+            if series is None:
+                series = _library_parse(name)[0]
+            labels = label_sets.get(label_text)
+            if labels is None:
+                labels = _library_parse(f"{name}{label_text}")[1]
+        except (ValueError, IndexError, KeyError) as exc:
+            raise ExpositionError(number, str(exc) or "not a sample line") from exc
+        # Cached while few: a text of a million distinct series must not fill memory.
+        if len(names) < _CACHED:
+            names[name] = series
+        if len(label_sets) < _CACHED:
+            label_sets[label_text] = labels
+        yield number, series, labels, value
+
+
+def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
+    """One sample per (host, GPU): KUAE's names for known DCGM fields, the raw name for
+    others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
+
+    `node` overrides the host label (pull mode knows whose exporter it scraped). The GPU's
+    `UUID`, `modelName` and `pci_bus_id` labels are kept (the PCI address in one spelling).
+    """
+    values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    identity: dict[tuple[str, int], tuple[str, str, str]] = {}
+    for number, name, labels, value in parse_lines(text):
+        host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
+        gpu = labels.get("gpu")
+        if host is None or gpu is None or not gpu.isdigit():
+            continue  # not a per-GPU series (or no host to file it under)
+        if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+            continue
+        key = (host, int(gpu))
+        metrics = values[key]
+        metrics[DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
+        if len(metrics) > METRIC_NAMES_PER_GPU:  # docs/operations.md, Limits: checked as read
+            raise ExpositionError(
+                number,
+                f"GPU {gpu} of {host[:80]} has more than {METRIC_NAMES_PER_GPU} metric names: "
+                "past the bound on metric names per GPU",
+            )
+        if key not in identity:
+            identity[key] = (
+                labels.get("UUID", ""),
+                labels.get("modelName", ""),
+                pci_bus_or_blank(labels.get("pci_bus_id")),
+            )
+    return [
+        TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
+        for (host, gpu), metrics in sorted(values.items())
+        if metrics
+    ]

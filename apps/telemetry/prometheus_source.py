@@ -1,0 +1,201 @@
+"""A cluster's Prometheus as its telemetry source (docs/architecture.md, Telemetry sources).
+
+A pull asks the cluster's `prometheus_url` one instant query (`apps.telemetry.promql`) of the
+fields it needs — the same one at 2 nodes or 20,000 — and feeds the latest values it
+answers into the telemetry intake that posted telemetry goes through (`telemetry_ingest`).
+The checks' loaders then read the same GPU rows and XID/counter events whichever way the
+values came: an XID gauge that changed is an event, a counter that grew is one, a GPU whose
+series vanished stops being fresh.
+
+A server that does not answer — refused, timed out, a 5xx, an answer that is not JSON or
+not a vector, an answer past `KUAE_PROMETHEUS_MAX_BYTES`, an address the destination policy
+refuses (KUAE_SCRAPE_ALLOW, as for exporters) — raises `SourceDown` naming it; nothing is
+written then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Collection, Iterable
+from typing import Any
+
+import httpx
+import orjson
+from django.conf import settings
+
+from apps.fleet.destinations import url_refusal
+from apps.fleet.models import GPU, Cluster
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.names import DCGM_FIELDS
+from apps.telemetry.promql import (
+    AnswerError,
+    dcgm_fields,
+    dcgm_query,
+    host_index,
+    matrix_of,
+    samples_of,
+    vector_of,
+)
+from apps.telemetry.services.samples import IngestResult, telemetry_ingest
+
+QUERY_PATH = "/api/v1/query"
+QUERY_RANGE_PATH = "/api/v1/query_range"
+
+
+class SourceDown(Exception):
+    """The telemetry source did not answer usefully; the message names it and says how."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"telemetry source {url} did not answer: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+def token_for(cluster: Cluster) -> str:
+    """The bearer token for the cluster's Prometheus: its own (admin), else
+    KUAE_PROMETHEUS_TOKEN; empty for none."""
+    return cluster.prometheus_token or settings.KUAE_PROMETHEUS_TOKEN
+
+
+def instant_query(
+    url: str,
+    query: str,
+    *,
+    at: dt.datetime,
+    token: str = "",
+    timeout_s: float | None = None,
+    max_bytes: int | None = None,
+) -> list[tuple[dict[str, str], float]]:
+    """Evaluate `query` at `at` on the Prometheus-API server at `url` (one POST to
+    /api/v1/query, so a long query never meets a URL length limit). The whole exchange is
+    bounded by `timeout_s` and the answer by `max_bytes`; SourceDown otherwise."""
+    form = {"query": query, "time": f"{at.timestamp():.3f}"}
+    answer = _post(url, QUERY_PATH, form, token=token, timeout_s=timeout_s, max_bytes=max_bytes)
+    try:
+        return vector_of(answer)
+    except AnswerError as exc:
+        raise SourceDown(url, str(exc)) from exc
+
+
+def range_query(
+    url: str,
+    query: str,
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    step_s: int,
+    token: str = "",
+    timeout_s: float | None = None,
+    max_bytes: int | None = None,
+) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """Evaluate `query` from `start` to `end` every `step_s` seconds (one POST to
+    /api/v1/query_range): the series as (labels, [(epoch s, value)]). The same bounds and
+    the same SourceDown as `instant_query`."""
+    form = {
+        "query": query,
+        "start": f"{start.timestamp():.3f}",
+        "end": f"{end.timestamp():.3f}",
+        "step": str(step_s),
+    }
+    answer = _post(
+        url, QUERY_RANGE_PATH, form, token=token, timeout_s=timeout_s, max_bytes=max_bytes
+    )
+    try:
+        return matrix_of(answer)
+    except AnswerError as exc:
+        raise SourceDown(url, str(exc)) from exc
+
+
+def _post(
+    url: str,
+    path: str,
+    form: dict[str, str],
+    *,
+    token: str,
+    timeout_s: float | None,
+    max_bytes: int | None,
+) -> Any:
+    """POST `form` to `url` + `path` within the bounds; the JSON answer of a 200, else
+    SourceDown naming the server."""
+    timeout_s = timeout_s or settings.KUAE_PROMETHEUS_TIMEOUT_S
+    max_bytes = max_bytes or settings.KUAE_PROMETHEUS_MAX_BYTES
+    refused = url_refusal(url, settings.KUAE_SCRAPE_ALLOW)
+    if refused:
+        raise SourceDown(url, f"KUAE may not connect there: {refused}")
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    deadline = time.monotonic() + timeout_s
+    try:
+        with (
+            httpx.Client(timeout=timeout_s, headers=headers, follow_redirects=False) as client,
+            client.stream("POST", url.rstrip("/") + path, data=form) as response,
+        ):
+            body = _bounded_read(response, url, max_bytes, deadline)
+    except httpx.HTTPError as exc:
+        raise SourceDown(url, f"{type(exc).__name__}: {exc}"[:500]) from exc
+    answer = _json(body)
+    if response.status_code != 200:
+        said = answer.get("error") if isinstance(answer, dict) else None
+        detail = f": {str(said)[:300]}" if said else ""
+        raise SourceDown(url, f"HTTP {response.status_code}{detail}")
+    if answer is None:
+        raise SourceDown(url, "the answer is not JSON")
+    return answer
+
+
+def _bounded_read(response: httpx.Response, url: str, max_bytes: int, deadline: float) -> bytes:
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise SourceDown(url, f"the answer is larger than {max_bytes} bytes")
+        if time.monotonic() > deadline:
+            raise SourceDown(url, "the answer took longer than the timeout")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def prometheus_pull(
+    cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
+) -> IngestResult:
+    """Read the latest dcgm values of the cluster's GPUs from its Prometheus (one query) —
+    every field, or those stored as `metrics` (KUAE's names) and the temperature with the
+    GPU's identity — and store them as posted telemetry is stored (values, events, rollups,
+    the nodes' last_seen_at). SourceDown when the server does not answer; nothing is
+    written then."""
+    url = cluster.prometheus_url
+    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    fields = DCGM_FIELDS if metrics is None else dcgm_fields(metrics)
+    vector = instant_query(
+        url,
+        dcgm_query(fields),
+        at=now,
+        token=token_for(cluster),
+        timeout_s=settings.KUAE_PROMETHEUS_PULL_TIMEOUT_S,
+    )
+    hosts = host_index({host for host, _ in known})
+    samples = samples_of(vector, hosts=hosts, known=known, ts=now)
+    return telemetry_ingest(samples=samples, now=now)
+
+
+def prometheus_latest(
+    cluster: Cluster, *, fields: Iterable[str], now: dt.datetime
+) -> list[TelemetrySample]:
+    """The latest values of `fields` (dcgm names) of the cluster's GPUs, read with one
+    instant query and named as posted telemetry names them, without storing anything (the
+    fleet view's GPU rankings). SourceDown when the server does not answer."""
+    url = cluster.prometheus_url
+    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    query = dcgm_query(fields, identity=False)
+    vector = instant_query(url, query, at=now, token=token_for(cluster))
+    hosts = host_index({host for host, _ in known})
+    return samples_of(vector, hosts=hosts, known=known, ts=now)

@@ -1,0 +1,244 @@
+"""What KUAE asks a cluster's Prometheus (docs/integrations.md) and how it reads the answer: pure,
+no database, no network.
+
+One instant query per pull, whatever the cluster's size: the dcgm fields the checks read the
+pull needs, for every GPU the server knows, reduced to the labels KUAE files a value under
+(and the GPU's identity on one field only). The cluster's nodes are picked out of the
+answer here, by their `Hostname` (or `hostname`) label, not in PromQL: a regex of 1,000
+hostnames is a slow query and a long request, while a Prometheus that scrapes several
+clusters only sends a few more series. The answer's size is bounded where it is read
+(`KUAE_PROMETHEUS_MAX_BYTES`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
+
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.names import DCGM_FIELDS, DCGM_NOT_SUPPORTED
+from apps.telemetry.pcibus import pci_bus_or_blank
+
+HOST_LABELS = ("Hostname", "hostname")
+# The labels a value is filed under: the field, the host and the GPU.
+VALUE_LABELS = ("__name__", *HOST_LABELS, "gpu")
+# What names the GPU besides, asked of one field only: the same on every field of a GPU, and
+# as long again as the rest of a series in the answer.
+IDENTITY_LABELS = ("UUID", "modelName", "pci_bus_id")
+IDENTITY_FIELD = "DCGM_FI_DEV_GPU_TEMP"
+
+
+class AnswerError(ValueError):
+    """The server answered, but not with an instant vector: the message says what."""
+
+
+def dcgm_fields(metrics: Container[str]) -> list[str]:
+    """The dcgm fields stored under `metrics` (KUAE's names, as in posted telemetry)."""
+    return [field for field, name in DCGM_FIELDS.items() if name in metrics]
+
+
+def dcgm_query(fields: Iterable[str] = DCGM_FIELDS, *, identity: bool = True) -> str:
+    """The one instant query of a pull: the latest value of each of `fields` per GPU.
+
+    `max by` keeps one series per (field, host, GPU) even when two scrape jobs or an HA pair
+    of exporters report the same GPU, and drops labels KUAE does not read (instance, driver
+    version …). With `identity`, the temperature (added when not among `fields`) also
+    carries the GPU's UUID, model and PCI address, which the other fields leave out: the
+    answer is about half as long as with every label on every field."""
+    names = set(fields)
+    parts = []
+    if identity:
+        names.discard(IDENTITY_FIELD)
+        by = ", ".join((*VALUE_LABELS, *IDENTITY_LABELS))
+        parts.append(f'max by ({by}) ({{__name__="{IDENTITY_FIELD}"}})')
+    if names:
+        pattern = "|".join(sorted(names))
+        parts.append(f'max by ({", ".join(VALUE_LABELS)}) ({{__name__=~"{pattern}"}})')
+    return " or ".join(parts)
+
+
+def _result(answer: Any, kind: str) -> list[Any]:
+    """The result list of a successful answer of `kind` (vector or matrix)."""
+    if not isinstance(answer, dict):
+        raise AnswerError("the answer is not a JSON object")
+    if answer.get("status") != "success":
+        said = str(answer.get("error") or answer.get("status") or "no status")[:300]
+        raise AnswerError(f"the query failed: {said}")
+    data = answer.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != kind:
+        what = "an instant vector" if kind == "vector" else "a range matrix"
+        raise AnswerError(f"the answer is not {what}")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise AnswerError("the answer has no result list")
+    return result
+
+
+def vector_of(answer: Any) -> list[tuple[dict[str, str], float]]:
+    """The (labels, value) pairs of an instant query's JSON answer; AnswerError when it is
+    not a successful vector (the server's own error message is named)."""
+    out = []
+    for item in _result(answer, "vector"):
+        # The shape Prometheus answers, checked by trying it (a pull reads 10⁶ of these):
+        # {"metric": {label: value}, "value": [time, "number"]}; anything else is skipped.
+        try:
+            labels, (_, number) = item["metric"], item["value"]
+            value = float(number)
+        except (TypeError, KeyError, ValueError):
+            continue
+        if type(labels) is dict and type(number) is str:
+            out.append((labels, value))
+    return out
+
+
+def host_index(hostnames: Iterable[str]) -> dict[str, str]:
+    """label value → node hostname: each hostname, and its short name (before the first
+    dot) when no other node shares it, so `gpu-a017` and `gpu-a017.dc1.example` both find
+    the node whichever of the two the exporter reports."""
+    names = list(hostnames)
+    out = {h: h for h in names}
+    shorts: dict[str, list[str]] = {}
+    for h in names:
+        shorts.setdefault(h.split(".", 1)[0], []).append(h)
+    for short, owners in shorts.items():
+        if len(owners) == 1:
+            out.setdefault(short, owners[0])
+    return out
+
+
+def _host(labels: Mapping[str, str], hosts: Mapping[str, str]) -> str | None:
+    for key in HOST_LABELS:
+        value = labels.get(key)
+        if value and type(value) is str:
+            return hosts.get(value) or hosts.get(value.split(".", 1)[0])
+    return None
+
+
+def samples_of(
+    vector: Iterable[tuple[Mapping[str, str], float]],
+    *,
+    hosts: Mapping[str, str],
+    known: Container[tuple[str, int]],
+    ts: dt.datetime,
+) -> list[TelemetrySample]:
+    """One sample per GPU of the cluster, named as posted telemetry names it (DCGM_FIELDS): the
+    series of hosts not in `hosts` (label → hostname), of GPUs not in `known` (hostname,
+    index), and dcgm's "not supported" sentinels or NaN are left out."""
+    values: dict[tuple[str, int], dict[str, float]] = {}
+    identity: dict[tuple[str, int], tuple[str, str, str]] = {}
+    # A GPU's series share its host and gpu labels: each pair is looked up once (None: not
+    # one of the cluster's GPUs).
+    gpus: dict[tuple[object, object, object], tuple[str, int] | None] = {}
+    for labels, value in vector:
+        field = labels.get("__name__")
+        name = DCGM_FIELDS.get(field) if type(field) is str else None
+        if name is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+            continue
+        seen = (labels.get("Hostname"), labels.get("hostname"), labels.get("gpu"))
+        try:
+            key = gpus[seen]
+        except KeyError:
+            key = gpus[seen] = _gpu_key(labels, hosts, known)
+        except TypeError:  # a label that is a list or an object: no GPU of ours
+            continue
+        if key is None:
+            continue
+        values.setdefault(key, {})[name] = int(value) if value.is_integer() else value
+        if "UUID" in labels or "modelName" in labels or "pci_bus_id" in labels:
+            bus = pci_bus_or_blank(labels.get("pci_bus_id"))
+            # As long as the GPU's columns hold (a label may be anything a server sends).
+            uuid, model = (str(labels.get(k, ""))[:64] for k in ("UUID", "modelName"))
+            identity[key] = (uuid, model, bus)
+    blank = ("", "", "")  # kept as stored (the intake leaves blank identity alone)
+    return [
+        TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), blank))
+        for (host, gpu), metrics in sorted(values.items())
+    ]
+
+
+def _gpu_key(
+    labels: Mapping[str, str], hosts: Mapping[str, str], known: Container[tuple[str, int]]
+) -> tuple[str, int] | None:
+    """(hostname, index) of the series' GPU when it is one of `known`, else None."""
+    host, gpu = _host(labels, hosts), labels.get("gpu")
+    if host is None or type(gpu) is not str or not gpu.isdigit():
+        return None
+    key = (host, int(gpu))
+    return key if key in known else None
+
+
+# Charts over a range (docs/integrations.md, 2d. Prometheus): at most this many points per series,
+# with a step no finer than a usual scrape interval and always one of these round values.
+MAX_POINTS = 2000
+STEPS_S = (15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def range_step(start: dt.datetime, end: dt.datetime, *, max_points: int = MAX_POINTS) -> int:
+    """The step in seconds of a range query from `start` to `end`: the finest round step
+    that keeps each series at `max_points` points or fewer (1 h → 15 s, 24 h → 60 s,
+    30 d → 1800 s)."""
+    span = max(0.0, (end - start).total_seconds())
+    need = span / max(1, max_points - 1)
+    for step in STEPS_S:
+        if step >= need:
+            return step
+    return math.ceil(need / 86400) * 86400
+
+
+def _regex_literal(text: str) -> str:
+    """`text` matched literally by an RE2 regex: its metacharacters escaped (a hyphen, not
+    outside a class is no metacharacter and is left alone)."""
+    return _REGEX_META.sub(r"\\\g<0>", text)
+
+
+_REGEX_META = re.compile(r"[.\\+*?()|\[\]{}^$]")
+
+
+def _host_pattern(hostname: str) -> str:
+    """A PromQL regex (inside a double-quoted string) matching the node's host label as
+    `host_index` does: the hostname itself, or its short name, or the short name with a
+    domain when the node is registered by its short name."""
+    short = hostname.split(".", 1)[0]
+    alternatives = [_regex_literal(hostname)]
+    if short != hostname:
+        alternatives.append(_regex_literal(short))
+    else:
+        alternatives.append(_regex_literal(short) + r"\..+")
+    pattern = "|".join(alternatives)
+    return pattern.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def gpu_range_query(field: str, hostname: str) -> str:
+    """One node's per-GPU series of one dcgm field: one series per `gpu` label, whether the
+    exporter names the host with `Hostname` or `hostname` (`max by (gpu)` also merges an HA
+    pair of exporters reporting the same GPU)."""
+    pattern = _host_pattern(hostname)
+    return " or ".join(f'max by (gpu) ({field}{{{label}=~"{pattern}"}})' for label in HOST_LABELS)
+
+
+def matrix_of(answer: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """The (labels, [(epoch s, value)]) series of a range query's JSON answer; AnswerError
+    when it is not a successful matrix. NaN, infinities and dcgm's "not supported"
+    sentinels are left out of each series (a gap in the chart)."""
+    out = []
+    for item in _result(answer, "matrix"):
+        if not isinstance(item, dict):
+            continue
+        labels, values = item.get("metric"), item.get("values")
+        if not isinstance(labels, dict) or not isinstance(values, list):
+            continue
+        points = []
+        for pair in values:
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            try:
+                ts, value = float(pair[0]), float(pair[1])
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(value) and value < DCGM_NOT_SUPPORTED:
+                points.append((ts, value))
+        out.append(({str(k): str(v) for k, v in labels.items()}, points))
+    return out

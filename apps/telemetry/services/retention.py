@@ -1,0 +1,17 @@
+"""Retention of telemetry rollups (latest values and events are kept)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.utils import timezone
+
+from apps.common.retention import prune_before
+from apps.telemetry.models import NodeRollup
+
+
+def rollups_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:
+    """Delete 5-minute rollups older than the given age (on PostgreSQL by dropping whole
+    days' partitions); returns how many."""
+    cutoff = (now or timezone.now()) - dt.timedelta(days=older_than_days)
+    return prune_before(NodeRollup, "bucket", cutoff)

@@ -1,0 +1,353 @@
+"""Pull mode: scrape nodes' dcgm-exporters, as Prometheus would, and ingest what they say.
+
+An exporter is answered by a node that runs users' code, so the scraper trusts nothing it
+says or where its URL points:
+
+- it connects only where KUAE_SCRAPE_ALLOW lets it (apps.fleet.destinations): it resolves
+  the name itself, checks every address and connects to a checked one — no second lookup
+  a rebinding DNS server could answer differently, no proxy from the environment;
+- one deadline covers the whole scrape of a target (name lookup, connect, TLS, headers,
+  body): a server that drips a byte a second is cut off at `timeout_s`;
+- the answer is streamed and refused past MAX_BYTES, counted before and after
+  decompression (a declared Content-Length over it is refused before the body is read),
+  and past MAX_LINES before it is parsed;
+- a scrape error is in the scraper's own words — a status code, "timeout", a line number —
+  never the answer's bytes (readers see it on the node's page).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import ssl
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+import httpcore
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.common.bulk import update_many
+from apps.common.errors import BatchError
+from apps.fleet.destinations import (
+    DestinationRefused,
+    IPAddress,
+    IPNetwork,
+    Unresolvable,
+    checked_addresses,
+    parse_allow,
+)
+from apps.fleet.models import Node
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.prometheus import ExpositionError, parse_dcgm
+from apps.telemetry.services.samples import telemetry_ingest
+
+log = logging.getLogger(__name__)
+
+MAX_BYTES = 8 * 1024 * 1024  # an 8-GPU dcgm-exporter answers ~50 KB in ~300 lines
+MAX_LINES = 20_000  # parsing is the costly part: a line cap keeps it under a second
+READ_BYTES = 64 * 1024
+HEADERS = [
+    (b"Accept", b"text/plain"),
+    (b"Accept-Encoding", b"gzip"),
+    (b"User-Agent", b"kuae-ops-scraper"),
+]
+
+
+@dataclass
+class Scrape:
+    """One target's outcome."""
+
+    node_id: int
+    hostname: str
+    ms: float
+    samples: list[TelemetrySample]
+    error: str = ""
+
+
+class ScrapeFailed(Exception):
+    """A scrape that failed, said in the scraper's words."""
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the scrape's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
+        self._inner, self._deadline = inner, deadline
+
+    def _left(self, timeout: float | None) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout("scrape deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        tls = self._inner.start_tls(ssl_context, server_hostname, self._left(timeout))
+        return _DeadlineStream(tls, self._deadline)
+
+    def get_extra_info(self, info: str) -> object:
+        return self._inner.get_extra_info(info)
+
+
+# Name lookups, off the scraping threads (a lookup cannot be cancelled; it is waited for
+# only until the scrape's deadline).
+_RESOLVER = ThreadPoolExecutor(max_workers=32, thread_name_prefix="scrape-dns")
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """Connects only to addresses the destination policy allows, and to the very address
+    it checked; every connection it makes ends by `deadline`."""
+
+    def __init__(self, allow: Sequence[IPNetwork], deadline: float) -> None:
+        self._allow, self._deadline = allow, deadline
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        error: Exception = httpcore.ConnectError("no address to connect to")
+        for address in self._resolve(host, port):
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise httpcore.ConnectTimeout("scrape deadline passed")
+            try:
+                stream = self._backend.connect_tcp(
+                    str(address),
+                    port,
+                    timeout=left if timeout is None else min(timeout, left),
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+                continue
+            return _DeadlineStream(stream, self._deadline)
+        raise error
+
+    def _resolve(self, host: str, port: int) -> list[IPAddress]:
+        """The checked addresses of `host`, by the deadline: the resolver runs in a thread
+        of its own, so a name that takes long to resolve cannot hold the scrape past it."""
+        left = self._deadline - time.monotonic()
+        future = _RESOLVER.submit(checked_addresses, host, port, self._allow)
+        try:
+            return future.result(timeout=max(left, 0))
+        except FutureTimeout as exc:
+            raise httpcore.ConnectTimeout("name resolution passed the scrape deadline") from exc
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("the scraper does not use unix sockets")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class _Body:
+    """The answer's bytes, decompressed as they arrive, refused past `limit` either way."""
+
+    def __init__(self, encoding: bytes, limit: int) -> None:
+        if encoding in (b"", b"identity"):
+            self._inflate = None
+        elif encoding in (b"gzip", b"x-gzip"):
+            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        else:
+            raise ScrapeFailed("answer in a content encoding the scraper did not ask for")
+        self.data, self._limit, self._raw = bytearray(), limit, 0
+
+    def _room(self) -> int:
+        return self._limit - len(self.data) + 1  # one past the limit shows it is over
+
+    def _check(self) -> None:
+        if len(self.data) > self._limit:
+            raise ScrapeFailed(f"answer over {self._limit} bytes")
+
+    def feed(self, chunk: bytes) -> None:
+        """Add a chunk as read; decompression never produces more than the room left."""
+        self._raw += len(chunk)
+        if self._raw > self._limit:
+            raise ScrapeFailed(f"answer over {self._limit} bytes")
+        if self._inflate is None:
+            self.data += chunk
+            self._check()
+            return
+        try:
+            while chunk:
+                self.data += self._inflate.decompress(chunk, self._room())
+                self._check()
+                chunk = self._inflate.unconsumed_tail
+                if self._inflate.eof:
+                    rest = self._inflate.unused_data
+                    self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # next member
+                    chunk = rest if rest.strip(b"\0") else b""
+        except zlib.error as exc:
+            raise ScrapeFailed("answer is not valid gzip") from exc
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def _get(pool: httpcore.ConnectionPool, url: str, timeout_s: float) -> str:
+    """The exporter's answer as text; ScrapeFailed (or an httpcore error) otherwise."""
+    timeouts = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
+    with pool.stream("GET", url, headers=HEADERS, extensions={"timeout": timeouts}) as response:
+        if response.status != 200:
+            raise ScrapeFailed(f"HTTP {response.status}")
+        headers = {name.lower(): value.strip().lower() for name, value in response.headers}
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > MAX_BYTES:
+            raise ScrapeFailed(f"answer over {MAX_BYTES} bytes")
+        body = _Body(headers.get(b"content-encoding", b""), MAX_BYTES)
+        for chunk in response.iter_stream():
+            body.feed(chunk)
+    return body.text()
+
+
+def _describe(exc: BaseException) -> str:
+    """The scraper's words for a failure: never text the exporter sent."""
+    if isinstance(exc, ScrapeFailed):
+        return str(exc)
+    if isinstance(exc, DestinationRefused):
+        return f"refused: {exc}"[:300]
+    if isinstance(exc, Unresolvable):
+        return "host does not resolve"
+    if isinstance(exc, ExpositionError):
+        return f"bad exposition text at line {exc.line}"
+    if isinstance(exc, httpcore.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpcore.ConnectError):
+        cause = exc.__context__
+        if isinstance(cause, ssl.SSLError):
+            return "ConnectError: TLS handshake failed"
+        reason = getattr(cause, "strerror", None) if isinstance(cause, OSError) else None
+        return f"ConnectError: {reason or 'cannot connect'}"
+    if isinstance(exc, httpcore.ProtocolError):
+        return "not an HTTP answer"
+    if isinstance(exc, httpcore.NetworkError):
+        return "connection broken"
+    return f"scrape failed ({type(exc).__name__})"
+
+
+_EXPECTED = (
+    ScrapeFailed,
+    DestinationRefused,
+    Unresolvable,
+    ExpositionError,
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+)
+
+
+def _fetch(
+    node_id: int,
+    hostname: str,
+    url: str,
+    ts: dt.datetime,
+    *,
+    timeout_s: float,
+    allow: Sequence[IPNetwork],
+    ssl_context: ssl.SSLContext,
+) -> Scrape:
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout_s
+    samples: list[TelemetrySample] = []
+    try:
+        with httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            network_backend=_GuardedBackend(allow, deadline),
+            max_connections=1,
+            retries=0,
+        ) as pool:
+            text = _get(pool, url, timeout_s)
+        if text.count("\n") > MAX_LINES:
+            raise ScrapeFailed(f"answer over {MAX_LINES} lines")
+        samples = parse_dcgm(text, ts=ts, node=hostname)
+        error = "" if samples else "no per-GPU samples in the answer"
+    except Exception as exc:  # every failure is this target's, never the round's
+        if not isinstance(exc, _EXPECTED):
+            log.exception("scrape of %s failed unexpectedly", hostname)
+        error = _describe(exc)
+    return Scrape(node_id, hostname, (time.perf_counter() - start) * 1000, samples, error)
+
+
+def scrape_nodes(
+    *, node_ids: Sequence[int], timeout_s: float = 5.0, workers: int = 16
+) -> dict[str, int]:
+    """Scrape the given nodes' exporters concurrently, store their samples, and record each
+    target's health (`scrape_ok`, `scrape_error`, `scrape_ms`). `timeout_s` bounds each
+    target's whole scrape."""
+    targets = list(
+        Node.objects.filter(pk__in=list(node_ids))
+        .exclude(exporter_url="")
+        .values_list("pk", "hostname", "exporter_url")
+    )
+    if not targets:
+        return {"targets": 0, "up": 0, "samples": 0}
+    now = timezone.now()
+    allow = parse_allow(tuple(settings.KUAE_SCRAPE_ALLOW))
+    ssl_context = httpx.create_ssl_context()
+    with ThreadPoolExecutor(max_workers=min(workers, len(targets))) as pool:
+        results = list(
+            pool.map(
+                lambda t: _fetch(
+                    t[0], t[1], t[2], now, timeout_s=timeout_s, allow=allow, ssl_context=ssl_context
+                ),
+                targets,
+            )
+        )
+    stored = _store([r for r in results if r.samples])
+    with transaction.atomic():
+        update_many(
+            Node._meta.db_table,
+            ("id",),
+            ("scraped_at", "scrape_ok", "scrape_error", "scrape_ms"),
+            [(r.node_id, now, not r.error, r.error, round(r.ms, 1)) for r in results],
+        )
+    return {"targets": len(results), "up": sum(not r.error for r in results), "samples": stored}
+
+
+def _store(results: list[Scrape]) -> int:
+    """One intake for the whole chunk; if the chunk is refused, node by node, so one bad
+    exporter cannot keep the others' samples out."""
+    if not results:
+        return 0
+    try:
+        return telemetry_ingest(samples=[s for r in results for s in r.samples]).applied
+    except BatchError:
+        pass
+    stored = 0
+    for result in results:
+        try:
+            stored += telemetry_ingest(samples=result.samples).applied
+        except BatchError as exc:
+            result.error = f"refused: {next(iter(exc.errors.values()))[0]}"[:300]
+    return stored

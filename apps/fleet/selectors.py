@@ -118,16 +118,14 @@ class StateCount:
 
 def state_counts(*, cluster: Cluster) -> list[StateCount]:
     """Nodes and GPUs per state, every state listed (zeros included), in one query."""
-    rows = {
-        row["state"]: row
-        for row in Node.objects.filter(cluster=cluster)
+    rows: dict[str, tuple[int, int]] = {
+        state: (nodes, gpus or 0)
+        for state, nodes, gpus in Node.objects.filter(cluster=cluster)
         .values("state")
-        .annotate(nodes=Count("id"), gpus=Sum("gpu_count"))
+        .annotate(node_n=Count("id"), gpu_n=Sum("gpu_count"))
+        .values_list("state", "node_n", "gpu_n")
     }
-    return [
-        StateCount(state, rows.get(state, {}).get("nodes", 0), rows.get(state, {}).get("gpus") or 0)
-        for state in NodeState
-    ]
+    return [StateCount(state, *rows.get(state, (0, 0))) for state in NodeState]
 
 
 def rack_list(*, cluster: str | None = None) -> list[str]:

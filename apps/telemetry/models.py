@@ -58,8 +58,9 @@ class TelemetryEvent(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
     gpu = models.PositiveSmallIntegerField(null=True, blank=True)
     at = models.DateTimeField()
-    # The fleet's own kinds (`Kind`) or one a check plug-in declares (`apps.telemetry.monitored`):
-    # not a database choice, so a new check's events need no migration.
+    # Telemetry's own kinds (`Kind`) or one a check plug-in declares
+    # (`apps.telemetry.monitored`): not a database choice, so a new check's events need no
+    # migration.
     kind = models.CharField(max_length=32)
     # What the event belongs to when not a GPU: `port:mlx5_0/1`, `rank:12`; empty for a
     # GPU's event (`gpu`/`pci_bus`) or the node's own.

@@ -1,8 +1,8 @@
-"""What the checks above the fleet need from its telemetry, lent here at start-up.
+"""What the checks above telemetry need from it, lent here at start-up.
 
-The fleet imports no check (dependencies point one way), yet the node
-page says which fields a check needs that a GPU has never reported, and the event intake
-accepts the event kinds the checks judge. The health app declares both in its check
+Telemetry imports no check (dependencies point one way), yet the node page's GPU table says
+which fields a check needs that a GPU has never reported, and the event intake accepts the
+event kinds the checks judge. The health app declares both in its check
 plug-ins and lends them here from its `AppConfig.ready()` (`lend`). Pure: no database.
 """
 
@@ -45,7 +45,7 @@ class Gap:
     every: bool
 
 
-# The XID is the fleet's own event (the kernel log's and the exporter's XID gauge): the
+# The XID is telemetry's own event (the kernel log's and the exporter's XID gauge): the
 # intake accepts it whatever the checks above declare.
 XID = EventKind("xid", "XID error", "gpu")
 
@@ -73,7 +73,9 @@ def event_kinds() -> Mapping[str, EventKind]:
     return dict(_event_kinds)
 
 
-def reporting_gaps(gpus: Iterable[tuple[int, dict | None]]) -> tuple[list[Gap], tuple[int, ...]]:
+def reporting_gaps(
+    gpus: Iterable[tuple[int, Mapping[str, object] | None]],
+) -> tuple[list[Gap], tuple[int, ...]]:
     """From (index, metrics ever reported) per GPU: the needed fields some GPUs never
     reported, and the GPUs that never reported anything (`metrics` empty). A GPU's stored
     metrics keep every name it has reported, so a name missing there was never reported."""

@@ -32,3 +32,11 @@ class ActuationSerializer(serializers.ModelSerializer):
             "state_change",
         ]
         read_only_fields = fields
+
+
+class SlurmResultSerializer(serializers.Serializer):
+    """Jobs created and updated, incidents opened."""
+
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    incidents = serializers.IntegerField()

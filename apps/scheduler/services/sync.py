@@ -26,7 +26,6 @@ from apps.fleet.choices import (
 from apps.fleet.models import Actuation, Cluster, Node
 from apps.fleet.services import NodeSpec, node_set_state, nodes_register
 from apps.fleet.services.actuation import is_kuae_reason
-from apps.incidents.services import slurm_ingest
 from apps.scheduler.connection import (
     SchedulerConnection,
     SchedulerRefused,
@@ -34,6 +33,7 @@ from apps.scheduler.connection import (
     connection_for,
 )
 from apps.scheduler.models import SchedulerSync
+from apps.scheduler.services.intake import slurm_ingest
 from apps.scheduler.slurm_nodes import SlurmFormatError, SlurmNode, parse_nodes
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,6 @@ from apps.fleet.models import Cluster, Node
 from apps.fleet.monitored import reporting_gaps
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
-    node_actuations,
     node_detail,
     node_event_rows,
     node_get,
@@ -59,7 +58,7 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     """A node: the open incidents naming it, its GPUs' latest values, state history, jobs;
     above them the panels the apps above the fleet lend (its maintenance windows, its
-    repair)."""
+    repair), below them the scheduler's (what was sent to Slurm)."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
@@ -72,11 +71,11 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
         {
             "node": node,
             "panels": panels.render(slot=panels.NODE, request=request, node=node),
+            "panels_below": panels.render(slot=panels.NODE_BELOW, request=request, node=node),
             "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
             "gpus": gpus,
             "gpu_columns": GPU_COLUMNS,
             "history": node_state_history(node=node),
-            "actuations": node_actuations(node=node),
             "events": node_event_rows(node=node),
             "gaps": gaps,
             "silent_gpus": silent,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.fleet.models import Actuation, Node, NodeStateChange
+from apps.fleet.models import Node, NodeStateChange
+from apps.scheduler.models import Actuation
 
 
 class ActuationSerializer(serializers.ModelSerializer):

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from django.utils import timezone
 
-from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.models import Cluster, Node
 from apps.fleet.services import cluster_create, node_set_state
 from apps.jobs.models import Job
-from apps.scheduler.models import SchedulerSync
+from apps.scheduler.models import Actuation, SchedulerSync
 from apps.scheduler.services import actuations_deliver, cluster_sync
 from tests.scheduler.slurmlab import SlurmLab, lab_down, lab_up, slurm_or_skip
 

@@ -15,24 +15,18 @@ from django.utils import timezone
 
 from apps.common.bulk import update_many
 from apps.common.limits import NEW_NODES
-from apps.fleet.choices import (
-    OUT_OF_SERVICE,
-    ActuationAction,
-    ActuationMode,
-    ActuationResult,
-    NodeState,
-    StateSource,
-)
-from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
+from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, node_set_state, nodes_register
-from apps.fleet.services.actuation import is_kuae_reason
+from apps.scheduler.choices import ActuationAction, ActuationResult
 from apps.scheduler.connection import (
     SchedulerConnection,
     SchedulerRefused,
     SchedulerUnavailable,
     connection_for,
 )
-from apps.scheduler.models import SchedulerSync
+from apps.scheduler.models import Actuation, SchedulerSync
+from apps.scheduler.services.actuation import is_kuae_reason
 from apps.scheduler.services.intake import slurm_ingest
 from apps.scheduler.slurm_nodes import SlurmFormatError, SlurmNode, parse_nodes
 

@@ -1,19 +1,16 @@
-"""The actuation outbox (docs/slurm.md, Actuation): a drain or resume request written with the state
-change it follows. Fleet does not know which scheduler delivers it."""
+"""The actuation outbox (docs/slurm.md, Actuation): a drain or resume request written with the
+state change it follows, in its transaction. The fleet knows no scheduler: `actuation_request`
+is lent to its `node_set_state` at start-up (`fleet/transitions.py`, from
+`SchedulerConfig.ready()`)."""
 
 from __future__ import annotations
 
 import re
 
-from apps.fleet.choices import (
-    OUT_OF_SERVICE,
-    ActuationAction,
-    ActuationMode,
-    ActuationResult,
-    NodeState,
-    StateSource,
-)
-from apps.fleet.models import Actuation, Cluster, Node, NodeStateChange
+from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
+from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.scheduler.choices import ActuationAction, ActuationResult
+from apps.scheduler.models import Actuation
 
 REASON_CHARS = 120  # Slurm shows reasons in one column of `sinfo -R`: keep them short
 _UNSAFE = re.compile(r"[^\w .,:;#/()+=@%<>\-]+")

@@ -1,32 +1,30 @@
-"""Every write of the scheduler app: a cluster's live sync (jobs and node states in) and
-the delivery of the actuation outbox (drains and resumes out), as docs/slurm.md says."""
+"""A cluster's live sync (docs/slurm.md, The live sync): node states and jobs in, then the
+cluster's due actuations out (`actuation.actuations_deliver`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db import transaction
-from django.db.models import Min, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.common.bulk import update_many
 from apps.common.limits import NEW_NODES
-from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
+from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import NodeSpec, node_set_state, nodes_register
-from apps.scheduler.choices import ActuationAction, ActuationResult
 from apps.scheduler.connection import (
     SchedulerConnection,
     SchedulerRefused,
     SchedulerUnavailable,
     connection_for,
 )
-from apps.scheduler.models import Actuation, SchedulerSync
-from apps.scheduler.services.actuation import is_kuae_reason
+from apps.scheduler.models import SchedulerSync
+from apps.scheduler.services.actuation import actuations_deliver, is_kuae_reason
 from apps.scheduler.services.intake import slurm_ingest
 from apps.scheduler.slurm_nodes import SlurmFormatError, SlurmNode, parse_nodes
 
@@ -34,10 +32,7 @@ log = logging.getLogger(__name__)
 
 FIRST_LOOKBACK = dt.timedelta(days=1)  # the first sync reads jobs that ended this far back
 OVERLAP = dt.timedelta(minutes=2)  # re-read a little: accounting lags the controller
-LEASE = dt.timedelta(minutes=5)  # a claimed actuation is retried after this if its worker died
-BACKOFF_MAX_S = 300
-BATCH = 200
-HELD = "held"  # a delivery outcome, not a stored result: stays pending, no try counted
+LEASE = dt.timedelta(minutes=5)  # a sync started longer ago than this is taken as dead
 
 
 @dataclass
@@ -193,150 +188,6 @@ def _reason_text(node: SlurmNode) -> str:
     if not node.reason:
         return ""
     return f"{node.reason} ({node.reason_by})" if node.reason_by else node.reason
-
-
-def actuations_claim(
-    *, cluster: Cluster | None = None, now: dt.datetime | None = None
-) -> list[int]:
-    """Claim up to BATCH due actuations (oldest first) for one delivery round: their next
-    try moves a lease ahead, so another worker skips them and a worker that dies mid-way
-    leaves them to be retried, never lost."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        due = Actuation.objects.filter(result=ActuationResult.PENDING, next_try_at__lte=now)
-        if cluster is not None:
-            due = due.filter(node__cluster=cluster)
-        rows = list(
-            due.select_for_update(skip_locked=True)
-            .order_by("id")
-            .values_list("pk", "node_id")[:BATCH]
-        )
-        # A node's requests go out in the order they were asked for: one waiting on its
-        # backoff (or held by another worker) holds back the later ones for that node.
-        first_waiting = dict(
-            Actuation.objects.filter(
-                result=ActuationResult.PENDING, node_id__in={node for _, node in rows}
-            )
-            .exclude(pk__in=[pk for pk, _ in rows])
-            .values("node_id")
-            .annotate(first=Min("id"))
-            .values_list("node_id", "first")
-        )
-        ids = [pk for pk, node in rows if pk < first_waiting.get(node, pk + 1)]
-        Actuation.objects.filter(pk__in=ids).update(next_try_at=now + LEASE)
-    return ids
-
-
-def actuations_deliver(
-    *, cluster: Cluster | None = None, conn: SchedulerConnection | None = None
-) -> dict[str, int]:
-    """Send due drains and resumes to their clusters' schedulers, in the order they were
-    asked for; a node's later request waits while an earlier one is still pending. A
-    resume is sent only for a drain KUAE set (Slurm's reason starts with `kuae`); a drain is
-    not laid over one a person set in Slurm."""
-    ids = actuations_claim(cluster=cluster)
-    if not ids:
-        return {}
-    rows = list(Actuation.objects.filter(pk__in=ids).select_related("node__cluster").order_by("id"))
-    counts: dict[str, int] = {}
-    for cluster_rows in _by_cluster(rows):
-        target = cluster_rows[0].node.cluster
-        link = conn if cluster is not None and conn is not None else connection_for(target)
-        for row, result, error in _deliver_cluster(target, link, cluster_rows):
-            _record(row, result, error)
-            counts[result] = counts.get(result, 0) + 1
-    return counts
-
-
-def _by_cluster(rows: Iterable[Actuation]) -> list[list[Actuation]]:
-    groups: dict[int, list[Actuation]] = {}
-    for row in rows:
-        groups.setdefault(row.node.cluster_id, []).append(row)
-    return list(groups.values())
-
-
-def _deliver_cluster(
-    cluster: Cluster, conn: SchedulerConnection | None, rows: Sequence[Actuation]
-) -> Iterable[tuple[Actuation, str, str]]:
-    if cluster.automation_paused:  # paused: held, not sent, not counted as a try
-        for row in rows:
-            yield row, HELD, f"held: automation paused by {cluster.automation_by}"
-        return
-    if cluster.actuation != ActuationMode.ON:  # turned off or to dry run since it was asked
-        for row in rows:
-            yield row, ActuationResult.SKIPPED, f"actuation is {cluster.actuation}: not sent"
-        return
-    if conn is None:
-        for row in rows:
-            yield row, ActuationResult.FAILED, f"cluster {cluster.name} names no Slurm connection"
-        return
-    try:
-        seen = {n.name: n for n in parse_nodes(conn.nodes())}
-    except (SchedulerUnavailable, SlurmFormatError, SchedulerRefused) as exc:
-        for row in rows:
-            yield row, ActuationResult.PENDING, f"{conn.describe()}: {exc}"
-        return
-    waiting: set[int] = set()
-    for row in rows:
-        if row.node_id in waiting:
-            yield row, ActuationResult.PENDING, "waits for an earlier request for this node"
-            continue
-        result, error = _deliver_one(conn, row, seen.get(row.node.hostname))
-        if result == ActuationResult.PENDING:
-            waiting.add(row.node_id)
-        yield row, result, error
-
-
-def _deliver_one(
-    conn: SchedulerConnection, row: Actuation, slurm: SlurmNode | None
-) -> tuple[str, str]:
-    host = row.node.hostname
-    if slurm is None:
-        return ActuationResult.FAILED, f"{host} is not a node of {conn.describe()}"
-    held_by_person = slurm.kuae_state is not None and not is_kuae_reason(slurm.reason)
-    if row.action == ActuationAction.RESUME:
-        if slurm.kuae_state is None:
-            return ActuationResult.SKIPPED, f"not drained in Slurm ({slurm.label})"
-        if held_by_person:
-            return ActuationResult.SKIPPED, (
-                f"left alone: drained in Slurm by {slurm.reason_by or 'a person'}: {slurm.reason}"
-            )
-    elif held_by_person:
-        return ActuationResult.SKIPPED, (
-            f"already {slurm.label} in Slurm by {slurm.reason_by or 'a person'}: {slurm.reason}"
-        )
-    try:
-        if row.action == ActuationAction.DRAIN:
-            conn.drain(host, row.reason)
-        else:
-            conn.resume(host)
-    except SchedulerUnavailable as exc:
-        return ActuationResult.PENDING, str(exc)
-    except SchedulerRefused as exc:
-        return ActuationResult.FAILED, str(exc)
-    return ActuationResult.DONE, ""
-
-
-def _record(row: Actuation, result: str, error: str) -> None:
-    now = timezone.now()
-    if result == HELD:
-        Actuation.objects.filter(pk=row.pk).update(
-            next_try_at=now + dt.timedelta(seconds=30), error=error[:500]
-        )
-        return
-    if result == ActuationResult.PENDING:
-        attempts = row.attempts + 1
-        delay = min(BACKOFF_MAX_S, 5 * 2 ** min(attempts - 1, 10))
-        Actuation.objects.filter(pk=row.pk).update(
-            attempts=attempts, next_try_at=now + dt.timedelta(seconds=delay), error=error[:500]
-        )
-        return
-    Actuation.objects.filter(pk=row.pk).update(
-        result=result,
-        error=error[:500],
-        attempts=row.attempts + (result != ActuationResult.SKIPPED),
-        sent_at=now if result in (ActuationResult.DONE, ActuationResult.FAILED) else None,
-    )
 
 
 def clusters_to_sync() -> list[int]:

@@ -21,11 +21,13 @@ from django.template.loader import render_to_string
 
 # The slots, and what a panel's context function is given (keyword arguments).
 NODE = "node"  # the node page, under its heading: `node` (a fleet Node)
+NODE_FACTS = "node_facts"  # the node page's list of facts, a `<div><dt>…<dd>…</div>` each: `node`
 NODE_BELOW = "node_below"  # the node page, after its state history and jobs: `node`
 OVERVIEW = "overview"  # the overview's polled panels, above the node grid: `cluster`
 RELIABILITY = "reliability"  # the reliability page, after the lemon nodes: `cluster`
 SUBJECTS: dict[str, frozenset[str]] = {
     NODE: frozenset({"node"}),
+    NODE_FACTS: frozenset({"node"}),
     NODE_BELOW: frozenset({"node"}),
     OVERVIEW: frozenset({"cluster"}),
     RELIABILITY: frozenset({"cluster"}),

@@ -110,11 +110,6 @@ class Node(models.Model):
     scrape_ok = models.BooleanField(null=True, blank=True)
     scrape_error = models.CharField(max_length=300, blank=True, default="")
     scrape_ms = models.FloatField(null=True, blank=True)
-    # The scheduler's own view of the node at the last sync (Slurm's state and reason),
-    # shown beside KUAE's.
-    sched_state = models.CharField(max_length=64, blank=True, default="")
-    sched_reason = models.CharField(max_length=300, blank=True, default="")
-    sched_synced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["hostname"]

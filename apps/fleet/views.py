@@ -58,7 +58,8 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     """A node: the open incidents naming it, its GPUs' latest values, state history, jobs;
     above them the panels the apps above the fleet lend (its maintenance windows, its
-    repair), below them the scheduler's (what was sent to Slurm)."""
+    repair), among its facts and below them the scheduler's (the node in Slurm, what was sent
+    to it)."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
@@ -71,6 +72,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
         {
             "node": node,
             "panels": panels.render(slot=panels.NODE, request=request, node=node),
+            "panel_facts": panels.render(slot=panels.NODE_FACTS, request=request, node=node),
             "panels_below": panels.render(slot=panels.NODE_BELOW, request=request, node=node),
             "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
             "gpus": gpus,

@@ -1,5 +1,6 @@
 """What the scheduler app keeps: each cluster's sync state (docs/slurm.md, The live sync: a
-failed sync is visible, never silent) and the actuation outbox (docs/slurm.md, Actuation)."""
+failed sync is visible, never silent), each node as Slurm saw it, and the actuation outbox
+(docs/slurm.md, Actuation)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ class SchedulerSync(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id} sync ok={self.ok}"
+
+
+class SchedulerNode(models.Model):
+    """A node as its scheduler saw it at the last sync — Slurm's state and reason, shown on
+    the node page beside KUAE's own (docs/slurm.md, The live sync). A row for every node a
+    sync has seen; its key is the node's. Moved here from the fleet's node columns with their
+    values (scheduler.0003, fleet.0017)."""
+
+    node = models.OneToOneField(
+        Node, primary_key=True, on_delete=models.CASCADE, related_name="sched"
+    )
+    state = models.CharField(max_length=64, blank=True, default="", help_text="`idle+drain`")
+    reason = models.CharField(max_length=300, blank=True, default="")
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.node_id} in the scheduler: {self.state or '?'}"
 
 
 class Actuation(models.Model):

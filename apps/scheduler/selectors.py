@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from apps.fleet.models import Cluster, Node
-from apps.scheduler.models import Actuation, SchedulerSync
+from apps.scheduler.models import Actuation, SchedulerNode, SchedulerSync
 
 
 def actuation_list() -> QuerySet[Actuation]:
@@ -16,6 +16,11 @@ def actuation_list() -> QuerySet[Actuation]:
 def node_actuations(*, node: Node, limit: int = 20) -> list[Actuation]:
     """The drains and resumes KUAE asked of the scheduler for a node, newest first."""
     return list(Actuation.objects.filter(node=node).order_by("-requested_at", "-id")[:limit])
+
+
+def node_in_scheduler(*, node: Node) -> SchedulerNode | None:
+    """The node as its scheduler saw it at the last sync, or None before any sync saw it."""
+    return SchedulerNode.objects.filter(node=node).first()
 
 
 def cluster_sync_status(*, cluster: Cluster) -> SchedulerSync | None:

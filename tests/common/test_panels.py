@@ -14,6 +14,7 @@ def test_the_apps_above_lend_their_panels_at_start_up():
     lent = {slot: [p.template for p in ps] for slot, ps in panels._lent.items()}
     assert lent == {
         panels.NODE: ["maintenance/_node_windows.html", "repairs/_node_repair.html"],
+        panels.NODE_FACTS: ["scheduler/_node_fact.html"],
         panels.NODE_BELOW: ["scheduler/_node_actuations.html"],
         panels.OVERVIEW: ["maintenance/_overview_windows.html"],
         panels.RELIABILITY: ["repairs/_offenders.html"],

@@ -197,6 +197,29 @@ def test_first_sync_registers_nodes_and_mirrors_their_drains(cluster: Cluster) -
     assert again["nodes_mirrored"] == 0  # the same Slurm drain is mirrored once
 
 
+def test_slurms_view_of_each_node_is_kept_once_per_node(
+    cluster: Cluster, nodes: list[Node]
+) -> None:
+    """`sinfo -N --json` of 23.x lists a node once per partition: its state is kept once (one
+    SchedulerNode, keyed by the node), and the next sync replaces it."""
+    from apps.scheduler.models import SchedulerNode
+    from apps.scheduler.services import nodes_mirror
+    from apps.scheduler.slurm_nodes import parse_nodes
+
+    def listing(state: list[str], reason: str) -> dict:
+        entry = {"nodes": {"nodes": ["gpu000"]}, "node": {"state": state}, "reason": reason}
+        return {"sinfo": [entry, {**entry, "partition": {"name": "debug"}}]}
+
+    first = timezone.now()
+    nodes_mirror(cluster=cluster, nodes=parse_nodes(listing(["IDLE"], "")), now=first)
+    (row,) = SchedulerNode.objects.all()
+    assert (row.node_id, row.state, row.reason, row.synced_at) == (nodes[0].pk, "idle", "", first)
+    later = first + dt.timedelta(seconds=30)
+    nodes_mirror(cluster=cluster, nodes=parse_nodes(listing(["IDLE", "DRAIN"], "fan")), now=later)
+    (row,) = SchedulerNode.objects.all()
+    assert (row.state, row.reason, row.synced_at) == ("idle+drain", "fan", later)
+
+
 def test_a_later_request_waits_for_an_earlier_one_still_backing_off(
     cluster: Cluster, nodes: list[Node]
 ) -> None:

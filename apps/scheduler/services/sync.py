@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.common.bulk import update_many
+from apps.common.bulk import upsert_merge
 from apps.common.limits import NEW_NODES
 from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.models import Cluster, Node
@@ -23,7 +23,7 @@ from apps.scheduler.connection import (
     SchedulerUnavailable,
     connection_for,
 )
-from apps.scheduler.models import SchedulerSync
+from apps.scheduler.models import SchedulerNode, SchedulerSync
 from apps.scheduler.services.actuation import actuations_deliver, is_kuae_reason
 from apps.scheduler.services.intake import slurm_ingest
 from apps.scheduler.slurm_nodes import SlurmFormatError, SlurmNode, parse_nodes
@@ -116,16 +116,16 @@ def _sync_failed(status: SchedulerSync, error: str, began: float) -> SyncReport:
 def nodes_mirror(
     *, cluster: Cluster, nodes: Sequence[SlurmNode], now: dt.datetime
 ) -> dict[str, int]:
-    """Keep Slurm's state and reason on each node; register nodes Slurm has and KUAE does
-    not; and turn a new drain or down that KUAE did not write into a KUAE state change
-    (source `slurm`, Slurm's reason) — unless the node is already out of service or in
-    maintenance."""
-    by_name = {n.name: n for n in nodes}
+    """Keep Slurm's state and reason of each node (SchedulerNode); register nodes Slurm has
+    and KUAE does not; and turn a new drain or down that KUAE did not write into a KUAE state
+    change (source `slurm`, Slurm's reason) — unless the node is already out of service or
+    in maintenance."""
+    by_name = {n.name: n for n in nodes}  # a node listed once per partition is kept once
     before = {
-        host: (pk, f"{label}|{reason}")
+        host: (pk, f"{label or ''}|{reason or ''}")  # never synced: no row, as "|"
         for host, pk, label, reason in Node.objects.filter(
             cluster=cluster, hostname__in=list(by_name)
-        ).values_list("hostname", "pk", "sched_state", "sched_reason")
+        ).values_list("hostname", "pk", "sched__state", "sched__reason")
     }
     known = {host: pk for host, (pk, _) in before.items()}
     new = [n for name, n in by_name.items() if name not in known]
@@ -141,13 +141,13 @@ def nodes_mirror(
         ]
         for node in nodes_register(cluster=cluster, specs=specs):
             known[node.hostname] = node.pk
-    update_many(
-        Node._meta.db_table,
-        ("id",),
-        ("sched_state", "sched_reason", "sched_synced_at"),
+    upsert_merge(
+        SchedulerNode._meta.db_table,
+        ("node_id",),
+        dict.fromkeys(("state", "reason", "synced_at"), "replace"),
         [
             (known[n.name], n.label[:64], _reason_text(n)[:300], now)
-            for n in nodes
+            for n in by_name.values()
             if n.name in known
         ],
     )

@@ -12,7 +12,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import acting_user, role_required
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.charts import node_telemetry_figure
@@ -81,7 +81,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "window_query": _window_query(window),
             "ranges": [(key, label) for key, (label, _) in RANGES.items()],
             "now": timezone.now(),
-            "can_set_state": request.user.has_role(OPERATORS),
+            "can_set_state": acting_user(request).has_role(OPERATORS),
             "state_form": NodeStateForm(
                 initial={"state": "drained" if node.state in ("healthy", "suspect") else "healthy"}
             ),

@@ -99,7 +99,8 @@ def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[
         .values_list("job_id", "node__hostname", "compute_s")
     )
     for job_id, hostname, compute in rows:
-        out[job_id][hostname].append(compute)
+        if compute is not None:  # the filter's promise, which the types cannot see
+            out[job_id][hostname].append(compute)
     return out
 
 

@@ -15,6 +15,7 @@ import uuid
 from time import monotonic
 from typing import Any
 
+from kombu import transport as kombu_transport
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
 from kombu.utils.encoding import str_to_bytes
@@ -24,14 +25,14 @@ from kombu.utils.json import dumps
 class Channel(filesystem.Channel):
     """A filesystem channel whose messages appear in the queue folder whole."""
 
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
-        """Put `payload` onto `queue`: written aside, then renamed into the folder."""
+    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+        """Put `message` onto `queue`: written aside, then renamed into the folder."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = os.path.join(self.data_folder_out, f".{name}.part")  # matches no queue
         try:
             with open(partial, "wb") as f:
-                f.write(str_to_bytes(dumps(payload)))
+                f.write(str_to_bytes(dumps(message)))
             os.replace(partial, final)
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
@@ -41,3 +42,10 @@ class Transport(filesystem.Transport):
     """kombu's filesystem transport with `Channel` above."""
 
     Channel = Channel
+
+
+def install() -> None:
+    """Make `filesystem://` mean this transport in this process (kombu picks a transport by
+    the URL's scheme through its alias table), so a Redis URL still means Redis."""
+    kombu_transport.TRANSPORT_ALIASES["filesystem"] = f"{__name__}:Transport"
+    kombu_transport._transport_cache.pop("filesystem", None)

@@ -79,7 +79,8 @@ def test_no_message_file_exists_until_it_is_whole(tmp_path: Path, monkeypatch) -
         queue.close()
 
 
-def test_the_embedded_default_uses_it(settings) -> None:  # noqa: ANN001
-    if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
-        return  # a run on Redis: the setting applies to the embedded default only
-    assert settings.CELERY_BROKER_TRANSPORT == "apps.common.fsbroker:Transport"
+def test_filesystem_urls_mean_it_and_redis_still_redis() -> None:
+    from kuaeweb.celery import app
+
+    assert type(Connection("filesystem://").transport) is Transport
+    assert app.connection_for_write("redis://127.0.0.1:1/0").transport.driver_type == "redis"

@@ -25,7 +25,7 @@ from kombu.utils.json import dumps
 class Channel(filesystem.Channel):
     """A filesystem channel whose messages appear in the queue folder whole."""
 
-    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+    def _put(self, queue: str, message: Any, /, **kwargs: Any) -> None:
         """Put `message` onto `queue`: written aside, then renamed into the folder."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)

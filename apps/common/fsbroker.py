@@ -25,14 +25,16 @@ from kombu.utils.json import dumps
 class Channel(filesystem.Channel):
     """A filesystem channel whose messages appear in the queue folder whole."""
 
-    def _put(self, queue: str, message: Any, /, **kwargs: Any) -> None:
-        """Put `message` onto `queue`: written aside, then renamed into the folder."""
+    # kombu's filesystem channel names the parameter `payload`, its base `message`: this
+    # keeps the filesystem channel's signature, which the base's callers pass positionally.
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Put `payload` onto `queue`: written aside, then renamed into the folder."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = os.path.join(self.data_folder_out, f".{name}.part")  # matches no queue
         try:
             with open(partial, "wb") as f:
-                f.write(str_to_bytes(dumps(message)))
+                f.write(str_to_bytes(dumps(payload)))
             os.replace(partial, final)
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc

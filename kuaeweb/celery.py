@@ -6,6 +6,9 @@ import os
 
 from celery import Celery
 
+from apps.common import fsbroker
+
+fsbroker.install()  # before any connection: filesystem:// writes whole messages
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kuaeweb.settings")
 
 app = Celery("kuaeweb")

@@ -156,6 +156,8 @@ if not CELERY_BROKER_URL.startswith(("filesystem://", "redis://", "rediss://", "
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    # filesystem:// is kombu's transport writing each message whole (apps/common/fsbroker.py,
+    # installed by kuaeweb/celery.py).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_BROKER_DIR / "queue"),
         "data_folder_out": str(_BROKER_DIR / "queue"),

@@ -26,12 +26,16 @@ NODE = "node"  # the node page, under its heading: `node` (a fleet Node)
 # which picks the charts' range).
 NODE_BODY = "node_body"
 NODE_FOOT = "node_foot"  # the node page, last, after its history, jobs and Slurm: `node`
+NODE_FACTS = "node_facts"  # the node page's list of facts, a `<div><dt>…<dd>…</div>` each: `node`
+NODE_BELOW = "node_below"  # the node page, after its state history and jobs: `node`
 OVERVIEW = "overview"  # the overview's polled panels, above the node grid: `cluster`
 RELIABILITY = "reliability"  # the reliability page, after the lemon nodes: `cluster`
 SUBJECTS: dict[str, frozenset[str]] = {
     NODE: frozenset({"node"}),
     NODE_BODY: frozenset({"node", "params"}),
     NODE_FOOT: frozenset({"node"}),
+    NODE_FACTS: frozenset({"node"}),
+    NODE_BELOW: frozenset({"node"}),
     OVERVIEW: frozenset({"cluster"}),
     RELIABILITY: frozenset({"cluster"}),
 }

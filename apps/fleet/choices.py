@@ -54,32 +54,6 @@ class ActuationMode(models.TextChoices):
     ON = "on", "On"
 
 
-class ActuationAction(models.TextChoices):
-    """What an actuation asks of the scheduler."""
-
-    DRAIN = "drain", "Drain"
-    RESUME = "resume", "Resume"
-
-
-@css_prefix("act")
-class ActuationResult(ColouredChoices):
-    """Where an actuation stands: pending until the scheduler took it (or refused it)."""
-
-    PENDING = "pending", "Pending"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    SKIPPED = "skipped", "Skipped"
-
-    @classmethod
-    def palette(cls) -> dict[str, str]:
-        return {
-            "pending": Hue.AMBER,
-            "done": Hue.GREEN,
-            "failed": Hue.RED,
-            "skipped": Hue.STEEL,
-        }
-
-
 class SchedulerKind(models.TextChoices):
     """How KUAE talks to a cluster's Slurm (docs/slurm.md, Connecting a cluster)."""
 

@@ -10,13 +10,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from apps.common.hostnames import Hostlists
-from apps.fleet.choices import (
-    ActuationAction,
-    ActuationMode,
-    ActuationResult,
-    NodeState,
-    SchedulerKind,
-)
+from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 
 
 class Cluster(models.Model):
@@ -113,11 +107,6 @@ class Node(models.Model):
     scrape_ok = models.BooleanField(null=True, blank=True)
     scrape_error = models.CharField(max_length=300, blank=True, default="")
     scrape_ms = models.FloatField(null=True, blank=True)
-    # The scheduler's own view of the node at the last sync (Slurm's state and reason),
-    # shown beside KUAE's.
-    sched_state = models.CharField(max_length=64, blank=True, default="")
-    sched_reason = models.CharField(max_length=300, blank=True, default="")
-    sched_synced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["hostname"]
@@ -152,48 +141,6 @@ class NodeStateChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.state} @ {self.at:%Y-%m-%d %H:%M}"
-
-
-class Actuation(models.Model):
-    """A request to the scheduler to drain or resume a node: the outbox (docs/slurm.md).
-
-    Written in the same transaction as the state change it follows, so it is never lost;
-    the scheduler app delivers pending rows and records the result.
-    """
-
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="actuations")
-    state_change = models.ForeignKey(
-        NodeStateChange, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    action = models.CharField(max_length=8, choices=ActuationAction.choices)
-    reason = models.CharField(max_length=200)
-    requested_at = models.DateTimeField()
-    sent_at = models.DateTimeField(null=True, blank=True)
-    result = models.CharField(
-        max_length=8, choices=ActuationResult.choices, default=ActuationResult.PENDING
-    )
-    error = models.CharField(max_length=500, blank=True, default="")
-    attempts = models.PositiveIntegerField(default=0)
-    next_try_at = models.DateTimeField()
-
-    class Meta:
-        ordering = ["-requested_at", "-id"]
-        indexes = [
-            models.Index(
-                fields=["next_try_at", "id"],
-                condition=models.Q(result="pending"),
-                name="actuation_pending",
-            ),
-            models.Index(fields=["node", "requested_at"], name="actuation_node"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.action} {self.node_id} ({self.result})"
-
-    @property
-    def result_choice(self) -> ActuationResult:
-        """The result as its choice member (label and colour)."""
-        return ActuationResult(self.result)
 
 
 class GPU(models.Model):

@@ -9,7 +9,7 @@ from django.db.models import Count, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
-from apps.fleet.models import Actuation, Cluster, Node, NodeStateChange
+from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.readers import busy_node_ids
 
 
@@ -100,11 +100,6 @@ def node_detail(*, hostname: str) -> Node | None:
 def node_state_history(*, node: Node, limit: int = 200) -> list[NodeStateChange]:
     """A node's state changes, newest first."""
     return list(NodeStateChange.objects.filter(node=node).order_by("-at", "-id")[:limit])
-
-
-def node_actuations(*, node: Node, limit: int = 20) -> list[Actuation]:
-    """The drains and resumes KUAE asked of the scheduler for a node, newest first."""
-    return list(Actuation.objects.filter(node=node).order_by("-requested_at", "-id")[:limit])
 
 
 @dataclass(frozen=True)

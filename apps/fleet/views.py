@@ -20,7 +20,6 @@ from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
-    node_actuations,
     node_detail,
     node_list,
     node_state_history,
@@ -50,8 +49,9 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 @role_required()
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     """A node: the open incidents naming it, state history, jobs; the panels the apps above
-    the fleet lend — under its heading its maintenance windows and its repair, in its body
-    its GPUs' latest values, checks and charts, at its foot its GPU events."""
+    the fleet lend — under its heading its maintenance windows and its repair, among its
+    facts the node in Slurm, in its body its GPUs' latest values, checks and charts, below
+    its history what was sent to Slurm, at its foot its GPU events."""
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
@@ -65,9 +65,10 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
                 slot=panels.NODE_BODY, request=request, node=node, params=request.GET
             ),
             "foot_panels": panels.render(slot=panels.NODE_FOOT, request=request, node=node),
+            "panel_facts": panels.render(slot=panels.NODE_FACTS, request=request, node=node),
+            "panels_below": panels.render(slot=panels.NODE_BELOW, request=request, node=node),
             "open_incidents": open_incidents_of([node.pk]).get(node.pk, []),
             "history": node_state_history(node=node),
-            "actuations": node_actuations(node=node),
             "now": timezone.now(),
             "can_set_state": user_has_role(request.user, OPERATORS),
             "state_form": NodeStateForm(

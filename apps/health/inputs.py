@@ -100,7 +100,7 @@ def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[
         .values_list("job_id", "node__hostname", "compute_s")
     )
     for job_id, hostname, compute in rows:
-        if compute is not None:  # never, as filtered: the column is nullable, the type says so
+        if compute is not None:  # the filter's promise, which the types cannot see
             out[job_id][hostname].append(compute)
     return out
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
-from apps.accounts.permissions import role_required
+from apps.accounts.permissions import role_required, user_has_role
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS
@@ -90,7 +90,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
             states=list(NodeState),
             form=ThresholdsForm(instance=thresholds),
             thresholds=thresholds,
-            can_operate=request.user.has_role(OPERATORS),
+            can_operate=user_has_role(request.user, OPERATORS),
         )
     return render(request, "health/health.html", context)
 
@@ -123,7 +123,7 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
         form.save(by=request.user.get_username())
         messages.success(request, "Thresholds saved; the next runs use them.")
     else:
-        errors = "; ".join(f"{k}: {', '.join(v)}" for k, v in form.errors.items())
+        errors = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in form.errors.items())
         messages.error(request, f"Thresholds not saved — {errors}")
     return redirect(f"/health/?cluster={cluster.name}#thresholds")
 

@@ -1,12 +1,12 @@
-"""Incident-side intake endpoints: Alertmanager alerts, Slurm job records."""
+"""Incident endpoints: incidents, postmortems, Alertmanager alerts."""
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,7 +36,7 @@ from apps.incidents.serializers import (
     ReviewSerializer,
     UnroutedAlertSerializer,
 )
-from apps.incidents.services import incident_open, incident_update, slurm_ingest
+from apps.incidents.services import incident_open, incident_update
 from apps.incidents.services_alerts import alertmanager_ingest
 from apps.incidents.services_owners import incident_acknowledge
 
@@ -153,34 +153,6 @@ class UnroutedAlertListView(generics.ListAPIView):
     serializer_class = UnroutedAlertSerializer
     filterset_class = UnroutedAlertFilter
     queryset = UnroutedAlert.objects.order_by("-received_at", "-id")
-
-
-class SlurmResultSerializer(serializers.Serializer):
-    """Jobs created and updated, incidents opened."""
-
-    created = serializers.IntegerField()
-    updated = serializers.IntegerField()
-    incidents = serializers.IntegerField()
-
-
-class SlurmIngestView(APIView):
-    """`POST ingest/slurm/?cluster=NAME`: `sacct --json` / slurmrestd slurmdb job records."""
-
-    roles = {"POST": AGENTS}
-    agent_scoped = True
-
-    @extend_schema(
-        request={"application/json": dict},
-        parameters=[OpenApiParameter("cluster", str, description="wins over each record's")],
-        responses={200: SlurmResultSerializer},
-    )
-    def post(self, request: Request) -> Response:
-        if scope_of(request.user) is not None:  # a cluster's Slurm sync names its cluster
-            require_cluster(request.user, request.query_params.get("cluster"))
-        counts = slurm_ingest(
-            cluster_name=request.query_params.get("cluster"), payload=request.data
-        )
-        return Response(SlurmResultSerializer(counts).data)
 
 
 def _postmortem_body(postmortem: Postmortem) -> dict:

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.common.errors import BatchError
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
 from apps.incidents.services_notify import deliveries_queue
 from apps.jobs.models import Job
-from apps.jobs.services import slurm_jobs_upsert
-from apps.jobs.slurm import SlurmJob, parse_slurm
 
 # occurred ≤ detected ≤ localized ≤ recovered ≤ resolved, each only when both are set.
 TIMES = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
@@ -118,91 +114,6 @@ def incident_open(
         text=description or title,
     )
     return incident
-
-
-@transaction.atomic
-def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
-    """Apply Slurm job records of any supported shape (`sacct`/`squeue --json`, slurmrestd
-    `slurm`/`slurmdb` jobs; docs/integrations.md, 4. Slurm), all or nothing: jobs created or
-    updated, and for each NODE_FAIL attempt a `node_unreachable` incident interrupting the job."""
-    records = parse_slurm(payload)
-    by_cluster: dict[str, list[SlurmJob]] = {}
-    errors: dict[str, list[str]] = {}
-    for i, record in enumerate(records):
-        name = cluster_name or record.cluster
-        if not name:
-            errors[f"jobs[{i}].cluster"] = ["no cluster: pass ?cluster=NAME"]
-        by_cluster.setdefault(name, []).append(record)
-    clusters = {c.name: c for c in Cluster.objects.filter(name__in=list(by_cluster))}
-    for name in by_cluster:
-        if name and name not in clusters:
-            errors["cluster"] = [f"unknown cluster {name[:80]!r}"]
-    if errors:
-        raise BatchError(errors)
-    counts = {"created": 0, "updated": 0, "incidents": 0}
-    for name, items in by_cluster.items():
-        cluster = clusters[name]
-        placed = slurm_jobs_upsert(cluster=cluster, records=items)
-        for _, created in placed:
-            counts["created" if created else "updated"] += 1
-        failed = [(pk, r) for (pk, _), r in zip(placed, items, strict=True) if r.node_fail]
-        if failed:
-            counts["incidents"] += _node_fail_incidents(cluster, failed)
-    return counts
-
-
-def _node_fail_fingerprint(cluster: Cluster, record: SlurmJob) -> str:
-    """One interruption per attempt: the job id and the attempt's start (its key if it
-    has none) — not `restart_cnt`, which Slurm 22.05's accounting does not report."""
-    at = record.started_at
-    text = f"slurm:{cluster.name}:{record.job_id}:{int(at.timestamp()) if at else record.key}"
-    return text if len(text) <= 128 else "slurm:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def _node_fail_incidents(cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]]) -> int:
-    """Open the NODE_FAIL incidents not yet open (three queries, then one incident each).
-    An incident opened before attempts were told apart (fingerprint by `restart_cnt`)
-    counts as this attempt's."""
-    keys = [(_node_fail_fingerprint(cluster, r), pk, r) for pk, r in failed]
-    legacy = {
-        fp: f"slurm:{cluster.name}:{r.job_id}:{r.restart_cnt}"
-        for fp, _, r in keys
-        if r.restart_cnt is not None
-    }
-    seen = set(
-        Incident.objects.filter(
-            cluster=cluster, fingerprint__in=[fp for fp, _, _ in keys] + list(legacy.values())
-        ).values_list("fingerprint", flat=True)
-    )
-    todo = [(fp, pk, r) for fp, pk, r in keys if fp not in seen and legacy.get(fp) not in seen]
-    if not todo:
-        return 0
-    jobs = Job.objects.in_bulk([pk for _, pk, _ in todo])
-    hosts = {h for _, _, r in todo for h in (r.failed_nodes or r.hostnames)}
-    nodes = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=hosts)}
-    opened = 0
-    for fingerprint, pk, record in todo:
-        if fingerprint in seen:  # the same attempt twice in one answer
-            continue
-        seen.add(fingerprint)
-        names = record.failed_nodes or record.hostnames
-        failed_at = record.ended_at or timezone.now()
-        incident_open(
-            cluster=cluster,
-            title=f"Slurm NODE_FAIL for job {record.job_id} ({', '.join(names[:3])}"
-            + (" …)" if len(names) > 3 else ")"),
-            category=Category.NODE_UNREACHABLE,
-            severity=Severity.SEV2,
-            occurred_at=failed_at,
-            detected_at=failed_at,
-            job=jobs[pk],
-            nodes=[nodes[h] for h in names if h in nodes],
-            interrupts_job=True,
-            source=Source.SLURM,
-            fingerprint=fingerprint,
-        )
-        opened += 1
-    return opened
 
 
 def incident_note(

@@ -17,7 +17,6 @@ urlpatterns = [
         )
         for action in ("submit", "approve", "reject")
     ],
-    path("ingest/slurm/", api.SlurmIngestView.as_view(), name="api-ingest-slurm"),
     path("ingest/alertmanager/", api.AlertmanagerView.as_view(), name="api-ingest-alertmanager"),
     path("alerts/unrouted/", api.UnroutedAlertListView.as_view(), name="api-alerts-unrouted"),
 ]

@@ -12,25 +12,21 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
+from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
-from apps.common.limits import NEW_NODES
 from apps.common.retention import prune_before
 from apps.fleet.models import Cluster, Node
-from apps.fleet.services import NodeSpec, nodes_register, nodes_seen
+from apps.fleet.services import nodes_seen
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
 from apps.jobs.extremes import BUCKET_SECONDS, bucket_extremes, bucket_start
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import (
     Checkpoint,
     Job,
-    JobAttempt,
     JobMetric,
     JobMetricHour,
     NodeStepMetric,
 )
-from apps.jobs.slurm import STATES, SlurmJob
-from apps.jobs.slurm_merge import UPDATED_FIELDS, Attempt, JobState, apply, job_for
 
 JOB_FIELDS = (
     "name",
@@ -272,194 +268,6 @@ def checkpoints_record_bulk(
     Job.objects.filter(pk=job.pk).exclude(last_checkpoint_at__gt=newest).update(
         last_checkpoint_at=newest
     )
-    return inserted
-
-
-@transaction.atomic
-def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[int, bool]]:
-    """Create or update jobs from Slurm records (docs/integrations.md, 4. Slurm): a job is (cluster,
-    job id, submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
-    not yet known are registered in the cluster. In bulk: the number of queries does not
-    depend on the number of records. Returns, per record, (job id, whether it created it)."""
-    node_ids = _slurm_nodes(cluster, records)
-    now = timezone.now()
-    candidates = _slurm_known(cluster, sorted({r.job_id for r in records}))
-    stored = {id(j) for jobs in candidates.values() for j in jobs}
-    placed: dict[int, tuple[JobState, bool]] = {}
-    for i in sorted(range(len(records)), key=lambda i: (records[i].job_id, records[i].key)):
-        record = records[i]
-        jobs = candidates.setdefault(record.job_id, [])
-        job = job_for(jobs, record)
-        placed[i] = (job or JobState(external_id=record.job_id, hostnames=()), job is None)
-        if job is None:
-            job = placed[i][0]
-            jobs.append(job)
-        apply(job, record, gpus_per_node=cluster.gpus_per_node, now=now)
-    every = [j for jobs in candidates.values() for j in jobs]
-    new = [j for j in every if id(j) not in stored]
-    changed = [j for j in every if id(j) in stored and j.changed]
-    if new and _slurm_insert(cluster, new, now) < len(new):
-        changed += new  # some were inserted at the same time by another intake: update them
-    update_many(
-        Job._meta.db_table,
-        ["id"],
-        [*UPDATED_FIELDS, "updated_at"],
-        [(j.pk, *j.values(), now) for j in changed],
-    )
-    upsert_merge(
-        JobAttempt._meta.db_table,
-        ("job_id", "key"),
-        dict.fromkeys(("state", "started_at", "ended_at", "hostlist"), "replace"),
-        [
-            (j.pk, a.key, a.state, a.started_at, a.ended_at, a.hostlist)
-            for j in every
-            for a in j.attempts.values()
-            if a.changed
-        ],
-    )
-    relinked = [j for j in every if j.nodes_changed]
-    if relinked:
-        through = Job.nodes.through
-        delete_among(through._meta.db_table, "job_id", [j.pk for j in relinked])
-        insert_ignore(
-            through._meta.db_table,
-            ("job_id", "node_id"),
-            [(j.pk, node_ids[h]) for j in relinked for h in j.hostnames or ()],
-        )
-    return [(placed[i][0].pk or 0, placed[i][1]) for i in range(len(records))]
-
-
-def _slurm_nodes(cluster: Cluster, records: Sequence[SlurmJob]) -> dict[str, int]:
-    """hostname → node id for every node the records name, registering new ones (within
-    the bound on new nodes); a node of another cluster rejects the batch."""
-    wanted = {h for r in records for h in (*r.hostnames, *r.failed_nodes)}
-    if not wanted:
-        return {}
-    known = {
-        h: (pk, cid)
-        for h, pk, cid in among(Node.objects.all(), "hostname", sorted(wanted)).values_list(
-            "hostname", "pk", "cluster_id"
-        )
-    }
-    elsewhere = sorted(h for h, (_, cid) in known.items() if cid != cluster.pk)
-    if elsewhere:
-        raise BatchError({"nodes": [f"already in another cluster: {', '.join(elsewhere[:20])}"]})
-    new = sorted(wanted - set(known))
-    if len(new) > NEW_NODES:
-        raise BatchError(
-            {
-                "nodes": [
-                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES:,} new nodes "
-                    "per request (register them in smaller requests)"
-                ]
-            }
-        )
-    ids = {h: pk for h, (pk, _) in known.items()}
-    if new:
-        try:
-            registered = nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in new])
-        except ValidationError as exc:  # registered meanwhile in another cluster
-            raise BatchError({"nodes": exc.messages}) from exc
-        ids.update((node.hostname, node.pk) for node in registered)
-    return ids
-
-
-def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, list[JobState]]:
-    """The cluster's jobs with these ids, oldest first, with their attempts and nodes:
-    three queries, however many."""
-    out: dict[str, list[JobState]] = {}
-    by_pk: dict[int, JobState] = {}
-    rows = (
-        among(Job.objects.filter(cluster=cluster), "external_id", external_ids)
-        .order_by("pk")
-        .values_list(
-            "pk",
-            "external_id",
-            "name",
-            "submitted_at",
-            "created_at",
-            "status",
-            "started_at",
-            "ended_at",
-            "gpu_count",
-            "restart_count",
-            "array_job_id",
-            "array_task_id",
-        )
-    )
-    for row in rows:
-        job = JobState(
-            pk=row[0],
-            external_id=row[1],
-            name=row[2],
-            submitted_at=row[3],
-            created_at=row[4],
-            status=row[5],
-            started_at=row[6],
-            ended_at=row[7],
-            gpu_count=row[8],
-            restart_count=row[9],
-            array_job_id=row[10],
-            array_task_id=row[11],
-            hostnames=(),
-        )
-        out.setdefault(job.external_id, []).append(job)
-        by_pk[row[0]] = job
-    if not by_pk:
-        return out
-    attempts = among(JobAttempt.objects.all(), "job_id", list(by_pk)).values_list(
-        "job_id", "key", "state", "started_at", "ended_at", "hostlist"
-    )
-    for job_id, key, state, started, ended, hostlist in attempts:
-        by_pk[job_id].attempts[key] = Attempt(
-            key=key,
-            state=state,
-            status=STATES.get(state, "pending"),
-            started_at=started,
-            ended_at=ended,
-            hostlist=hostlist,
-        )
-    links = (
-        among(Job.nodes.through.objects.all(), "job_id", list(by_pk))
-        .order_by("node__hostname")
-        .values_list("job_id", "node__hostname")
-    )
-    hostnames: dict[int, list[str]] = {}
-    for job_id, hostname in links:
-        hostnames.setdefault(job_id, []).append(hostname)
-    for pk, names in hostnames.items():
-        by_pk[pk].hostnames = tuple(names)
-    return out
-
-
-_INSERTED = (
-    "cluster_id",
-    "external_id",
-    "model_name",
-    "created_at",
-    "updated_at",
-    *UPDATED_FIELDS,
-)
-
-
-def _slurm_insert(cluster: Cluster, jobs: Sequence[JobState], now: dt.datetime) -> int:
-    """Insert new jobs (a job inserted meanwhile by another intake is skipped) and set their
-    ids; returns how many this call inserted."""
-    inserted = insert_ignore(
-        Job._meta.db_table,
-        _INSERTED,
-        [(cluster.pk, j.external_id, "", now, now, *j.values()) for j in jobs],
-    )
-    ids = {
-        (external_id, submitted): pk
-        for pk, external_id, submitted in among(
-            Job.objects.filter(cluster=cluster),
-            "external_id",
-            sorted({j.external_id for j in jobs}),
-        ).values_list("pk", "external_id", "submitted_at")
-    }
-    for job in jobs:
-        job.pk = ids[(job.external_id, job.submitted_at)]
     return inserted
 
 

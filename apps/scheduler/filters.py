@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import django_filters
 
-from apps.fleet.choices import ActuationAction, ActuationResult
-from apps.fleet.models import Actuation
+from apps.scheduler.choices import ActuationAction, ActuationResult
+from apps.scheduler.models import Actuation
 
 
 class ActuationFilter(django_filters.FilterSet):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.fleet.models import Actuation, Node, NodeStateChange
+from apps.fleet.models import Node, NodeStateChange
+from apps.scheduler.models import Actuation
 
 
 class ActuationSerializer(serializers.ModelSerializer):
@@ -32,3 +33,11 @@ class ActuationSerializer(serializers.ModelSerializer):
             "state_change",
         ]
         read_only_fields = fields
+
+
+class SlurmResultSerializer(serializers.Serializer):
+    """Jobs created and updated, incidents opened."""
+
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    incidents = serializers.IntegerField()

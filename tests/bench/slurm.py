@@ -111,7 +111,7 @@ def bench_slurm() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from apps.incidents.services import slurm_ingest
+    from apps.scheduler.services import slurm_ingest
 
     kinds = (("squeue", "new jobs", squeue_answer), ("sacct", "the same, ended", sacct_answer))
     bulk: dict[tuple[str, int], tuple[float, int]] = {}

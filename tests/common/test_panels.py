@@ -21,6 +21,8 @@ def test_the_apps_above_lend_their_panels_at_start_up():
             "telemetry/_node_charts.html",
         ],
         panels.NODE_FOOT: ["telemetry/_node_events.html"],
+        panels.NODE_FACTS: ["scheduler/_node_fact.html"],
+        panels.NODE_BELOW: ["scheduler/_node_actuations.html"],
         panels.OVERVIEW: ["maintenance/_overview_windows.html"],
         panels.RELIABILITY: ["repairs/_offenders.html"],
     }

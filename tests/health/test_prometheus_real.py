@@ -33,6 +33,7 @@ from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun
 from apps.health.services import run_execute
 from apps.incidents.models import Incident
+from apps.telemetry.gpu_history import GPU_PANELS
 from apps.telemetry.names import DCGM_FIELDS
 from tests.support import closed_port
 
@@ -445,14 +446,18 @@ def test_node_charts_and_fleet_view_from_prometheus(
     client.force_login(users["mia"])
 
     def drawn() -> dict[str, Any] | None:
-        # VictoriaMetrics aligns a range to its step: wait for a first point in range.
+        # VictoriaMetrics (Debian's 1.79) gives a range's points in its last second the
+        # value of the point a step before (its latency offset is at least 1 s, whatever
+        # -search.latencyOffset says), so a series younger than one step (15 s here) is
+        # left out of a range ending now. The page's six queries may fall either side of
+        # the moment the node's series turn one step old: wait until every panel has some.
         proxy.requests.clear()
         answer = client.get("/charts/nodes/pc-002/gpus.json", {"range": "1h"})
         assert answer.status_code == 200
         fig: dict[str, Any] = answer.json()
-        return fig if fig["data"] else None
+        return fig if len({t["yaxis"] for t in fig["data"]}) == len(GPU_PANELS) else None
 
-    fig = until(drawn, "a point in the chart's range", [server.log])
+    fig = until(drawn, "a point in every chart's range", [server.log])
     assert len(proxy.requests) == 6  # one query_range per metric, all the node's GPUs
     assert all(r.startswith("POST /api/v1/query_range") for r in proxy.requests)
     temps = [t for t in fig["data"] if t["yaxis"] == "y"]

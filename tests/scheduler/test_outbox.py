@@ -6,10 +6,14 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
-from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet import transitions
+from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
+from apps.scheduler.models import Actuation
+from apps.scheduler.services.actuation import actuation_request
 
 
 def _mode(cluster: Cluster, actuation: str) -> None:
@@ -69,6 +73,39 @@ def test_a_back_filled_change_sends_nothing(cluster: Cluster, nodes: list[Node])
         node=nodes[0], state="down", reason="history only", at=timezone.now() - dt.timedelta(days=8)
     )
     assert not Actuation.objects.exists()
+
+
+def test_the_scheduler_lends_its_outbox_to_the_fleet_at_start_up() -> None:
+    """The fleet's state change knows no scheduler: the outbox writer is lent to it from
+    `SchedulerConfig.ready()`, once however often ready() runs."""
+    assert transitions.lent_names().count("scheduler.actuation") == 1
+    assert actuation_request in transitions.followers()
+
+
+def test_the_request_commits_and_rolls_back_with_its_state_change(
+    cluster: Cluster, nodes: list[Node], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never lost, never sent for a change that did not happen: the outbox row is written in
+    the state change's transaction. A failure after it (here a second follower that fails)
+    takes both back; a transaction that commits keeps both."""
+    _mode(cluster, "on")
+
+    def failing(**_: object) -> None:
+        assert Actuation.objects.filter(node=nodes[0]).exists()  # already written, uncommitted
+        raise RuntimeError("after the outbox write")
+
+    monkeypatch.setitem(transitions._lent, "test.failing", failing)
+    with pytest.raises(RuntimeError):
+        node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    assert not Actuation.objects.exists()
+    assert not NodeStateChange.objects.filter(node=nodes[0], state="drained").exists()
+    monkeypatch.delitem(transitions._lent, "test.failing")
+    with pytest.raises(ZeroDivisionError), transaction.atomic():  # the caller's transaction
+        node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+        1 / 0  # noqa: B018
+    assert not Actuation.objects.exists()
+    change = node_set_state(node=nodes[0], state="drained", reason="xid", source="check")
+    assert Actuation.objects.get().state_change_id == change.pk
 
 
 def test_suspect_is_not_an_actuation(cluster: Cluster, nodes: list[Node]) -> None:
@@ -158,6 +195,29 @@ def test_first_sync_registers_nodes_and_mirrors_their_drains(cluster: Cluster) -
     assert Node.objects.get(hostname="new02").gpu_count == 4
     again = nodes_mirror(cluster=cluster, nodes=parse_nodes(listing), now=timezone.now())
     assert again["nodes_mirrored"] == 0  # the same Slurm drain is mirrored once
+
+
+def test_slurms_view_of_each_node_is_kept_once_per_node(
+    cluster: Cluster, nodes: list[Node]
+) -> None:
+    """`sinfo -N --json` of 23.x lists a node once per partition: its state is kept once (one
+    SchedulerNode, keyed by the node), and the next sync replaces it."""
+    from apps.scheduler.models import SchedulerNode
+    from apps.scheduler.services import nodes_mirror
+    from apps.scheduler.slurm_nodes import parse_nodes
+
+    def listing(state: list[str], reason: str) -> dict:
+        entry = {"nodes": {"nodes": ["gpu000"]}, "node": {"state": state}, "reason": reason}
+        return {"sinfo": [entry, {**entry, "partition": {"name": "debug"}}]}
+
+    first = timezone.now()
+    nodes_mirror(cluster=cluster, nodes=parse_nodes(listing(["IDLE"], "")), now=first)
+    (row,) = SchedulerNode.objects.all()
+    assert (row.node_id, row.state, row.reason, row.synced_at) == (nodes[0].pk, "idle", "", first)
+    later = first + dt.timedelta(seconds=30)
+    nodes_mirror(cluster=cluster, nodes=parse_nodes(listing(["IDLE", "DRAIN"], "fan")), now=later)
+    (row,) = SchedulerNode.objects.all()
+    assert (row.state, row.reason, row.synced_at) == ("idle+drain", "fan", later)
 
 
 def test_a_later_request_waits_for_an_earlier_one_still_backing_off(

@@ -7,15 +7,15 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import node_set_state
-from apps.scheduler.models import SchedulerSync
+from apps.scheduler.models import SchedulerNode, SchedulerSync
 
 
 def test_node_page_shows_slurm_state_and_what_was_sent(
     client, users, cluster: Cluster, nodes: list[Node]
 ) -> None:  # noqa: ANN001
     Cluster.objects.filter(pk=cluster.pk).update(slurm_kind="cli", actuation="on")
-    Node.objects.filter(pk=nodes[0].pk).update(
-        sched_state="idle+drain", sched_reason="kuae #1: xid (root)", sched_synced_at=timezone.now()
+    SchedulerNode.objects.create(
+        node=nodes[0], state="idle+drain", reason="kuae #1: xid (root)", synced_at=timezone.now()
     )
     change = node_set_state(
         node=nodes[0], state="drained", reason="gpu_errors: XID 79", source="check"

@@ -7,11 +7,12 @@ import datetime as dt
 
 from django.utils import timezone
 
-from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.models import Cluster, Node
 from apps.fleet.services import cluster_automation_set, node_set_state
 from apps.health.models import CheckResult
 from apps.health.services import runs_execute_now
 from apps.incidents.models import Incident
+from apps.scheduler.models import Actuation
 
 
 def _silent(nodes: list[Node]) -> None:

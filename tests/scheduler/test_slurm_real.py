@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from django.utils import timezone
 
-from apps.fleet.models import Actuation, Cluster, Node
+from apps.fleet.models import Cluster, Node
 from apps.fleet.services import cluster_create, node_set_state
 from apps.jobs.models import Job
-from apps.scheduler.models import SchedulerSync
+from apps.scheduler.models import Actuation, SchedulerSync
 from apps.scheduler.services import actuations_deliver, cluster_sync
 from tests.scheduler.slurmlab import SlurmLab, lab_down, lab_up, slurm_or_skip
 
@@ -62,7 +62,7 @@ def test_jobs_and_nodes_arrive_by_the_sync(lab: SlurmLab, rclab: Cluster) -> Non
     ]
     assert status.ok and status.counts["nodes"] == 2
     busy = nodes[job.nodes.get().hostname]
-    assert busy.sched_state in ("mixed", "allocated") and busy.sched_synced_at is not None
+    assert busy.sched.state in ("mixed", "allocated") and busy.sched.synced_at is not None
 
     lab.run("scancel", job_id)
     lab.wait(lambda: "CANCELLED" in lab.run("sacct", "-n", "-X", "-j", job_id, "-o", "State"), 20)
@@ -99,7 +99,7 @@ def test_a_drain_set_in_slurm_shows_in_kuae_and_is_left_alone(
     assert "bad fan, ticket 4411" in node.state_reason
     change = node.state_changes.first()
     assert change.source == "slurm" and change.by == "slurm:root"
-    assert node.sched_state == "idle+drain" and node.sched_reason.startswith("bad fan")
+    assert node.sched.state == "idle+drain" and node.sched.reason.startswith("bad fan")
     assert not Actuation.objects.filter(node=node).exists()  # a mirror is not sent back
 
     node_set_state(node=node, state="healthy", reason="looks fine", source="user", by="otto")

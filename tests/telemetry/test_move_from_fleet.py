@@ -1,5 +1,5 @@
 """TelemetryEvent and NodeRollup moved from the fleet to telemetry (migrations
-fleet.0016_telemetry_to_own_app and telemetry.0001_from_fleet): only Django's record of them
+fleet.0018_telemetry_to_own_app and telemetry.0001_from_fleet): only Django's record of them
 moves, so every event and rollup keeps its row and its id, the id counters go on where they
 were, the rollups' day partitions on PostgreSQL stay as they are and take new rows, and the
 models' content types (with their permissions) keep their ids. Migrated back before the
@@ -25,8 +25,8 @@ from apps.telemetry.models import NodeRollup, TelemetryEvent
 pytestmark = pytest.mark.django_db(transaction=True)  # migrations run their own transactions
 
 POSTGRES = connection.vendor == "postgresql"
-BEFORE = [("telemetry", None), ("fleet", "0015_plugin_kinds")]
-AFTER = [("fleet", "0016_telemetry_to_own_app"), ("telemetry", "0001_from_fleet")]
+BEFORE = [("telemetry", None), ("fleet", "0017_node_sched_to_scheduler")]
+AFTER = [("fleet", "0018_telemetry_to_own_app"), ("telemetry", "0001_from_fleet")]
 TABLES = {"fleet_telemetryevent", "fleet_noderollup"}
 EVENT_COLUMNS = ("id", "node_id", "gpu", "at", "kind", "subject", "value", "previous", "code")
 EVENT_COLUMNS += ("pci_bus", "message", "source")

@@ -14,11 +14,11 @@ from apps.common.bulk import among, update_many
 from apps.common.errors import BatchError
 from apps.common.limits import TOPOLOGY_NODES
 from apps.common.timeutil import FUTURE_SLACK
+from apps.fleet import transitions
 from apps.fleet.addresses import addresses_clean
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.scope import require_nodes
-from apps.fleet.services.actuation import actuation_request
 
 
 def cluster_create(
@@ -243,7 +243,8 @@ def node_set_state(
     newest = NodeStateChange.objects.filter(node=node).order_by("-at", "-id").first()
     assert newest is not None
     if newest.pk == change.pk:  # a back-filled change only adds history: nothing to send
-        actuation_request(node=node, change=change, before=before, after=state)
+        for follower in transitions.followers():  # the scheduler's outbox, in this transaction
+            follower(node=node, change=change, before=before, after=state)
     Node.objects.filter(pk=node.pk).update(
         state=newest.state, state_reason=newest.reason, state_changed_at=newest.at
     )

@@ -4,7 +4,7 @@ Declared in full (target, categories, thresholds in `Limits`, the port event kin
 node_exporter series it will read) and its pure detector written and tested
 (`detectors/fabric.py`); what it cannot do yet is load ports: KUAE keeps no NIC port
 inventory or port telemetry so far. Until it does, the check is not scheduled and every
-cluster's health page says "fabric not monitored" — never a pass.
+cluster's health page shows the fabric as "Not monitored" — never a pass.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from apps.health.detectors import Finding
 from apps.health.detectors.fabric import PortHistory, fabric
 from apps.incidents.choices import Category
 
-NOT_MONITORED = "fabric not monitored: no NIC port has reported counters to KUAE"
+NOT_MONITORED = "no NIC port reports to KUAE yet: port telemetry is still to come"
 
 
 def run(ctx: Context) -> list[Finding]:

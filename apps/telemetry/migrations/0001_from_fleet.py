@@ -42,7 +42,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("fleet", "0016_telemetry_to_own_app"),
+        ("fleet", "0018_telemetry_to_own_app"),
         ("contenttypes", "0002_remove_content_type_name"),
     ]
 

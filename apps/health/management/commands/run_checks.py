@@ -36,4 +36,5 @@ class Command(BaseCommand):
                 continue
             for r in CheckResult.objects.filter(run=run).exclude(status="pass").order_by("target"):
                 self.stdout.write(f"{r.status.upper()} {r.kind} {r.target}: {r.message}")
-            self.stderr.write(f"{run.kind}: {run.counts} in {run.duration_s * 1000:.0f} ms")
+            took = f"{run.duration_s * 1000:.0f} ms" if run.duration_s is not None else "—"
+            self.stderr.write(f"{run.kind}: {run.counts} in {took}")

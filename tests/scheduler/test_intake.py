@@ -18,8 +18,8 @@ from django.test.utils import CaptureQueriesContext
 from apps.fleet.models import Node
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.incidents.models import Incident
-from apps.incidents.services import slurm_ingest
 from apps.jobs.models import Job, JobAttempt
+from apps.scheduler.services import slurm_ingest
 from tests.bench.slurm import sacct_answer, squeue_answer
 from tests.support import SHARED
 

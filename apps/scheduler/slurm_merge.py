@@ -26,7 +26,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from apps.jobs.slurm import SlurmJob
+from apps.scheduler.slurm_jobs import SlurmJob
 
 REQUEUE_SLACK = dt.timedelta(seconds=10)
 ENDED = frozenset({"completed", "cancelled", "failed"})

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-import apps.jobs.services as job_services
+import apps.scheduler.services.intake as intake
 from apps.fleet.models import GPU, Node, NodeStateChange
 from apps.jobs.models import Job
 from tests.support import SHARED
@@ -32,14 +32,14 @@ def race(api: Callable[[str], Any], bodies: list[dict[str, Any]], monkeypatch) -
     SQLite, whose writers take turns, the barrier gives way after 2 s)."""
     clients = [api("ada") for _ in bodies]
     looked = threading.Barrier(len(bodies))
-    register = job_services.nodes_register
+    register = intake.nodes_register
 
     def held(**kwargs: Any) -> Any:
         with contextlib.suppress(threading.BrokenBarrierError):
             looked.wait(timeout=2)
         return register(**kwargs)
 
-    monkeypatch.setattr(job_services, "nodes_register", held)
+    monkeypatch.setattr(intake, "nodes_register", held)
     answers = [0] * len(bodies)
 
     def deliver(i: int) -> None:

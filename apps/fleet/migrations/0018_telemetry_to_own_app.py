@@ -10,7 +10,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("fleet", "0015_plugin_kinds"),
+        ("fleet", "0017_node_sched_to_scheduler"),
     ]
 
     operations = [

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from apps.common.errors import BatchError
-from apps.jobs.slurm import SlurmJob, parse_slurm
-from apps.jobs.slurm_merge import JobState, apply, job_for
+from apps.scheduler.slurm_jobs import SlurmJob, parse_slurm
+from apps.scheduler.slurm_merge import JobState, apply, job_for
 from tests.support import SHARED
 
 DATA = SHARED / "slurm"

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.common.errors import BatchError
-from apps.incidents.services import slurm_ingest
+from apps.scheduler.services import slurm_ingest
 
 
 class Command(BaseCommand):

@@ -1,0 +1,299 @@
+"""Slurm job records in (docs/integrations.md, 4. Slurm): `POST ingest/slurm/`, `import_slurm`
+and the live sync all come here. The records are parsed (`slurm_jobs`), each joined to its job
+(`slurm_merge`), the jobs written in bulk, and each NODE_FAIL attempt opens an incident
+interrupting its job."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
+from apps.common.errors import BatchError
+from apps.common.limits import NEW_NODES
+from apps.fleet.models import Cluster, Node
+from apps.fleet.services import NodeSpec, nodes_register
+from apps.incidents.choices import Category, Severity, Source
+from apps.incidents.models import Incident
+from apps.incidents.services import incident_open
+from apps.jobs.models import Job, JobAttempt
+from apps.scheduler.slurm_jobs import STATES, SlurmJob, parse_slurm
+from apps.scheduler.slurm_merge import UPDATED_FIELDS, Attempt, JobState, apply, job_for
+
+
+@transaction.atomic
+def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
+    """Apply Slurm job records of any supported shape (`sacct`/`squeue --json`, slurmrestd
+    `slurm`/`slurmdb` jobs; docs/integrations.md, 4. Slurm), all or nothing: jobs created or
+    updated, and for each NODE_FAIL attempt a `node_unreachable` incident interrupting the job."""
+    records = parse_slurm(payload)
+    by_cluster: dict[str, list[SlurmJob]] = {}
+    errors: dict[str, list[str]] = {}
+    for i, record in enumerate(records):
+        name = cluster_name or record.cluster
+        if not name:
+            errors[f"jobs[{i}].cluster"] = ["no cluster: pass ?cluster=NAME"]
+        by_cluster.setdefault(name, []).append(record)
+    clusters = {c.name: c for c in Cluster.objects.filter(name__in=list(by_cluster))}
+    for name in by_cluster:
+        if name and name not in clusters:
+            errors["cluster"] = [f"unknown cluster {name[:80]!r}"]
+    if errors:
+        raise BatchError(errors)
+    counts = {"created": 0, "updated": 0, "incidents": 0}
+    for name, items in by_cluster.items():
+        cluster = clusters[name]
+        placed = slurm_jobs_upsert(cluster=cluster, records=items)
+        for _, created in placed:
+            counts["created" if created else "updated"] += 1
+        failed = [(pk, r) for (pk, _), r in zip(placed, items, strict=True) if r.node_fail]
+        if failed:
+            counts["incidents"] += _node_fail_incidents(cluster, failed)
+    return counts
+
+
+def _node_fail_fingerprint(cluster: Cluster, record: SlurmJob) -> str:
+    """One interruption per attempt: the job id and the attempt's start (its key if it
+    has none) — not `restart_cnt`, which Slurm 22.05's accounting does not report."""
+    at = record.started_at
+    text = f"slurm:{cluster.name}:{record.job_id}:{int(at.timestamp()) if at else record.key}"
+    return text if len(text) <= 128 else "slurm:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _node_fail_incidents(cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]]) -> int:
+    """Open the NODE_FAIL incidents not yet open (three queries, then one incident each).
+    An incident opened before attempts were told apart (fingerprint by `restart_cnt`)
+    counts as this attempt's."""
+    keys = [(_node_fail_fingerprint(cluster, r), pk, r) for pk, r in failed]
+    legacy = {
+        fp: f"slurm:{cluster.name}:{r.job_id}:{r.restart_cnt}"
+        for fp, _, r in keys
+        if r.restart_cnt is not None
+    }
+    seen = set(
+        Incident.objects.filter(
+            cluster=cluster, fingerprint__in=[fp for fp, _, _ in keys] + list(legacy.values())
+        ).values_list("fingerprint", flat=True)
+    )
+    todo = [(fp, pk, r) for fp, pk, r in keys if fp not in seen and legacy.get(fp) not in seen]
+    if not todo:
+        return 0
+    jobs = Job.objects.in_bulk([pk for _, pk, _ in todo])
+    hosts = {h for _, _, r in todo for h in (r.failed_nodes or r.hostnames)}
+    nodes = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=hosts)}
+    opened = 0
+    for fingerprint, pk, record in todo:
+        if fingerprint in seen:  # the same attempt twice in one answer
+            continue
+        seen.add(fingerprint)
+        names = record.failed_nodes or record.hostnames
+        failed_at = record.ended_at or timezone.now()
+        incident_open(
+            cluster=cluster,
+            title=f"Slurm NODE_FAIL for job {record.job_id} ({', '.join(names[:3])}"
+            + (" …)" if len(names) > 3 else ")"),
+            category=Category.NODE_UNREACHABLE,
+            severity=Severity.SEV2,
+            occurred_at=failed_at,
+            detected_at=failed_at,
+            job=jobs[pk],
+            nodes=[nodes[h] for h in names if h in nodes],
+            interrupts_job=True,
+            source=Source.SLURM,
+            fingerprint=fingerprint,
+        )
+        opened += 1
+    return opened
+
+
+@transaction.atomic
+def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[int, bool]]:
+    """Create or update jobs from Slurm records (docs/integrations.md, 4. Slurm): a job is (cluster,
+    job id, submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
+    not yet known are registered in the cluster. In bulk: the number of queries does not
+    depend on the number of records. Returns, per record, (job id, whether it created it)."""
+    node_ids = _slurm_nodes(cluster, records)
+    now = timezone.now()
+    candidates = _slurm_known(cluster, sorted({r.job_id for r in records}))
+    stored = {id(j) for jobs in candidates.values() for j in jobs}
+    placed: dict[int, tuple[JobState, bool]] = {}
+    for i in sorted(range(len(records)), key=lambda i: (records[i].job_id, records[i].key)):
+        record = records[i]
+        jobs = candidates.setdefault(record.job_id, [])
+        job = job_for(jobs, record)
+        placed[i] = (job or JobState(external_id=record.job_id, hostnames=()), job is None)
+        if job is None:
+            job = placed[i][0]
+            jobs.append(job)
+        apply(job, record, gpus_per_node=cluster.gpus_per_node, now=now)
+    every = [j for jobs in candidates.values() for j in jobs]
+    new = [j for j in every if id(j) not in stored]
+    changed = [j for j in every if id(j) in stored and j.changed]
+    if new and _slurm_insert(cluster, new, now) < len(new):
+        changed += new  # some were inserted at the same time by another intake: update them
+    update_many(
+        Job._meta.db_table,
+        ["id"],
+        [*UPDATED_FIELDS, "updated_at"],
+        [(j.pk, *j.values(), now) for j in changed],
+    )
+    upsert_merge(
+        JobAttempt._meta.db_table,
+        ("job_id", "key"),
+        dict.fromkeys(("state", "started_at", "ended_at", "hostlist"), "replace"),
+        [
+            (j.pk, a.key, a.state, a.started_at, a.ended_at, a.hostlist)
+            for j in every
+            for a in j.attempts.values()
+            if a.changed
+        ],
+    )
+    relinked = [j for j in every if j.nodes_changed]
+    if relinked:
+        through = Job.nodes.through
+        delete_among(through._meta.db_table, "job_id", [j.pk for j in relinked])
+        insert_ignore(
+            through._meta.db_table,
+            ("job_id", "node_id"),
+            [(j.pk, node_ids[h]) for j in relinked for h in j.hostnames or ()],
+        )
+    return [(placed[i][0].pk or 0, placed[i][1]) for i in range(len(records))]
+
+
+def _slurm_nodes(cluster: Cluster, records: Sequence[SlurmJob]) -> dict[str, int]:
+    """hostname → node id for every node the records name, registering new ones (within
+    the bound on new nodes); a node of another cluster rejects the batch."""
+    wanted = {h for r in records for h in (*r.hostnames, *r.failed_nodes)}
+    if not wanted:
+        return {}
+    known = {
+        h: (pk, cid)
+        for h, pk, cid in among(Node.objects.all(), "hostname", sorted(wanted)).values_list(
+            "hostname", "pk", "cluster_id"
+        )
+    }
+    elsewhere = sorted(h for h, (_, cid) in known.items() if cid != cluster.pk)
+    if elsewhere:
+        raise BatchError({"nodes": [f"already in another cluster: {', '.join(elsewhere[:20])}"]})
+    new = sorted(wanted - set(known))
+    if len(new) > NEW_NODES:
+        raise BatchError(
+            {
+                "nodes": [
+                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES:,} new nodes "
+                    "per request (register them in smaller requests)"
+                ]
+            }
+        )
+    ids = {h: pk for h, (pk, _) in known.items()}
+    if new:
+        try:
+            registered = nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in new])
+        except ValidationError as exc:  # registered meanwhile in another cluster
+            raise BatchError({"nodes": exc.messages}) from exc
+        ids.update((node.hostname, node.pk) for node in registered)
+    return ids
+
+
+def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, list[JobState]]:
+    """The cluster's jobs with these ids, oldest first, with their attempts and nodes:
+    three queries, however many."""
+    out: dict[str, list[JobState]] = {}
+    by_pk: dict[int, JobState] = {}
+    rows = (
+        among(Job.objects.filter(cluster=cluster), "external_id", external_ids)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "external_id",
+            "name",
+            "submitted_at",
+            "created_at",
+            "status",
+            "started_at",
+            "ended_at",
+            "gpu_count",
+            "restart_count",
+            "array_job_id",
+            "array_task_id",
+        )
+    )
+    for row in rows:
+        job = JobState(
+            pk=row[0],
+            external_id=row[1],
+            name=row[2],
+            submitted_at=row[3],
+            created_at=row[4],
+            status=row[5],
+            started_at=row[6],
+            ended_at=row[7],
+            gpu_count=row[8],
+            restart_count=row[9],
+            array_job_id=row[10],
+            array_task_id=row[11],
+            hostnames=(),
+        )
+        out.setdefault(job.external_id, []).append(job)
+        by_pk[row[0]] = job
+    if not by_pk:
+        return out
+    attempts = among(JobAttempt.objects.all(), "job_id", list(by_pk)).values_list(
+        "job_id", "key", "state", "started_at", "ended_at", "hostlist"
+    )
+    for job_id, key, state, started, ended, hostlist in attempts:
+        by_pk[job_id].attempts[key] = Attempt(
+            key=key,
+            state=state,
+            status=STATES.get(state, "pending"),
+            started_at=started,
+            ended_at=ended,
+            hostlist=hostlist,
+        )
+    links = (
+        among(Job.nodes.through.objects.all(), "job_id", list(by_pk))
+        .order_by("node__hostname")
+        .values_list("job_id", "node__hostname")
+    )
+    hostnames: dict[int, list[str]] = {}
+    for job_id, hostname in links:
+        hostnames.setdefault(job_id, []).append(hostname)
+    for pk, names in hostnames.items():
+        by_pk[pk].hostnames = tuple(names)
+    return out
+
+
+_INSERTED = (
+    "cluster_id",
+    "external_id",
+    "model_name",
+    "created_at",
+    "updated_at",
+    *UPDATED_FIELDS,
+)
+
+
+def _slurm_insert(cluster: Cluster, jobs: Sequence[JobState], now: dt.datetime) -> int:
+    """Insert new jobs (a job inserted meanwhile by another intake is skipped) and set their
+    ids; returns how many this call inserted."""
+    inserted = insert_ignore(
+        Job._meta.db_table,
+        _INSERTED,
+        [(cluster.pk, j.external_id, "", now, now, *j.values()) for j in jobs],
+    )
+    ids = {
+        (external_id, submitted): pk
+        for pk, external_id, submitted in among(
+            Job.objects.filter(cluster=cluster),
+            "external_id",
+            sorted({j.external_id for j in jobs}),
+        ).values_list("pk", "external_id", "submitted_at")
+    }
+    for job in jobs:
+        job.pk = ids[(job.external_id, job.submitted_at)]
+    return inserted

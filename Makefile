@@ -67,13 +67,15 @@ fuzz: $(VENV)/.installed
 	KUAE_FUZZ_EXAMPLES=$${KUAE_FUZZ_EXAMPLES:-200} $(PY) -m pytest -m fuzz -q
 
 ## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv):
-## requirements.lock for production, requirements-dev.lock (with the dev extra) for make
+## requirements.lock for production, requirements-dev.lock (with the dev extra) for make,
+## agent/requirements.lock for the node agent on GPU nodes (httpx and what it needs, no torch)
+COMPILE := var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
+  --allow-unsafe --no-emit-index-url --no-emit-find-links
 lock:
 	python3 -m venv var/lock-venv && var/lock-venv/bin/pip install --quiet pip-tools==7.6.2
-	var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
-	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
-	var/lock-venv/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras \
-	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements-dev.lock pyproject.toml
+	$(COMPILE) -o requirements.lock pyproject.toml
+	$(COMPILE) --extra dev -o requirements-dev.lock pyproject.toml
+	$(COMPILE) -o agent/requirements.lock agent/pyproject.toml
 
 clean:
 	rm -rf var/ $(VENV)

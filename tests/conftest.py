@@ -21,16 +21,52 @@ from apps.jobs.models import Job
 from apps.jobs.services import job_create
 from tests.support import ExporterServer
 
+try:  # make test's (the dev lock's); a pytest without it runs the suite in one process
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:
+    LoadScopeScheduling = None
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, a module stays on one worker (`--dist loadscope`, as `make test`
-    runs it): module fixtures such as the Slurm lab (fixed ports) must not be set up on two
-    workers at once."""
-    if getattr(config.option, "numprocesses", None) and config.option.dist not in (
-        "loadscope",
-        "loadfile",
-    ):
+    """Under pytest-xdist a module stays on one worker (`--dist loadscope`, as `make test`
+    runs it), so its module fixtures are set up once — the Slurm lab's ports are fixed: two
+    workers must not start it at once. (`loadgroup` would not do: with pytest 9.2 it no
+    longer groups, pytest-xdist issue 1386.)"""
+    if getattr(config.option, "numprocesses", None) and config.option.dist != "loadscope":
         raise pytest.UsageError("run the suite with --dist loadscope (see the Makefile's test)")
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(_SlowFirst(), "kuae-slow-first")
+
+
+if LoadScopeScheduling is not None:
+
+    class _Scheduling(LoadScopeScheduling):
+        """`--dist loadscope`, but each browser test (tests/e2e, no module fixtures) is a
+        unit of its own, so the slow ones (every page as every role) run side by side."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module.startswith("tests/e2e/") else module
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> _Scheduling | None:
+        """The scheduler of `make test`'s `--dist loadscope`."""
+        return _Scheduling(config, log) if config.option.dist == "loadscope" else None
+
+
+# The slowest units, handed out first so that none is left running alone at the end:
+# browser tests and the fault test (make test hands units out in collection order:
+# --no-loadscope-reorder).
+SLOW_FIRST = ("tests/e2e/", "tests/faults/")
+
+
+class _SlowFirst:
+    """In an xdist worker, the SLOW_FIRST tests first, after pytest-django has ordered the
+    rest (in one process pytest-django's order stands: transactional tests last)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -26,9 +26,8 @@ run: $(VENV)/.installed
 	@echo "KUAE Ops on http://127.0.0.1:$(PORT)/ — sign in as demo / demo. Ctrl-C stops everything."
 	@$(DEMO_ENV) exec $(VENV)/bin/honcho start -f Procfile
 
-## test: lint, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set), then the
-## whole suite again on the embedded default (SQLite, filesystem broker) when the first run
-## used PostgreSQL/Redis — so `make test` on a fresh machine and CI run the same tests
+## test: lint, types, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set); after
+## a run on PostgreSQL/Redis, the tests marked `embedded` again on the embedded default
 # The browser tests' accessibility scanner (axe-core, pinned in tests/e2e/package-lock.json),
 # installed with npm where npm is; without it the scan is skipped (and fails under CI).
 AXE := tests/e2e/node_modules/axe-core/axe.min.js
@@ -36,14 +35,34 @@ $(AXE): tests/e2e/package.json tests/e2e/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/e2e --no-audit --no-fund --silent; \
 	else echo "npm not found: the accessibility scan will be skipped"; fi
 
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist), more than a 2-core machine has
+# cores: most of its time is spent waiting — on the live server and Chromium, Celery workers,
+# Alertmanager, Prometheus, Slurm and PostgreSQL started for a test, subprocesses — not
+# computing (2 workers on 2 cores: 420 s of CPU in 680 s). `--dist loadscope` keeps a module on
+# one worker, so its module fixtures are set up once — a simulated history its tests read
+# (tests/conftest.py `module_rows`), the one Slurm lab (its ports are fixed) — but each browser
+# test is a unit of its own; browser and fault tests are handed out first (tests/conftest.py).
+# Each worker has its own database (test_…_gw0, or var/test-PID/gw0/ on SQLite) and var/.
+PYTEST_WORKERS ?= 4
+PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
+#
+# The embedded default (SQLite, filesystem broker) is tested whole wherever `make test` runs
+# without DATABASE_URL — a fresh machine, a developer's. After a run on PostgreSQL/Redis (CI,
+# .ci/run) the second pass is not the whole suite again but the tests marked `embedded`: those
+# that drive what is written differently for SQLite or the filesystem broker (bulk writes,
+# epoch and JSON SQL, partitions' plain-table fallback and retention, NaN and 64-bit bounds,
+# WAL with immediate transactions under concurrent writers, real Celery workers over the
+# filesystem broker, the no-variables start). tests/conftest.py (EMBEDDED) lists the modules
+# and why; on those files they cover every line the whole suite covers on SQLite (but for
+# one of the Prometheus source's, which is not SQLite's: measured with coverage.py per test).
 test: $(VENV)/.installed $(AXE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.typecheck
-	$(PY) -m pytest
+	$(PYTEST)
 	@if [ -n "$$DATABASE_URL$$CELERY_BROKER_URL" ]; then \
-	  echo "--- embedded default (SQLite, filesystem broker) ---"; \
-	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest; \
+	  echo "--- embedded default (SQLite, filesystem broker): the tests marked embedded ---"; \
+	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PYTEST) -m embedded; \
 	fi
 
 lint: $(VENV)/.installed
@@ -67,13 +86,15 @@ fuzz: $(VENV)/.installed
 	KUAE_FUZZ_EXAMPLES=$${KUAE_FUZZ_EXAMPLES:-200} $(PY) -m pytest -m fuzz -q
 
 ## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv):
-## requirements.lock for production, requirements-dev.lock (with the dev extra) for make
+## requirements.lock for production, requirements-dev.lock (with the dev extra) for make,
+## agent/requirements.lock for the node agent on GPU nodes (httpx and what it needs, no torch)
+COMPILE := var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
+  --allow-unsafe --no-emit-index-url --no-emit-find-links
 lock:
 	python3 -m venv var/lock-venv && var/lock-venv/bin/pip install --quiet pip-tools==7.6.2
-	var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
-	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
-	var/lock-venv/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras \
-	  --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements-dev.lock pyproject.toml
+	$(COMPILE) -o requirements.lock pyproject.toml
+	$(COMPILE) --extra dev -o requirements-dev.lock pyproject.toml
+	$(COMPILE) -o agent/requirements.lock agent/pyproject.toml
 
 clean:
 	rm -rf var/ $(VENV)

@@ -15,10 +15,15 @@ os.environ.setdefault("KUAE_SCRAPE_ALLOW", "127.0.0.0/8")
 # runs at once (two checkouts' worth of work on one machine) never share a database. Set
 # in the environment, so the worker and server processes a test starts find the same one.
 # (Only under pytest: other tools that load these settings, like mypy's plugin, use var/.)
+# Under pytest-xdist (make test) each worker inherits the run's folder and takes a folder of
+# its own inside it, named for the worker (gw0, gw1, …): the processes it starts inherit that.
 if "pytest" in sys.modules:
-    os.environ.setdefault(
+    _run_dir = os.environ.setdefault(
         "KUAE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / f"test-{os.getpid()}")
     )
+    _worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if _worker and Path(_run_dir).name != _worker:
+        os.environ["KUAE_VAR_DIR"] = str(Path(_run_dir) / _worker)
 
 from kuaeweb.settings import *  # noqa: E402,F403
 

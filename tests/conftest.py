@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -20,14 +21,113 @@ from apps.jobs.models import Job
 from apps.jobs.services import job_create
 from tests.support import ExporterServer
 
+try:  # make test's (the dev lock's); a pytest without it runs the suite in one process
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:
+    LoadScopeScheduling = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist a module stays on one worker (`--dist loadscope`, as `make test`
+    runs it), so its module fixtures are set up once — the Slurm lab's ports are fixed: two
+    workers must not start it at once. (`loadgroup` would not do: with pytest 9.2 it no
+    longer groups, pytest-xdist issue 1386.)"""
+    if getattr(config.option, "numprocesses", None) and config.option.dist != "loadscope":
+        raise pytest.UsageError("run the suite with --dist loadscope (see the Makefile's test)")
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(_SlowFirst(), "kuae-slow-first")
+
+
+if LoadScopeScheduling is not None:
+
+    class _Scheduling(LoadScopeScheduling):
+        """`--dist loadscope`, but each browser test (tests/e2e, no module fixtures) is a
+        unit of its own, so the slow ones (every page as every role) run side by side."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module.startswith("tests/e2e/") else module
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> _Scheduling | None:
+        """The scheduler of `make test`'s `--dist loadscope`."""
+        return _Scheduling(config, log) if config.option.dist == "loadscope" else None
+
+
+# The slowest units, handed out first so that none is left running alone at the end:
+# browser tests and the fault test (make test hands units out in collection order:
+# --no-loadscope-reorder).
+SLOW_FIRST = ("tests/e2e/", "tests/faults/")
+
+
+class _SlowFirst:
+    """In an xdist worker, the SLOW_FIRST tests first, after pytest-django has ordered the
+    rest (in one process pytest-django's order stands: transactional tests last)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove this run's own var/ folder (its SQLite file and filesystem broker)."""
+    """Remove this run's own var/ folder (its SQLite file and filesystem broker), or an xdist
+    worker's own folder inside it (kuaeweb/settings_test.py)."""
     from django.conf import settings
 
     folder = Path(settings.VAR_DIR)
+    if folder.name == os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder = folder.parent
     if folder.name == f"test-{os.getpid()}":
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# The modules `make test` runs again on the embedded default (SQLite, filesystem broker) after
+# a whole run on PostgreSQL/Redis, besides the tests marked `embedded` one by one (the
+# no-variables start, the simulator, real Celery workers over the filesystem broker): those
+# that drive what is written differently for SQLite. Together they cover every line of the
+# modules holding such code (apps/common bulk, sql, dbfuncs, partitions, partition_tables,
+# retention, errors, filters and the partitions command; fleet's telemetry and nodes
+# services, reports/gpu_fleet, jobs/intake, health/inputs; kuaeweb settings and celery) that
+# the whole suite covers on SQLite, but for the Prometheus source's path, which is not
+# SQLite's (measured with coverage.py per test). A new SQLite branch needs its module here.
+EMBEDDED = {
+    "tests/common/test_bulk.py": "bulk writes: executemany, SQLite's upsert, JSON `among`",
+    "tests/common/test_partitions.py": "plain tables instead of partitions, batched retention",
+    "tests/common/test_bounds.py": "integers past 64 bits, which SQLite refuses to bind",
+    "tests/common/test_sorting.py": "sort fields over SQLite's ordering",
+    "tests/fleet/test_topology.py": "ids of just-inserted nodes (SQLite < 3.35 returns none)",
+    "tests/fleet/test_addresses.py": "node registration's writes",
+    "tests/fleet/test_api.py": "node registration and updates over the API",
+    "tests/fleet/test_telemetry.py": "telemetry intake: GPU reads and merges per backend",
+    "tests/fleet/test_events.py": "event inserts that skip duplicates",
+    "tests/fleet/test_gpu_charts.py": "GPU ranking's byte-order collation, rollup charts",
+    "tests/health/test_detection_quality.py": "check inputs: JSON values and epochs from SQLite",
+    "tests/health/test_blast.py": "check inputs per node",
+    "tests/jobs/test_api.py": "step metrics: epoch SQL, NaN kept as text, retention",
+    "tests/reports/test_plain_words.py": "error pages for values SQLite cannot bind",
+    "tests/incidents/test_slurm.py": "bulk updates from Slurm's accounting",
+    "tests/incidents/test_alertmanager_races.py": "concurrent writers: WAL, IMMEDIATE",
+    "tests/incidents/test_slurm_races.py": "concurrent writers: WAL, IMMEDIATE",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects (and pytest-django orders the rest)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the EMBEDDED modules' tests `embedded`. Within a module, the tests that read
+    `module_rows` take the module's last places: the rows stay until the module ends, and a
+    test that expects an empty database must not meet them."""
+    places: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        module = item.nodeid.split("::")[0]
+        if module in EMBEDDED:
+            item.add_marker(pytest.mark.embedded)
+        places.setdefault(module, []).append(index)
+    for indexes in places.values():
+        tests = [items[i] for i in indexes]
+        tests.sort(key=lambda item: "module_rows" in getattr(item, "fixturenames", ()))
+        for index, item in zip(indexes, tests, strict=True):
+            items[index] = item
 
 
 # Personas: one per role, as healthchecks does with alice, bob and charlie.
@@ -39,6 +139,29 @@ PERSONAS = {
     "ada": "agent",
     "root": "admin",
 }
+
+
+@pytest.fixture(scope="module")
+def module_rows(django_db_setup, django_db_blocker) -> Iterator[Callable[..., object]]:  # noqa: ANN001
+    """`module_rows(write, **options)` writes rows that every test of a module reads, once
+    for the module instead of once a test (a simulated cluster takes seconds to write): they
+    are committed, and each test still runs in its own transaction, rolled back at its end, so
+    no test sees another's writes. When the module ends the database is flushed, as a
+    transactional test leaves it; the module's other tests run before the first that asks
+    for them (`pytest_collection_modifyitems`). Not for a module with transactional tests
+    (their flush would take the rows away halfway)."""
+    wrote = False
+
+    def write(make: Callable[..., object], **options: object) -> object:
+        nonlocal wrote
+        wrote = True
+        with django_db_blocker.unblock():
+            return make(**options)
+
+    yield write
+    if wrote:
+        with django_db_blocker.unblock():
+            call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The two locks: production installs the runtime alone, `make` the runtime plus test tools."""
+"""The locks: production installs the runtime alone, `make` the runtime plus test tools, a GPU
+node the agent's (httpx and what it needs)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,24 @@ def test_runtime_lock_pins_every_dependency_and_no_test_tool() -> None:
     assert "torch" not in runtime and "nvidia-cublas-cu12" not in runtime
     hashed = (ROOT / "requirements.lock").read_text().count("--hash=sha256:")
     assert hashed >= len(runtime)  # every pin carries its hashes
+
+
+def test_agent_lock_pins_httpx_and_its_needs_alone() -> None:
+    agent = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
+    pins, runtime = _pins("agent/requirements.lock"), _pins("requirements.lock")
+    for name, version in _declared(agent["dependencies"]).items():
+        assert pins.get(name) == version, f"agent/requirements.lock: {name}"
+    # httpx's closure, nothing of the server's and no torch (the node image brings its own)
+    assert set(pins) == {
+        "httpx",
+        "httpcore",
+        "anyio",
+        "idna",
+        "certifi",
+        "h11",
+        "typing-extensions",
+    }
+    for name, version in pins.items():  # the same versions as the server's lock
+        assert runtime.get(name) == version, name
+    hashed = (ROOT / "agent" / "requirements.lock").read_text().count("--hash=sha256:")
+    assert hashed >= len(pins)

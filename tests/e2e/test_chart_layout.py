@@ -44,29 +44,30 @@ def overlaps(texts: list[dict]) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("width", [1440, 390])
-def test_reliability_chart_text_never_overprints(chromium, live_server, width: int) -> None:
+def test_reliability_chart_text_never_overprints(chromium, live_server) -> None:
+    # One simulated history (seconds to write) read on both widths.
     simulate(gpus=256, days=40, seed=2, failure_rate=0.03)
     user_create_or_update(username="mia", role="manager", password="pw-mia", check_password=False)
-    context = chromium.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    seen = watch(page, live_server.url)
-    sign_in_anywhere(page, live_server.url)
-    page.goto(live_server.url + "/reliability/")
-    chart = "[data-figure-json=trend-data]"
-    drawn(page, chart)
-    box = page.locator(chart).bounding_box()
-    texts = page.locator(chart).evaluate(TEXTS)
-    assert len(texts) > 10 and not overlaps(texts), overlaps(texts)
-    inside = [
-        t for t in texts if t["x0"] >= box["x"] - 1 and t["x1"] <= box["x"] + box["width"] + 1
-    ]
-    assert inside == texts, [t["text"] for t in texts if t not in inside]
-    names = {t["text"] for t in texts}
-    assert {"MTBF (log)", "MTTR (min)", "cluster MTBF"} <= names, names
-    assert "nodata" in names  # "no data" on two lines: the weeks before the cluster
-    context.close()
-    seen.assert_clean()
+    for width in (1440, 390):
+        context = chromium.new_context(viewport={"width": width, "height": 1000})
+        page = context.new_page()
+        seen = watch(page, live_server.url)
+        sign_in_anywhere(page, live_server.url)
+        page.goto(live_server.url + "/reliability/")
+        chart = "[data-figure-json=trend-data]"
+        drawn(page, chart)
+        box = page.locator(chart).bounding_box()
+        texts = page.locator(chart).evaluate(TEXTS)
+        assert len(texts) > 10 and not overlaps(texts), (width, overlaps(texts))
+        inside = [
+            t for t in texts if t["x0"] >= box["x"] - 1 and t["x1"] <= box["x"] + box["width"] + 1
+        ]
+        assert inside == texts, (width, [t["text"] for t in texts if t not in inside])
+        names = {t["text"] for t in texts}
+        assert {"MTBF (log)", "MTTR (min)", "cluster MTBF"} <= names, (width, names)
+        assert "nodata" in names, width  # "no data" on two lines: the weeks before the cluster
+        context.close()
+        seen.assert_clean()
 
 
 def sign_in_anywhere(page, base_url: str) -> None:  # noqa: ANN001

@@ -12,9 +12,15 @@ from tests.support import simulate
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def simulated(module_rows) -> None:  # noqa: ANN001
+    """The simulated cluster, written once for the module (tests/conftest.py)."""
+    module_rows(simulate, gpus=1024, days=14, seed=2, failure_rate=0.03)
+
+
 @pytest.fixture
-def sim(db):  # noqa: ANN001, ANN201
-    simulate(gpus=1024, days=14, seed=2, failure_rate=0.03)
+def sim(db, simulated) -> None:  # noqa: ANN001
+    """Each test reads it inside its own transaction."""
 
 
 def test_incident_list_sorts_by_cost(client, users, sim, django_assert_max_num_queries):

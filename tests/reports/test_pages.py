@@ -13,9 +13,15 @@ from tests.support import simulate
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def simulated(module_rows) -> None:  # noqa: ANN001
+    """The simulated cluster, written once for the module (tests/conftest.py)."""
+    module_rows(simulate, gpus=512, days=5, seed=3)
+
+
 @pytest.fixture
-def sim(db):  # noqa: ANN001
-    simulate(gpus=512, days=5, seed=3)
+def sim(db, simulated) -> None:  # noqa: ANN001
+    """Each test reads it inside its own transaction."""
 
 
 @pytest.fixture

@@ -46,9 +46,15 @@ def visible(body: str) -> str:
     return " ".join(parser.parts)
 
 
+@pytest.fixture(scope="module")
+def simulated(module_rows) -> None:  # noqa: ANN001
+    """The simulated cluster, written once for the module (tests/conftest.py)."""
+    module_rows(simulate, gpus=512, days=16, seed=4, failure_rate=0.05)
+
+
 @pytest.fixture
-def sim(db):  # noqa: ANN001, ANN201
-    simulate(gpus=512, days=16, seed=4, failure_rate=0.05)
+def sim(db, simulated) -> None:  # noqa: ANN001
+    """Each test reads it inside its own transaction."""
 
 
 def pages() -> list[str]:

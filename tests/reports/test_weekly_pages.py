@@ -19,9 +19,15 @@ pytestmark = pytest.mark.django_db
 CHARTS = ("mfu", "availability", "availability-heatmap", "effective", "checkpoints")
 
 
+@pytest.fixture(scope="module")
+def simulated(module_rows) -> None:  # noqa: ANN001
+    """The simulated cluster, written once for the module (tests/conftest.py)."""
+    module_rows(simulate, gpus=512, days=16, seed=4, failure_rate=0.05)
+
+
 @pytest.fixture
-def sim(db):  # noqa: ANN001
-    simulate(gpus=512, days=16, seed=4, failure_rate=0.05)
+def sim(db, simulated) -> None:  # noqa: ANN001
+    """Each test reads it inside its own transaction."""
 
 
 def this_week() -> str:

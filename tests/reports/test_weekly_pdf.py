@@ -66,9 +66,15 @@ def follows(needles: list[str], haystack: list[str]) -> bool:
     return all(any(n == h for h in it) for n in needles)
 
 
+@pytest.fixture(scope="module")
+def simulated(module_rows) -> None:  # noqa: ANN001
+    """The simulated cluster, written once for the module (tests/conftest.py)."""
+    module_rows(simulate, gpus=256, days=24, seed=3, failure_rate=0.05)
+
+
 @pytest.fixture
-def sim(db):  # noqa: ANN001
-    simulate(gpus=256, days=24, seed=3, failure_rate=0.05)
+def sim(db, simulated) -> None:  # noqa: ANN001
+    """Each test reads it inside its own transaction."""
 
 
 @pytest.mark.django_db

@@ -99,16 +99,16 @@ EMBEDDED = {
     "tests/fleet/test_topology.py": "ids of just-inserted nodes (SQLite < 3.35 returns none)",
     "tests/fleet/test_addresses.py": "node registration's writes",
     "tests/fleet/test_api.py": "node registration and updates over the API",
-    "tests/fleet/test_telemetry.py": "telemetry intake: GPU reads and merges per backend",
-    "tests/fleet/test_events.py": "event inserts that skip duplicates",
-    "tests/fleet/test_gpu_charts.py": "GPU ranking's byte-order collation, rollup charts",
+    "tests/telemetry/test_samples.py": "telemetry intake: GPU reads and merges per backend",
+    "tests/telemetry/test_events.py": "event inserts that skip duplicates",
+    "tests/telemetry/test_gpu_charts.py": "GPU ranking's byte-order collation, rollup charts",
     "tests/health/test_detection_quality.py": "check inputs: JSON values and epochs from SQLite",
     "tests/health/test_blast.py": "check inputs per node",
     "tests/jobs/test_api.py": "step metrics: epoch SQL, NaN kept as text, retention",
     "tests/reports/test_plain_words.py": "error pages for values SQLite cannot bind",
-    "tests/incidents/test_slurm.py": "bulk updates from Slurm's accounting",
+    "tests/scheduler/test_intake.py": "bulk updates from Slurm's accounting",
     "tests/incidents/test_alertmanager_races.py": "concurrent writers: WAL, IMMEDIATE",
-    "tests/incidents/test_slurm_races.py": "concurrent writers: WAL, IMMEDIATE",
+    "tests/scheduler/test_intake_races.py": "concurrent writers: WAL, IMMEDIATE",
 }
 
 

@@ -66,6 +66,9 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
     schedule["repairs-sync"] = {
         "task": "apps.repairs.tasks.repairs_sync",
         "schedule": float(settings.KUAE_REPAIRS_SYNC_S),
+        # A sync a busy or stopped worker did not start in time is dropped, not piled up:
+        # the next one does the same work.
+        "options": {"expires": float(settings.KUAE_REPAIRS_SYNC_S)},
     }
     schedule["repairs-tick"] = {
         "task": "apps.repairs.tasks.repairs_tick",

@@ -11,7 +11,8 @@ accounts imports no app but common. Two things down here still depend on it, and
 - the relations of a user that token authentication reads with it (the scope and its
   cluster), so the scope checks of a token's request cost no query.
 
-Until lent (the fleet not installed), no user is scoped and a token reads only its user.
+Until lent (the fleet not installed), every agent counts as scoped — refused rather than let
+through — and a token reads only its user.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ from typing import Any
 
 IsScoped = Callable[[Any], bool]
 
+
+def _not_lent(user: Any) -> bool:
+    """Before the fleet lends its test, an agent is taken as scoped: refused, never let
+    through (fail closed); people are never scoped."""
+    return getattr(user, "role", None) == "agent"
+
+
 _lent: dict[str, Any] = {
-    "is_scoped": lambda user: False,
+    "is_scoped": _not_lent,
     "user_related": (),
 }
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from apps.health.checks import SCHEDULED_KINDS, kind_label
 from apps.health.models import Thresholds
 from apps.health.thresholds import DEFAULTS, FIELDS, check_value
 
@@ -21,9 +22,14 @@ class ThresholdsForm(forms.Form):
         for f in FIELDS:
             whole = isinstance(f.default, int)
             field_class = forms.IntegerField if whole else forms.FloatField
-            unit = f.metadata["unit"]
+            unit, check = f.metadata["unit"], f.metadata["check"]
+            # A declared check that does not run yet: its thresholds can be set ahead, and
+            # say so.
+            waiting = (
+                "" if check in ("*", *SCHEDULED_KINDS) else f" — {kind_label(check)}, not run yet"
+            )
             self.fields[f.name] = field_class(
-                label=f.metadata["label"] + (f" ({unit})" if unit else ""),
+                label=f.metadata["label"] + (f" ({unit})" if unit else "") + waiting,
                 help_text=f"default {DEFAULTS[f.name]:g}",
             )
 

@@ -159,13 +159,16 @@ def check_value(name: str, value: float) -> str | None:
 
 
 def limits_from(overrides: dict[str, Any]) -> Limits:
-    """The defaults with a cluster's overrides; unknown or out-of-range values are ignored
-    (a row edited by hand must never stop the checks)."""
+    """The defaults with a cluster's overrides; unknown or too-low values are ignored (a row
+    edited by hand must never stop the checks). A value above its upper bound is taken at the
+    bound: a cluster that set, say, a week-long hang limit before the bounds existed keeps
+    the nearest allowed value, not the far stricter default."""
     values: dict[str, Any] = {}
     for f in FIELDS:
         raw = overrides.get(f.name)
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             value = int(raw) if isinstance(f.default, int) else float(raw)
+            value = min(value, type(value)(f.metadata["hi"]))
             if check_value(f.name, value) is None:
                 values[f.name] = value
     return Limits(**values)

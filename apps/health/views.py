@@ -102,8 +102,12 @@ def run_now(request: HttpRequest) -> HttpResponse:
     cluster = _posted_cluster(request)
     if not isinstance(cluster, Cluster):
         return cluster
-    kind = request.POST.get("kind")
-    kinds = [kind] if kind in SCHEDULED_KINDS else list(SCHEDULED_KINDS)
+    kind = request.POST.get("kind") or None
+    if kind is not None and kind not in SCHEDULED_KINDS:
+        return HttpResponseBadRequest(
+            f"kind: {kind!r} does not run on a schedule; one of {', '.join(SCHEDULED_KINDS)}"
+        )
+    kinds = [kind] if kind else list(SCHEDULED_KINDS)
     with transaction.atomic():
         runs = runs_request(cluster=cluster, kinds=kinds, requested_by=request.user.get_username())
     messages.success(request, f"Queued {len(runs)} check run(s): {', '.join(kinds)}.")

@@ -35,8 +35,10 @@ class IngestResultSerializer(serializers.Serializer):
 
 
 class EventBatchSerializer(serializers.Serializer):
-    """`{events: [{node, ts, kind: "xid", code, gpu?, pci_bus?, message?}]}` (documentation
-    only; at most 10,000 events, `gpu` or `pci_bus` or both)."""
+    """`{events: [{node, ts, kind, code?, gpu?, pci_bus?, port?, rank?, value?, message?}]}`
+    (documentation only; at most 10,000 events). An XID (`kind: "xid"`) needs `code` and
+    `gpu` or `pci_bus` or both; a kind a check declares for a port needs `port`
+    (`mlx5_0/1`), for a rank `rank`; `value` is the number reported (1 by default)."""
 
     events = serializers.ListField(child=serializers.DictField(), max_length=10_000)
 
@@ -102,7 +104,8 @@ class PrometheusIngestView(APIView):
 
 
 class EventIngestView(APIView):
-    """`POST ingest/events/`: XIDs from nodes' kernel logs (docs/xid.md), all or nothing."""
+    """`POST ingest/events/`: XIDs from nodes' kernel logs (docs/xid.md), and the events of
+    the kinds the checks declare (docs/checks.md, Writing a check), all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True

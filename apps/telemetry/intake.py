@@ -222,6 +222,10 @@ def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
         elif target == "rank":
             rank = _field(raw, "rank", lambda v: _bounded(v, 2**31 - 1), where, errors)
             subject = f"rank:{rank}"
+        elif target == "node":
+            subject = "node"
+        if kind != "xid" and not subject:  # a GPU's event of a declared kind
+            subject = f"gpu:{gpu}" if gpu is not None else f"pci:{pci_bus}"
         if len(errors) == before:
             number = float(code) if kind == "xid" else (1.0 if value is None else value)
             out.append(

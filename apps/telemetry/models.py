@@ -2,7 +2,7 @@
 node's telemetry per 5 minutes (rollups).
 
 Both were the fleet's until telemetry became an app of its own (docs/architecture.md): the
-migrations fleet.0016 and telemetry.0001 moved Django's record of them here, and their
+migrations fleet.0018 and telemetry.0001 moved Django's record of them here, and their
 tables kept their names (`fleet_telemetryevent`, `fleet_noderollup`, the latter partitioned
 by day on PostgreSQL with partitions named after it), rows and ids with them.
 """

@@ -73,7 +73,14 @@ def test_the_scopes_keep_their_rows_and_ids_across_the_move_and_back(before_the_
     written = scopes(OldScope)
     assert [row[0] for row in written] == [written[0][0], written[0][0] + 2]
 
+    ContentType = old.get_model("contenttypes", "ContentType")
+    (kind,) = ContentType.objects.filter(model="agentscope").values_list("pk", "app_label")
+    assert kind[1] == "accounts"  # its permissions and admin log entries point at this row
+
     new = migrate(AFTER)
+    assert list(ContentType.objects.filter(model="agentscope").values_list("pk", "app_label")) == [
+        (kind[0], "fleet")
+    ]
     assert "fleet_agentscope" in tables() and "accounts_agentscope" not in tables()
     assert scopes(new.get_model("fleet", "AgentScope")) == written
     # Today's model reads them, and a new scope's id comes after the old ones.

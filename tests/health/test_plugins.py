@@ -14,7 +14,7 @@ from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, T
 from apps.health.checks.fabric import NOT_MONITORED
 from apps.health.models import CheckRun, CheckSchedule
 from apps.health.services import PULLED_METRICS, schedules_ensure
-from apps.health.thresholds import FIELDS
+from apps.health.thresholds import FIELDS, limits_from
 from apps.incidents.choices import Category
 from apps.telemetry import monitored
 from apps.telemetry.models import TelemetryEvent
@@ -110,3 +110,31 @@ def test_a_ports_event_is_stored_once_and_named_when_wrong(api, cluster, nodes):
         response = api("ada").post(url, {"events": [wrong]}, format="json")
         assert response.status_code == 400 and field in response.json(), (wrong, response.json())
     assert TelemetryEvent.objects.count() == 1
+
+
+def test_a_stored_value_above_its_new_bound_is_taken_at_the_bound():
+    limits = limits_from({"hang_min_s": 10**7, "temp_c": 500.0, "heartbeat_s": 0})
+    assert limits.hang_min_s == 86_400 and limits.temp_c == 150.0
+    assert limits.heartbeat_s == 180  # too low: ignored, the default stands
+
+
+def test_run_now_refuses_a_kind_that_is_not_scheduled(client, users, cluster):
+    client.force_login(users["otto"])
+    response = client.post("/health/run/", {"cluster": "c1", "kind": "fabric"})
+    assert response.status_code == 400 and b"kind" in response.content
+    assert not CheckRun.objects.exists()
+
+
+def test_a_gpus_event_of_a_declared_kind_is_stored_once(api, cluster, nodes, monkeypatch):
+    kind = monitored.EventKind("gpu_reset_test", "GPU reset", "gpu")
+    monkeypatch.setitem(monitored._event_kinds, kind.slug, kind)
+    url, now = "/api/v1/ingest/events/", timezone.now().replace(microsecond=0)
+    body = {
+        "events": [
+            {"node": nodes[0].hostname, "ts": now.isoformat(), "kind": "gpu_reset_test", "gpu": 0}
+        ]
+    }
+    for _ in range(2):
+        assert api("ada").post(url, body, format="json").status_code == 202
+    (stored,) = TelemetryEvent.objects.filter(kind="gpu_reset_test")
+    assert stored.subject == "gpu:0" and stored.gpu == 0

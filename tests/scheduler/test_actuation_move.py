@@ -115,8 +115,15 @@ def test_the_outbox_keeps_its_rows_and_ids_across_the_move_and_back(before_the_m
     written = rows(OldActuation)
     assert len(written) == 3 and written[1][0] == written[0][0] + 2
 
+    ContentType = old.get_model("contenttypes", "ContentType")
+    (kind,) = ContentType.objects.filter(model="actuation").values_list("pk", "app_label")
+    assert kind[1] == "fleet"  # its permissions and admin log entries point at this row
+
     new = migrate(AFTER)
     assert "scheduler_actuation" in tables() and "fleet_actuation" not in tables()
+    assert list(ContentType.objects.filter(model="actuation").values_list("pk", "app_label")) == [
+        (kind[0], "scheduler")
+    ]
     assert rows(new.get_model("scheduler", "Actuation")) == written
     # Today's model and the API's read them, and a new request's id comes after the old ones.
     assert [a.pk for a in actuation_list()] == [written[2][0], written[1][0], written[0][0]]

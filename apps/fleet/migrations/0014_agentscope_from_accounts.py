@@ -7,11 +7,14 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from apps.common.model_moves import content_types_move
+
 
 class Migration(migrations.Migration):
     dependencies = [
         ("fleet", "0013_rollup_partitions"),
         ("accounts", "0004_agentscope_to_fleet"),
+        ("contenttypes", "0002_remove_content_type_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -71,4 +74,6 @@ class Migration(migrations.Migration):
         ),
         # Now the fleet's own table name (what the model, without db_table, expects).
         migrations.AlterModelTable(name="agentscope", table=None),
+        # Its content type (and so its permissions) goes with it.
+        content_types_move(("agentscope",), "accounts", "fleet"),
     ]

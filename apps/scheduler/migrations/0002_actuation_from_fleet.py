@@ -6,11 +6,14 @@ the table gets its old name and fleet.0016, undone, gives the model back to the 
 import django.db.models.deletion
 from django.db import migrations, models
 
+from apps.common.model_moves import content_types_move
+
 
 class Migration(migrations.Migration):
     dependencies = [
         ("scheduler", "0001_initial"),
         ("fleet", "0016_actuation_to_scheduler"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [
@@ -90,4 +93,6 @@ class Migration(migrations.Migration):
         ),
         # Now the scheduler's own table name (what the model, without db_table, expects).
         migrations.AlterModelTable(name="actuation", table=None),
+        # Its content type (and so its permissions) goes with it.
+        content_types_move(("actuation",), "fleet", "scheduler"),
     ]

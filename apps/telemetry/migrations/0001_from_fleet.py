@@ -1,4 +1,4 @@
-"""TelemetryEvent and NodeRollup, moved here from the fleet (fleet.0016): Django's record of
+"""TelemetryEvent and NodeRollup, moved here from the fleet (fleet.0018): Django's record of
 each model is created on the table the fleet made, under the name it has — the tables are
 not renamed. `fleet_noderollup` is partitioned by day on PostgreSQL (fleet.0013) and its
 partitions are named after it (`fleet_noderollup_pYYYYMMDD`, apps/common/partitions.py), so
@@ -6,7 +6,7 @@ keeping the name keeps them, and the rows, ids and id counters stay where they a
 
 Their content types (and with them the permissions and admin log entries naming them) move
 with them, so those rows and ids are kept too. Reversible: backwards, the content types go
-back to the fleet and fleet.0016, undone, gives the models back to it."""
+back to the fleet and fleet.0018, undone, gives the models back to it."""
 
 import django.db.models.deletion
 import django.db.models.functions.datetime

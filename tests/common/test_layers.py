@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 APPS = Path(__file__).resolve().parents[2] / "apps"
+# Django's own apps, which sit below every app of the project (any may name their models).
+DJANGO_APPS = frozenset({"admin", "auth", "contenttypes", "sessions", "messages"})
 
 # Bottom first; each app may import the apps listed with it, all of them earlier in the list.
 _BASE = {"common", "accounts"}
@@ -111,7 +113,8 @@ def _references(
                 if name == "import_module" and first:
                     yield child.lineno, first, how
                 elif name == "get_model" and first and not migration:
-                    yield child.lineno, f"apps.{first.split('.')[0]}", "model by name"
+                    if first.split(".")[0] not in DJANGO_APPS:
+                        yield child.lineno, f"apps.{first.split('.')[0]}", "model by name"
                 elif name in RELATIONS and not migration:
                     target = first or next(
                         (_string(k.value) for k in child.keywords if k.arg == "to"), None

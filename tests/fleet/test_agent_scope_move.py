@@ -10,27 +10,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from apps.fleet.models import AgentScope, describe_scope
+from tests.migrations_support import migrate, moved_back, tables
 
 pytestmark = pytest.mark.django_db(transaction=True)  # migrations run their own transactions
 
 BEFORE = [("accounts", "0003_agent_scope"), ("fleet", "0013_rollup_partitions")]
 AFTER = [("accounts", "0004_agentscope_to_fleet"), ("fleet", "0014_agentscope_from_accounts")]
-
-
-def migrate(targets: list[tuple[str, str]]) -> Any:
-    """Migrate the test database to `targets`; the models of that state."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
-
-
-def tables() -> set[str]:
-    with connection.cursor() as cursor:
-        return set(connection.introspection.table_names(cursor))
 
 
 def scopes(model: Any) -> list[tuple[int, int, int, str, list[str]]]:
@@ -46,11 +33,7 @@ def scopes(model: Any) -> list[tuple[int, int, int, str, list[str]]]:
 def before_the_move() -> Iterator[Any]:
     """The database as it was before the move (its models); afterwards, every app's latest
     migration again, whatever the test did."""
-    try:
-        yield migrate(BEFORE)
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from moved_back(BEFORE)
 
 
 def test_the_scopes_keep_their_rows_and_ids_across_the_move_and_back(before_the_move: Any):

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from apps.scheduler.models import Actuation
 from apps.scheduler.selectors import actuation_list
+from tests.migrations_support import migrate, moved_back, tables
 
 pytestmark = pytest.mark.django_db(transaction=True)  # migrations run their own transactions
 
@@ -37,18 +37,6 @@ COLUMNS = (
 )
 
 
-def migrate(targets: list[tuple[str, str]]) -> Any:
-    """Migrate the test database to `targets`; the models of that state."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
-
-
-def tables() -> set[str]:
-    with connection.cursor() as cursor:
-        return set(connection.introspection.table_names(cursor))
-
-
 def rows(model: Any) -> list[tuple[Any, ...]]:
     """Every actuation, every column, by id."""
     return list(model.objects.order_by("id").values_list(*COLUMNS))
@@ -58,11 +46,7 @@ def rows(model: Any) -> list[tuple[Any, ...]]:
 def before_the_move() -> Iterator[Any]:
     """The database as it was before the move (its models); afterwards, every app's latest
     migration again, whatever the test did."""
-    try:
-        yield migrate(BEFORE)
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from moved_back(BEFORE)
 
 
 def test_the_outbox_keeps_its_rows_and_ids_across_the_move_and_back(before_the_move: Any):

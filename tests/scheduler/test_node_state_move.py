@@ -12,23 +12,16 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.scheduler.models import SchedulerNode
+from tests.migrations_support import migrate, moved_back
 
 pytestmark = pytest.mark.django_db(transaction=True)  # migrations run their own transactions
 
 BEFORE = [("fleet", "0016_actuation_to_scheduler"), ("scheduler", "0002_actuation_from_fleet")]
 AFTER = [("fleet", "0017_node_sched_to_scheduler"), ("scheduler", "0003_node_state_from_fleet")]
-
-
-def migrate(targets: list[tuple[str, str]]) -> Any:
-    """Migrate the test database to `targets`; the models of that state."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
 
 
 def node_columns() -> set[str]:
@@ -42,11 +35,7 @@ def node_columns() -> set[str]:
 def before_the_move() -> Iterator[Any]:
     """The database as it was before the move (its models); afterwards, every app's latest
     migration again, whatever the test did."""
-    try:
-        yield migrate(BEFORE)
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from moved_back(BEFORE)
 
 
 def test_each_nodes_slurm_state_keeps_its_values_across_the_move_and_back(

@@ -16,11 +16,11 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from apps.common.partitions import default_name, partition_name, partitions_ensure
 from apps.telemetry.models import NodeRollup, TelemetryEvent
+from tests.migrations_support import migrate, moved_back, tables
 
 pytestmark = pytest.mark.django_db(transaction=True)  # migrations run their own transactions
 
@@ -30,21 +30,6 @@ AFTER = [("fleet", "0018_telemetry_to_own_app"), ("telemetry", "0001_from_fleet"
 TABLES = {"fleet_telemetryevent", "fleet_noderollup"}
 EVENT_COLUMNS = ("id", "node_id", "gpu", "at", "kind", "subject", "value", "previous", "code")
 EVENT_COLUMNS += ("pci_bus", "message", "source")
-
-
-def migrate(targets: list[tuple[str, str | None]]) -> Any:
-    """Migrate the test database to `targets`; the models of that state (of the apps that
-    have migrations there)."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    ContentType.objects.clear_cache()  # the migrations changed rows it may hold
-    state = [target for target in targets if target[1] is not None]
-    return MigrationExecutor(connection).loader.project_state(state).apps
-
-
-def tables() -> set[str]:
-    with connection.cursor() as cursor:
-        return set(connection.introspection.table_names(cursor))
 
 
 def events(model: Any) -> list[tuple]:
@@ -75,12 +60,7 @@ def content_type(app_label: str, model: str) -> int | None:
 def before_the_move() -> Iterator[Any]:
     """The database as it was before the move (its models); afterwards, every app's latest
     migration again, whatever the test did."""
-    try:
-        yield migrate(BEFORE)
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
-        ContentType.objects.clear_cache()
+    yield from moved_back(BEFORE)
 
 
 def test_events_and_rollups_keep_their_rows_ids_and_partitions_across_the_move_and_back(

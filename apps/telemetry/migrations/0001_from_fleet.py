@@ -12,30 +12,9 @@ import django.db.models.deletion
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
+from apps.common.model_moves import content_types_move
+
 MODELS = ("telemetryevent", "noderollup")
-
-
-def _move_content_types(apps, source: str, target: str) -> None:
-    """The content types of MODELS from app label `source` to `target` (a database made
-    before contenttypes had them has none: nothing to do)."""
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    taken = set(
-        ContentType.objects.filter(app_label=target, model__in=MODELS).values_list(
-            "model", flat=True
-        )
-    )
-    ContentType.objects.filter(app_label=source, model__in=set(MODELS) - taken).update(
-        app_label=target
-    )
-    ContentType.objects.clear_cache()
-
-
-def content_types_to_telemetry(apps, schema_editor) -> None:
-    _move_content_types(apps, "fleet", "telemetry")
-
-
-def content_types_to_fleet(apps, schema_editor) -> None:
-    _move_content_types(apps, "telemetry", "fleet")
 
 
 class Migration(migrations.Migration):
@@ -214,5 +193,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],  # the tables exist: the fleet's, under their names
         ),
-        migrations.RunPython(content_types_to_telemetry, content_types_to_fleet),
+        content_types_move(MODELS, "fleet", "telemetry"),
     ]

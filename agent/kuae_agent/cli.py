@@ -7,6 +7,7 @@
     kuae-agent flush --server URL (deliver what is spooled; a Reporter's spool too)
     kuae-agent prolog … (Slurm's Prolog=: may a job start on this node? `prolog --help`)
     kuae-agent launch … -- CMD (run CMD as a KUAE job, preflight first; `launch --help`)
+    kuae-agent stacks --job ID (post the stacks of a job's ranks here, by py-spy; `stacks --help`)
 
 --kmsg follows the kernel log for XIDs (`journalctl -k`, or /dev/kmsg where there is no
 journal) and sends every `NVRM: Xid` line once, keeping its position in --kmsg-cursor;
@@ -149,7 +150,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kuae-agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("command", choices=("run", "once", "probe", "flush", "prolog", "launch"))
+    p.add_argument(
+        "command", choices=("run", "once", "probe", "flush", "prolog", "launch", "stacks")
+    )
     p.add_argument(
         "--server",
         default=config.server(),
@@ -196,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         from kuae_agent import launch
 
         return launch.main(argv[1:])
+    if argv[:1] == ["stacks"]:
+        from kuae_agent import stacks
+
+        return stacks.main(argv[1:])
     args = parser().parse_args(argv)
     if not args.server:
         print("kuae-agent: no server (set KUAE_SERVER or --server)", file=sys.stderr)

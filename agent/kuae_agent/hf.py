@@ -11,6 +11,12 @@ or `tokens_per_step`, else 0; loss and grad norm from the Trainer's logs, on the
 logs. A checkpoint is reported when the Trainer has saved it: `saved_at` when the save
 began (the end of that step's logging and evaluation), `blocking_s` the time since, and the
 size of the checkpoint folder.
+
+The Trainer calls its callbacks on every process, so every rank makes its Reporter, told
+its rank, local rank and world size by the Trainer (`args.process_index`,
+`local_process_index`, `world_size`: right even where RANK is not in the environment):
+rank 0 sends the job-wide samples, the first rank of each node the node's, and every rank
+registers and runs its watchdog (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -32,6 +38,19 @@ def folder_size(path: Path) -> int | None:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def ranks(args: Any) -> dict[str, Any]:
+    """The process's rank, local rank and world size as the TrainingArguments know them
+    (empty where they cannot tell: the Reporter reads the environment)."""
+    try:
+        return {
+            "rank": int(args.process_index),
+            "local_rank": int(args.local_process_index),
+            "world_size": int(args.world_size),
+        }
+    except Exception:
+        return {}
+
+
 class KuaeCallback(TrainerCallback):
     """Reports steps and checkpoints through `reporter` (default: a Reporter configured
     from the environment, made when training begins and closed when it ends)."""
@@ -48,9 +67,9 @@ class KuaeCallback(TrainerCallback):
         self._mark = time.perf_counter()
         self._mark_wall = time.time()
 
-    def _rep(self) -> Reporter:
+    def _rep(self, args: Any = None) -> Reporter:
         if self.reporter is None:
-            self.reporter = Reporter()
+            self.reporter = Reporter(**ranks(args))
         return self.reporter
 
     def _emit(self) -> None:
@@ -62,8 +81,8 @@ class KuaeCallback(TrainerCallback):
         self._mark, self._mark_wall = time.perf_counter(), time.time()
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """Start the clock (and the Reporter)."""
-        self._rep()
+        """Start the clock (and the Reporter: on every rank)."""
+        self._rep(args)
         self._last = time.perf_counter()
         self._tokens_seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
 

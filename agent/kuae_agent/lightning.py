@@ -11,6 +11,12 @@ tokens per second from `tokens_per_step`, else the batch's `input_ids` (a dict b
 the training thread). A checkpoint: `saved_at` when Lightning began saving it,
 `blocking_s` until training resumed (the next batch, or the end), and the size of the file
 its ModelCheckpoint wrote.
+
+Lightning calls its callbacks on every process, so every rank makes its Reporter, told its
+rank, local rank and world size by the Trainer (`global_rank`, `local_rank`, `world_size`:
+Lightning's own launcher puts no RANK in the environment): rank 0 sends the job-wide
+samples, the first rank of each node the node's, and every rank registers and runs its
+watchdog (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -54,6 +60,19 @@ def _written_size(trainer: Any, since: float) -> int | None:
     return newest[1] if newest else None
 
 
+def ranks(trainer: Any) -> dict[str, Any]:
+    """The process's rank, local rank and world size as the Trainer knows them (empty where
+    it cannot tell: the Reporter reads the environment)."""
+    try:
+        return {
+            "rank": int(trainer.global_rank),
+            "local_rank": int(trainer.local_rank),
+            "world_size": int(trainer.world_size),
+        }
+    except Exception:
+        return {}
+
+
 class KuaeCallback(Callback):
     """Reports steps and checkpoints through `reporter` (default: a Reporter configured
     from the environment, made when training starts and closed when it ends)."""
@@ -69,9 +88,9 @@ class KuaeCallback(Callback):
         self._step = -1
         self._saving: tuple[int, float, float] | None = None  # step, wall, perf at save start
 
-    def _rep(self) -> Reporter:
+    def _rep(self, trainer: Any = None) -> Reporter:
         if self.reporter is None:
-            self.reporter = Reporter()
+            self.reporter = Reporter(**ranks(trainer))
         return self.reporter
 
     def _saved(self, trainer: Any) -> None:
@@ -89,8 +108,8 @@ class KuaeCallback(Callback):
         self._last = time.perf_counter()  # the save is not the next step's time
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        """Start the clock (and the Reporter)."""
-        self._rep()
+        """Start the clock (and the Reporter: on every rank)."""
+        self._rep(trainer)
         self._last = time.perf_counter()
         self._step = int(trainer.global_step)
 

@@ -25,7 +25,15 @@ checkpoint by (job, saved_at): a batch retried after a lost answer is stored onc
 Who sends what: rank 0 (`RANK`, else `SLURM_PROCID`; 0 when neither is set) sends job-wide
 samples and checkpoints; the first local rank of every node (`LOCAL_RANK`, else
 `SLURM_LOCALID`; 0 when neither is set) sends that node's sample (`node`, `compute_s`);
-other ranks send nothing (their `step()` returns at once). Explicit arguments override it all.
+other ranks send no samples and start no sender thread. Explicit arguments override it all.
+
+Every rank, whatever it sends, runs a watchdog (watchdog.py): it registers the rank once
+(`POST jobs/{id}/ranks/`, world size from `WORLD_SIZE`, else `SLURM_NTASKS`, else 1) and,
+after the first `step()`, posts a stall report with the training thread's stack when no
+step has come for the stall window (max(60 s, 5 × the median step time)), again every
+5 minutes while it lasts, and a `resumed` one when steps come again. On those ranks
+`step()` only tells the watchdog (a clock read and a deque append). `watchdog=False` turns
+it off.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,15 +55,16 @@ from typing import Any
 from kuae_agent import config
 from kuae_agent.backoff import Backoff
 from kuae_agent.client import Client, Outcome
+from kuae_agent.job import JobRef
 from kuae_agent.samples import Raw, step_samples
 from kuae_agent.spool import Spool
+from kuae_agent.watchdog import POLL_S, REREPORT_S, STALL_MIN_S, Watchdog, WatchdogStats
 
 log = logging.getLogger("kuae_agent.report")
 
 JOB = "{job}"  # a spooled path's placeholder until the job's id is known
 METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
 CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
-LOOKUP_PATH = "/api/v1/jobs/"
 MIB = 1024 * 1024
 
 
@@ -84,6 +93,7 @@ class Stats:
     job_id: int | None = None
     last_error: str = ""
     retries: int = 0
+    watchdog: WatchdogStats | None = None  # the rank's watchdog, when it runs one
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,8 +104,11 @@ class Reporter:
     file KUAE_TOKEN_FILE names), `job_id` (KUAE_JOB_ID; else the job whose `external_id` is
     `slurm_job_id` (SLURM_JOB_ID) in `cluster` (KUAE_CLUSTER), looked up by the sender),
     `node` (KUAE_NODE or the host name), `rank` (RANK, SLURM_PROCID), `local_rank`
-    (LOCAL_RANK, SLURM_LOCALID); `job_wide` and `per_node` override what the ranks decide.
-    Without a server, a token or a job it reports nothing and says so once in the log.
+    (LOCAL_RANK, SLURM_LOCALID), `world_size` (WORLD_SIZE, SLURM_NTASKS, else 1);
+    `job_wide` and `per_node` override what the ranks decide. `watchdog` (default on, every
+    rank) registers the rank and reports its stalls; `stall_min_s`, `stall_rereport_s` and
+    `stall_poll_s` are its intervals. Without a server, a token or a job it reports nothing
+    and says so once in the log.
     """
 
     def __init__(
@@ -109,6 +122,7 @@ class Reporter:
         node: str | None = None,
         rank: int | None = None,
         local_rank: int | None = None,
+        world_size: int | None = None,
         job_wide: bool | None = None,
         per_node: bool | None = None,
         spool_dir: Path | str | None = None,
@@ -122,6 +136,10 @@ class Reporter:
         close_timeout_s: float = 10.0,
         env: Mapping[str, str] | None = None,
         at_exit: bool = True,
+        watchdog: bool = True,
+        stall_min_s: float = STALL_MIN_S,
+        stall_rereport_s: float = REREPORT_S,
+        stall_poll_s: float = POLL_S,
     ) -> None:
         env = os.environ if env is None else env
         self._on = False
@@ -132,6 +150,8 @@ class Reporter:
         self._ckpts: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
         self._stats = Stats()
         self._thread: threading.Thread | None = None
+        self._watchdog: Watchdog | None = None
+        self._beat: Callable[[Any], None] | None = None  # the watchdog's, called by step()
         self._closed = False
         self._pending: collections.deque[_Batch] = collections.deque()  # in memory, oldest first
         self._pending_bytes = 0
@@ -145,6 +165,7 @@ class Reporter:
         self.spool_bytes = spool_bytes
         self.backoff_max_s = backoff_max_s
         self.close_timeout_s = close_timeout_s
+        self._timeout_s = timeout_s
         try:
             self.server = (server or config.server(env)).rstrip("/")
             self.token = token or config.token(env)
@@ -153,14 +174,21 @@ class Reporter:
             log.warning("kuae Reporter: cannot read the token (%s): reporting nothing", exc)
         self.node = node or config.node(env)
         env_job = config.integer(env, "KUAE_JOB_ID")
-        self.job_id: int | None = job_id if job_id is not None else env_job
         self.cluster = cluster or env.get("KUAE_CLUSTER", "")
         self.slurm_job_id = slurm_job_id or env.get("SLURM_JOB_ID", "")
+        # Shared with the watchdog: whichever thread asks first looks the job up.
+        given = job_id if job_id is not None else env_job
+        self._job = JobRef(given, self.slurm_job_id, self.cluster)
         self.rank = rank if rank is not None else config.integer(env, "RANK", "SLURM_PROCID") or 0
         self.local_rank = (
             local_rank
             if local_rank is not None
             else config.integer(env, "LOCAL_RANK", "SLURM_LOCALID") or 0
+        )
+        self.world_size = (
+            world_size
+            if world_size is not None
+            else config.integer(env, "WORLD_SIZE", "SLURM_NTASKS") or 1
         )
         self.job_wide = self.rank == 0 if job_wide is None else job_wide
         self.per_node = self.local_rank == 0 if per_node is None else per_node
@@ -171,25 +199,43 @@ class Reporter:
             / f"{key}-{self.node}-r{self.rank}-{os.getpid()}"
         )
         self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool
-        if not (self.job_wide or self.per_node):
+        sends = self.job_wide or self.per_node
+        if not (sends or watchdog):
             return  # this rank sends nothing
         missing = [
             name
             for name, ok in (
                 ("KUAE_SERVER", self.server),
                 ("KUAE_TOKEN", self.token),
-                (
-                    "KUAE_JOB_ID (or SLURM_JOB_ID and KUAE_CLUSTER)",
-                    self.job_id is not None or (self.slurm_job_id and self.cluster),
-                ),
+                ("KUAE_JOB_ID (or SLURM_JOB_ID and KUAE_CLUSTER)", self._job.resolvable),
             )
             if not ok
         ]
         if missing:
             log.warning("kuae Reporter: %s not set: reporting nothing", ", ".join(missing))
             return
+        if watchdog:
+            self._watchdog = Watchdog(
+                server=self.server,
+                token=self.token,
+                job=self._job,
+                node=self.node,
+                rank=self.rank,
+                world_size=self.world_size,
+                local_rank=self.local_rank,
+                stall_min_s=stall_min_s,
+                rereport_s=stall_rereport_s,
+                poll_s=stall_poll_s,
+                timeout_s=timeout_s,
+                backoff_max_s=backoff_max_s,
+            )
+            self._watchdog.start()
+            self._beat = self._watchdog.beat
+        if not sends:  # the watchdog alone: no sender thread
+            if at_exit:
+                atexit.register(self.close)
+            return
         self._client = Client(self.server, self.token, timeout_s=timeout_s)
-        self._timeout_s = timeout_s
         # The first wait is 1 s (0.5–1 s jittered), doubling up to `backoff_max_s`.
         self._backoff = Backoff(base_s=1.0, max_s=backoff_max_s)
         self._last_cut = time.monotonic()
@@ -207,6 +253,15 @@ class Reporter:
         if at_exit:
             atexit.register(self.close)
 
+    @property
+    def job_id(self) -> int | None:
+        """The job's id: given, from KUAE_JOB_ID, or found by its Slurm id (None until)."""
+        return self._job.id
+
+    @job_id.setter
+    def job_id(self, value: int | None) -> None:
+        self._job.id = value
+
     # --- the training thread -----------------------------------------------------------
 
     def step(
@@ -220,6 +275,9 @@ class Reporter:
     ) -> None:
         """Record one training step (never blocks, never raises). `step_time_s` defaults to
         the time since the previous call; values may be tensors (read on the sender thread)."""
+        beat = self._beat
+        if beat is not None:
+            beat(step)  # the watchdog's: never raises
         if not self._on:
             return
         try:
@@ -295,6 +353,14 @@ class Reporter:
             return
         self._closed = True
         atexit.unregister(self.close)
+        try:
+            self._close_sender(timeout_s)
+        finally:
+            if self._watchdog is not None:
+                wait = self.close_timeout_s if timeout_s is None else timeout_s
+                self._watchdog.close(min(wait, self._timeout_s + 1.0))
+
+    def _close_sender(self, timeout_s: float | None) -> None:
         if self._thread is None:
             return
         try:
@@ -330,9 +396,11 @@ class Reporter:
 
     def stats(self) -> Stats:
         """A snapshot of what has been sent, dropped and is still held."""
-        s = Stats(**{k: v for k, v in vars(self._stats).items() if k != "extra"})
+        s = Stats(**{k: v for k, v in vars(self._stats).items() if k not in ("extra", "watchdog")})
         s.dropped = self.dropped
         s.job_id = self.job_id
+        if self._watchdog is not None:
+            s.watchdog = self._watchdog.stats()
         if self._thread is not None:
             with self._lock:
                 held = sum(b.samples for b in self._pending) + sum(b.samples for b in self._spooled)
@@ -471,18 +539,12 @@ class Reporter:
                     self._spooled.append(_Batch(item.path, None, samples, item.file, size))
 
     def _lookup(self) -> bool:
-        """Find the job by its Slurm id; False (and backoff) until the server knows it."""
-        outcome, answer = self._client.request_json(
-            "GET",
-            LOOKUP_PATH,
-            params={"external_id": self.slurm_job_id, "cluster": self.cluster},
-        )
-        results = answer.get("results") if isinstance(answer, dict) else None
-        if outcome is Outcome.STORED and results:
-            self.job_id = int(results[0]["id"])
-            log.info("kuae Reporter: Slurm job %s is job %d", self.slurm_job_id, self.job_id)
+        """Find the job by its Slurm id (JobRef, shared with the watchdog, which may have found
+        it already); False (and backoff) until the server knows it."""
+        job_id, reason = self._job.resolve(self._client)
+        if job_id is not None:
+            log.info("kuae Reporter: Slurm job %s is job %d", self.slurm_job_id, job_id)
             return True
-        reason = answer if isinstance(answer, str) else "no such job (yet)"
         if not self._lookup_logged:
             self._lookup_logged = True
             log.warning(

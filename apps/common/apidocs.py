@@ -48,7 +48,8 @@ credentials → **401**; a role that may not call the endpoint → **403**.
 - `engineer` — reliability engineers: what an operator may, and file and edit incidents,
   write postmortems and review someone else's.
 - `agent` — machines (node agents, launchers, Alertmanager, Slurm hooks): the ingest
-  endpoints, `POST jobs/`, `PATCH jobs/{{id}}/` and `POST jobs/{{id}}/preflight/`; no reads —
+  endpoints, `POST jobs/`, `PATCH jobs/{{id}}/`, `POST jobs/{{id}}/ranks/` and
+  `POST jobs/{{id}}/preflight/`; no reads —
   a write answers its status and counts (`{{id}}` for a job), never the object. An agent
   token may be scoped (`create_user NAME --role agent --cluster NAME [--nodes HOSTLIST]`):
   a node's token writes only for its nodes and the jobs that run on them, a cluster's only
@@ -76,7 +77,8 @@ transient failure (the database restarting) is a **503** with `Retry-After`; cli
 item rejects the whole batch and nothing is stored. A 2xx means the data is stored in the
 database, not merely queued. Posting the same batch twice stores each item once: a
 telemetry sample is identified by (node, GPU, `ts`), a job metric by (job, node or none,
-`ts`), a checkpoint by (job, `saved_at`).
+`ts`), a checkpoint by (job, `saved_at`), a stall report by (job, rank, `ts`: one not newer
+than its rank's newest is accepted and ignored).
 
 **Size.** Request bodies over the site's limit (`KUAE_MAX_BODY_BYTES`, 10 MiB by default),
 gzip-compressed or not, are refused with **413**.

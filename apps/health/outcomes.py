@@ -224,6 +224,7 @@ def _incidents(
     by_node = {(i.category, n.hostname): i for i in active for n in i.nodes.all()}
     by_print = {(i.category, i.fingerprint): i for i in active if i.fingerprint}
     hosts = {f.node for fs in groups.values() for f in fs if f.node}
+    hosts |= {h for fs in groups.values() for f in fs for h in f.culprits}
     hosts |= blast.grouped_nodes(failing) | {f.node for fs in folded.values() for f in fs if f.node}
     node_objs = {
         n.hostname: n
@@ -310,28 +311,45 @@ def _open(
     node_objs: dict[str, Node],
     now: dt.datetime,
 ) -> None:
-    hosts = sorted({f.node for f in items if f.node})
+    culprits = sorted({h for f in items for h in f.culprits if h in node_objs})
+    hosts = sorted({f.node for f in items if f.node} | set(culprits))
     first = min(f.occurred_at or now for f in items)
     worst = min(f.severity for f in items)
     job = jobs.get(ident) if scope == "job" and isinstance(ident, int) else None
     where = job.name if job else str(ident)
     if hosts and scope == "job":
         where += f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
-    incident_open(
+    said = _localized(items)
+    incident = incident_open(
         cluster=run.cluster,
         title=f"{kind_label(run.kind)}: {where}",
         category=category,
         severity=worst,
         detected_at=now,
         occurred_at=min(first, now),
+        localized_at=now if culprits else None,
         job=job,
         nodes=[node_objs[h] for h in hosts if h in node_objs],
         interrupts_job=job is not None and any(f.interrupts_job for f in items),
         description="\n".join(f.message for f in items[:20]),
         source=Source.HEALTH,
         fingerprint=f"health:{ident}" if scope == "cluster" else "",
+        details={"verdict": said} if said else None,
         actor=f"check:{run.kind}",
     )
+    if said:
+        incident_note(
+            incident=incident,
+            kind=TimelineEntry.Kind.UPDATED,
+            actor=f"check:{run.kind}",
+            at=now,
+            text=said,
+        )
+
+
+def _localized(items: Sequence[d.Finding]) -> str:
+    """The sentence the findings give for where a job's fault is (a hang's verdict)."""
+    return next((f.localized for f in items if f.localized), "")
 
 
 def _update(
@@ -341,7 +359,9 @@ def _update(
     node_objs: dict[str, Node],
     now: dt.datetime,
 ) -> None:
-    """Add the nodes it newly names; note repeats of an XID (a storm folds in here)."""
+    """Add the nodes it newly names; note repeats of an XID (a storm folds in here); name a
+    job's culprits when a verdict first finds them (the incident is localised then), and
+    note the verdict's sentence whenever it changes."""
     known = {n.hostname for n in incident.nodes.all()}
     added = sorted(
         {f.node for f in items if f.node and f.node not in known and f.node in node_objs}
@@ -353,6 +373,17 @@ def _update(
             f"also on {', '.join(added)}: "
             + "; ".join(f.message for f in items if f.node in added)[:1000]
         )
+    culprits = sorted({h for f in items for h in f.culprits if h in node_objs} - known)
+    if culprits:
+        incident.nodes.add(*[node_objs[h] for h in culprits])
+        if incident.localized_at is None:
+            Incident.objects.filter(pk=incident.pk).update(localized_at=now)
+            incident.localized_at = now
+    said = _localized(items)
+    if said and (culprits or said != incident.details.get("verdict")):
+        lines.append(said)
+        incident.details = {**incident.details, "verdict": said}
+        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
     repeats: Counter[str] = Counter()
     for f in items:
         for code, n in (f.details.get("xid_counts") or {}).items():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -14,9 +13,7 @@ from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
 from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
-from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
-from apps.jobs.models import Job, NodeStepMetric
 from apps.telemetry.models import TelemetryEvent
 
 
@@ -147,48 +144,6 @@ def node_evidence(*, node: Node) -> dict[str, object]:
         "passing": sorted(passing.items()),
         "problems": [r for r in rows if r.status != "pass"],
     }
-
-
-def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
-    """The job's nodes ranked by evidence (a fixed number of queries)."""
-    nodes = list(job.nodes.values_list("pk", "hostname", "state"))
-    ids = [pk for pk, _, _ in nodes]
-    since = now - dt.timedelta(minutes=30)
-    timing: dict[int, list[float]] = defaultdict(list)
-    newest: dict[int, dt.datetime] = {}
-    for node_id, ts, compute in NodeStepMetric.objects.filter(job=job, ts__gte=since).values_list(
-        "node_id", "ts", "compute_s"
-    ):
-        if compute is not None:
-            timing[node_id].append(compute)
-        if node_id not in newest or ts > newest[node_id]:
-            newest[node_id] = ts
-    errors: dict[int, int] = defaultdict(int)
-    for node_id in TelemetryEvent.objects.filter(
-        node_id__in=ids, recorded_at__gte=now - dt.timedelta(hours=1), kind__in=("xid", "ecc_dbe")
-    ).values_list("node_id", flat=True):
-        errors[node_id] += 1
-    failing: dict[int, list[str]] = defaultdict(list)
-    warning: dict[int, list[str]] = defaultdict(list)
-    for node_id, kind, status in (
-        CheckResult.objects.filter(node_id__in=ids)
-        .exclude(status="pass")
-        .values_list("node_id", "kind", "status")
-    ):
-        (failing if status == "fail" else warning)[node_id].append(kind)
-    evidence = [
-        NodeEvidence(
-            hostname,
-            state,
-            newest.get(pk),
-            statistics.median(timing[pk]) if timing.get(pk) else None,
-            errors[pk],
-            sorted(set(failing[pk])),
-            sorted(set(warning[pk])),
-        )
-        for pk, hostname, state in nodes
-    ]
-    return rank(evidence, step_time_s=job.last_step_time_s)
 
 
 def node_admission(*, node: Node) -> dict[str, object]:

@@ -21,13 +21,13 @@ from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
 from apps.health.selectors import (
     health_grid,
-    job_suspects,
     kind_statuses,
     node_evidence,
     results,
     summary,
 )
 from apps.health.services import runs_request
+from apps.health.suspects import job_suspects
 from apps.jobs.models import Job
 
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
@@ -16,22 +17,37 @@ from rest_framework.views import APIView
 from apps.accounts.choices import AGENTS, OPERATORS, READERS
 from apps.accounts.permissions import answers_objects
 from apps.accounts.schema import AGENT_ACCEPTED, AGENT_JOB_ID, person_or_agent
-from apps.common.parsers import LenientJSONParser
+from apps.common.parsers import FastJSONParser, LenientJSONParser
 from apps.common.timeutil import parse_ts
 from apps.fleet.scope import require_cluster, require_nodes, scope_of
 from apps.jobs.filters import JobFilter
+from apps.jobs.hang import Verdict
 from apps.jobs.intake import parse_metric_batch
 from apps.jobs.models import Checkpoint, Job
+from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
+from apps.jobs.ranks import ranks_register, stalls_ingest
 from apps.jobs.readers import job_incidents
 from apps.jobs.scope import require_job, require_job_nodes
-from apps.jobs.selectors import MAX_POINTS_DEFAULT, MAX_POINTS_LIMIT, job_list, job_metric_series
+from apps.jobs.selectors import (
+    MAX_POINTS_DEFAULT,
+    MAX_POINTS_LIMIT,
+    JobRanks,
+    job_list,
+    job_metric_series,
+    job_ranks,
+    job_verdict,
+)
 from apps.jobs.serializers import (
     AcceptedSerializer,
     CheckpointSerializer,
+    JobRanksSerializer,
     JobSerializer,
     JobWriteSerializer,
     MetricBatchSerializer,
     MetricPointsSerializer,
+    RankBatchSerializer,
+    RankRegisteredSerializer,
+    StallBatchSerializer,
 )
 from apps.jobs.services import (
     checkpoint_record,
@@ -273,3 +289,146 @@ class JobCheckpointsView(generics.ListAPIView):
         if not answers_objects(request.user):
             return Response({"accepted": 1}, status=code)
         return Response(CheckpointSerializer(checkpoint).data, status=code)
+
+
+def _attempt_asked(request: Request) -> int | None:
+    """`?attempt=N` (a whole number from 1), or None when not given."""
+    raw = request.query_params.get("attempt")
+    if raw in (None, ""):
+        return None
+    try:
+        attempt = int(raw)
+        if attempt < 1:
+            raise ValueError
+    except ValueError as exc:
+        raise serializers.ValidationError({"attempt": ["must be a whole number from 1"]}) from exc
+    return attempt
+
+
+def ranks_answer(job: Job, ranks: JobRanks, verdict: Verdict) -> dict[str, object]:
+    """The `GET jobs/{id}/ranks/` answer: plain dicts, built once per rank (10,000 ranks
+    share a few stacks, listed once by digest)."""
+    rows = []
+    for r in ranks.rows:
+        report = None
+        if r["report_at"] is not None:
+            report = {
+                "ts": r["report_at"],
+                "last_step": r["last_step"],
+                "stalled_s": r["stalled_s"],
+                "stalled_since": r["stalled_since"],
+                "first_report_at": r["first_report_at"],
+                "in_collective": r["in_collective"],
+                "resumed_at": r["resumed_at"],
+                "frame": r["stack__frame"] or "",
+                "stack": r["stack__digest"],
+            }
+        rows.append(
+            {
+                "rank": r["rank"],
+                "node": r["node__hostname"],
+                "local_rank": r["local_rank"],
+                "pid": r["pid"],
+                "started_at": r["started_at"],
+                "verdict": verdict.verdicts.get(r["rank"], "running"),
+                "report": report,
+            }
+        )
+    return {
+        "job": job.pk,
+        "attempt": ranks.attempt,
+        "world_size": ranks.world_size,
+        "registered": verdict.registered,
+        "stall_s": verdict.stall_s,
+        "verdict": {
+            "minority": verdict.minority,
+            "culprits": list(verdict.culprits),
+            "culprit_nodes": list(verdict.culprit_nodes),
+            "frame": verdict.frame,
+            "collective": verdict.collective,
+            "step": verdict.step,
+            "counts": dict(verdict.counts),
+            "stalled": verdict.stalled,
+            "due": verdict.due,
+            "stalled_since": verdict.stalled_since,
+            "first_report_at": verdict.first_report_at,
+            "sentence": verdict.sentence,
+        },
+        "stacks": ranks.stacks,
+        "ranks": rows,
+    }
+
+
+class JobRanksView(APIView):
+    """`POST jobs/{id}/ranks/` registers ranks (agents and operators); `GET` reads one
+    attempt's ranks, their newest stall reports and the verdict on them (readers;
+    docs/checks.md, `job_hang`)."""
+
+    roles = {"GET": READERS, "POST": JOB_WRITERS}
+    agent_scoped = True
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(
+        description="The ranks of the job's current attempt (or of `?attempt=`), each with "
+        "its newest stall report and its verdict (`silent`, `outside`, `behind`, `waiting`, "
+        "`running`), the verdict on them all (computed as read: nothing is written), and "
+        "the stacks they are in, listed once each by digest. An attempt the job does not "
+        "have is a 404.",
+        parameters=[OpenApiParameter("attempt", int, description="default: the current one")],
+        responses=JobRanksSerializer,
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        attempt = _attempt_asked(request)
+        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        ranks = job_ranks(job, attempt)
+        if attempt is not None and not ranks.rows:
+            return Response(
+                {"detail": f"job {job.pk} has no attempt {attempt}"},
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        verdict = job_verdict(job, timezone.now(), ranks=ranks)
+        return Response(ranks_answer(job, ranks, verdict))
+
+    @extend_schema(
+        description="Registers ranks, all or nothing: a rank not in the current attempt "
+        "joins it, a re-sent registration (same `started_at` and `pid`) changes nothing, a "
+        "rank that started again later begins the next attempt (a restarted job registers "
+        "afresh), an older registration is ignored. A node not yet among the job's joins "
+        "them. An agent token only for a job on its nodes.",
+        request=RankBatchSerializer,
+        responses={202: RankRegisteredSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
+        require_job(request.user, job)
+        now = timezone.now()
+        items = parse_rank_batch(request.data, now=now)
+        require_nodes(request.user, {it.node for it in items})
+        accepted, attempt = ranks_register(job=job, items=items, now=now)
+        return Response({"accepted": accepted, "attempt": attempt}, status=status.HTTP_202_ACCEPTED)
+
+
+class StallIngestView(APIView):
+    """`POST ingest/stalls/`: ranks' stall reports (docs/checks.md, `job_hang`), all or
+    nothing."""
+
+    roles = {"POST": AGENTS}
+    agent_scoped = True
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(
+        description="One stall report as the body, or `{reports: [...]}` (1 to 10,000). A "
+        "report not newer than its rank's newest is a duplicate: accepted and ignored. A "
+        "rank not registered in the job's current attempt is registered by its first "
+        "report (`world_size` from it, else the largest known). An unknown job or node is "
+        "a 400 naming it (`reports[i].job`; a single report's `job`); an agent token only "
+        "for jobs on its nodes.",
+        request=StallBatchSerializer,
+        responses={202: AcceptedSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        now = timezone.now()
+        reports = parse_stall_batch(request.data, now=now)
+        batch = isinstance(request.data, dict) and "reports" in request.data
+        accepted = stalls_ingest(reports=reports, user=request.user, now=now, batch=batch)
+        return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)

@@ -52,3 +52,25 @@ class JobCondition(ColouredChoices):
 
 # A job in these conditions does no work: its MFU now is 0 (docs/incidents.md).
 STOPPED_CONDITIONS = frozenset({JobCondition.HUNG, JobCondition.INTERRUPTED})
+
+
+@css_prefix("rank")
+class RankVerdict(ColouredChoices):
+    """What a hang's verdict says of one rank (docs/checks.md, Ranks): the culprits are the
+    silent, outside and behind ranks when they are a minority."""
+
+    SILENT = "silent", "Silent"
+    OUTSIDE = "outside", "Outside the collective"
+    BEHIND = "behind", "Behind"
+    WAITING = "waiting", "Waiting"
+    RUNNING = "running", "Running"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "silent": Hue.RED,
+            "outside": Hue.ORANGE,
+            "behind": Hue.AMBER,
+            "waiting": Hue.SLATE,
+            "running": Hue.GREEN,
+        }

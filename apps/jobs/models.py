@@ -210,3 +210,63 @@ class Checkpoint(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} step {self.step} @ {self.saved_at:%Y-%m-%d %H:%M}"
+
+
+class RankStack(models.Model):
+    """A Python stack some rank was seen stalled in, stored once: 10,000 ranks waiting in one
+    collective share one row. `digest` is the sha256 of the frames' canonical JSON; `frame`
+    the innermost training-code frame as "function (file:line)", `collective` the
+    torch.distributed function on the stack ("all_reduce", "barrier", "wait"; "" for none),
+    both derived once when the stack is first stored (apps/jobs/stacks.py)."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    frames = models.JSONField(help_text="[{file, function, line}], innermost last")
+    frame = models.CharField(max_length=1300, blank=True, default="")
+    collective = models.CharField(max_length=64, blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.frame or self.digest[:12]
+
+
+class Rank(models.Model):
+    """One rank of one attempt of a job, and what its newest stall report said (there is no
+    per-report history). The server numbers attempts: a restarted job's ranks register
+    afresh into attempt current+1 (apps/jobs/ranks.py). A rank registered by its first stall
+    report has no `started_at` or `pid`."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="ranks")
+    attempt = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    world_size = models.PositiveIntegerField()
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="ranks")
+    local_rank = models.PositiveIntegerField(null=True, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="the process's start")
+    registered_at = models.DateTimeField()
+    # The newest report: its ts, and what it said. The current stall's first report and
+    # start (ts − stalled_s) are kept while it stays stalled; a `resumed` report sets
+    # `resumed_at`, which the next stall clears.
+    report_at = models.DateTimeField(null=True, blank=True)
+    first_report_at = models.DateTimeField(null=True, blank=True)
+    stalled_since = models.DateTimeField(null=True, blank=True)
+    last_step = models.BigIntegerField(null=True, blank=True)
+    stalled_s = models.FloatField(null=True, blank=True)
+    in_collective = models.BooleanField(null=True, blank=True)
+    stack = models.ForeignKey(
+        RankStack, on_delete=models.PROTECT, null=True, blank=True, related_name="ranks"
+    )
+    resumed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Also the index every read goes through: one job's highest attempt, its ranks.
+            models.UniqueConstraint(fields=["job", "attempt", "rank"], name="rank_job_attempt")
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.attempt} rank {self.rank}"
+
+    @property
+    def stalled(self) -> bool:
+        """Its newest report is a stall (not a `resumed` one)."""
+        return self.report_at is not None and self.resumed_at is None

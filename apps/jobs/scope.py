@@ -7,7 +7,7 @@ query at most, and a refusal is an `OutOfScope` (a 403 from the API's exception 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from apps.fleet.models import Cluster
@@ -41,3 +41,23 @@ def require_job_nodes(user: Any, cluster: Cluster, hostnames: Collection[str]) -
     require_cluster(user, cluster, whole=False)
     if scope.hostnames is not None and not scope.hostnames.intersection(hostnames):
         refuse(scope, "the job runs on none of its nodes")
+
+
+def require_jobs(user: Any, jobs: Sequence[Job]) -> None:
+    """`require_job` for a batch naming many jobs (stall reports), in one query at most:
+    OutOfScope naming the jobs the token may not write for."""
+    scope = scope_of(user)
+    if scope is None or not jobs:
+        return
+    elsewhere = sorted(j.pk for j in jobs if j.cluster_id != scope.cluster_id)
+    if elsewhere:
+        refuse(scope, f"not jobs of cluster {scope.cluster_name}", elsewhere)
+    if scope.hostnames is not None:
+        ours = set(
+            Job.nodes.through.objects.filter(
+                job_id__in=[j.pk for j in jobs], node__hostname__in=list(scope.hostnames)
+            ).values_list("job_id", flat=True)
+        )
+        outside = sorted(j.pk for j in jobs if j.pk not in ours)
+        if outside:
+            refuse(scope, "jobs that run on none of its nodes", outside)

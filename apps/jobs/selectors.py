@@ -15,7 +15,8 @@ from apps.common.dbfuncs import Epoch
 from apps.common.downsample import downsample_indices
 from apps.common.sql import epoch_seconds
 from apps.jobs.choices import JobStatus
-from apps.jobs.models import Checkpoint, Job, JobMetric
+from apps.jobs.hang import STALL_STEPS, RankView, Verdict, judge, stall_window
+from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric, Rank, RankStack
 
 MAX_POINTS_DEFAULT = 2_000
 MAX_POINTS_LIMIT = 10_000
@@ -178,3 +179,111 @@ def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None
         job__cluster_id=cluster_id, saved_at__gte=since, blocking_s__gt=0
     ).aggregate(c=Avg("blocking_s"))["c"]
     return cost
+
+
+# --- Ranks and the hang verdict (docs/checks.md, `job_hang`) -------------------------------
+
+# A job's per-node step times count for its stall window when this close to its progress.
+STEP_TIME_WINDOW = dt.timedelta(minutes=30)
+
+_RANK_COLUMNS = (
+    "rank",
+    "world_size",
+    "node__hostname",
+    "local_rank",
+    "pid",
+    "started_at",
+    "report_at",
+    "first_report_at",
+    "stalled_since",
+    "last_step",
+    "stalled_s",
+    "in_collective",
+    "resumed_at",
+    "stack_id",
+    "stack__digest",
+    "stack__frame",
+    "stack__collective",
+)
+
+
+@dataclass(frozen=True)
+class JobRanks:
+    """One attempt's ranks as stored: `rows` (dicts of _RANK_COLUMNS, by rank), the stacks
+    they are in (digest → frames, each once) and the views the verdict reads."""
+
+    attempt: int | None  # None: no rank registered
+    rows: list[dict[str, Any]]
+    stacks: dict[str, list[dict[str, Any]]]
+    views: list[RankView]
+
+    @property
+    def world_size(self) -> int | None:
+        """The largest world size the attempt's ranks registered with."""
+        return max((r["world_size"] for r in self.rows), default=None)
+
+
+def current_attempt(job: Job) -> int | None:
+    """The job's highest attempt, or None before any rank registered."""
+    top: int | None = Rank.objects.filter(job=job).aggregate(a=Max("attempt"))["a"]
+    return top
+
+
+def job_ranks(job: Job, attempt: int | None = None) -> JobRanks:
+    """The ranks of the job's current attempt (or of `attempt`), in three queries whatever
+    their number: the attempt, the rows with their node and stack, the stacks' frames."""
+    if attempt is None:
+        attempt = current_attempt(job)
+    if attempt is None:
+        return JobRanks(None, [], {}, [])
+    rows = list(
+        Rank.objects.filter(job=job, attempt=attempt).order_by("rank").values(*_RANK_COLUMNS)
+    )
+    stack_ids = sorted({r["stack_id"] for r in rows if r["stack_id"] is not None})
+    stacks = dict(RankStack.objects.filter(pk__in=stack_ids).values_list("digest", "frames"))
+    views = [
+        RankView(
+            rank=r["rank"],
+            node=r["node__hostname"],
+            report_at=r["report_at"],
+            resumed_at=r["resumed_at"],
+            last_step=r["last_step"],
+            in_collective=r["in_collective"],
+            frame=r["stack__frame"] or "",
+            collective=r["stack__collective"] or "",
+            stalled_since=r["stalled_since"],
+            first_report_at=r["first_report_at"],
+        )
+        for r in rows
+    ]
+    return JobRanks(attempt, rows, stacks, views)
+
+
+def job_step_times(job: Job, window: int = STALL_STEPS) -> list[float]:
+    """The step times of the job's newest `window` samples, oldest first: job-wide ones,
+    else — for a job whose ranks report only per node — per-node ones near its progress."""
+    times = list(
+        JobMetric.objects.filter(job=job)
+        .order_by("-ts")
+        .values_list("step_time_s", flat=True)[:window]
+    )
+    if not times and job.progress_at is not None:
+        times = list(
+            NodeStepMetric.objects.filter(job=job, ts__gte=job.progress_at - STEP_TIME_WINDOW)
+            .order_by("-ts")
+            .values_list("step_time_s", flat=True)[:window]
+        )
+    return times[::-1]
+
+
+def job_stall_s(job: Job) -> float:
+    """The job's stall window: max(60 s, 5 × its median step time of the last 50 steps)."""
+    return stall_window(job_step_times(job))
+
+
+def job_verdict(job: Job, now: dt.datetime, *, ranks: JobRanks | None = None) -> Verdict:
+    """The verdict on the job's current attempt (or on `ranks`, already read) at `now`.
+    Reads only."""
+    if ranks is None:
+        ranks = job_ranks(job)
+    return judge(ranks.views, progress_at=job.progress_at, stall_s=job_stall_s(job), now=now)

@@ -151,3 +151,150 @@ class AcceptedSerializer(serializers.Serializer):
     """`{accepted: n}`."""
 
     accepted = serializers.IntegerField()
+
+
+# --- Ranks and stall reports (documentation only: parsed by jobs.rank_intake) -------------
+
+
+class RankItemSerializer(serializers.Serializer):
+    """One rank's process as it started."""
+
+    rank = serializers.IntegerField(min_value=0, max_value=999_999, help_text="< world_size")
+    world_size = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    node = serializers.CharField(
+        max_length=253, help_text="a node of the job's cluster; joins the job's nodes"
+    )
+    local_rank = serializers.IntegerField(min_value=0, required=False)
+    pid = serializers.IntegerField(min_value=0, required=False)
+    started_at = serializers.DateTimeField(help_text="when the rank's process started")
+
+
+class RankBatchSerializer(serializers.Serializer):
+    """`{ranks: [{rank, world_size, node, local_rank?, pid?, started_at}]}` (1 to 10,000
+    ranks)."""
+
+    ranks = serializers.ListField(child=RankItemSerializer(), max_length=10_000)
+
+
+class RankRegisteredSerializer(serializers.Serializer):
+    """`{accepted, attempt}`: the attempt the ranks are in (a restarted rank begins the
+    next one)."""
+
+    accepted = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+
+
+class StackFrameSerializer(serializers.Serializer):
+    """One frame of a Python stack."""
+
+    file = serializers.CharField(max_length=1_000)
+    function = serializers.CharField(max_length=200)
+    line = serializers.IntegerField(min_value=0)
+
+
+class StallReportSerializer(serializers.Serializer):
+    """One stall report."""
+
+    job = serializers.IntegerField(min_value=1)
+    node = serializers.CharField(max_length=253)
+    ts = serializers.DateTimeField(help_text="when the report was made")
+    rank = serializers.IntegerField(min_value=0, max_value=999_999)
+    last_step = serializers.IntegerField(
+        min_value=0, allow_null=True, help_text="null: unknown (a py-spy dump)"
+    )
+    stalled_s = serializers.FloatField(
+        min_value=0,
+        allow_null=True,
+        help_text="seconds since the rank's last step (null: unknown); with `resumed`, how "
+        "long it was stalled",
+    )
+    stack = StackFrameSerializer(
+        many=True, help_text="innermost last; past 64 frames the innermost 64 are kept"
+    )
+    in_collective = serializers.BooleanField(
+        allow_null=True, help_text="null: whether the stack holds a torch.distributed collective"
+    )
+    resumed = serializers.BooleanField(required=False, default=False, help_text="steps came again")
+    world_size = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False)
+
+
+class StallBatchSerializer(serializers.Serializer):
+    """`{reports: [...]}` (1 to 10,000), or one report as the body."""
+
+    reports = serializers.ListField(child=StallReportSerializer(), max_length=10_000)
+
+
+class RankReportSerializer(serializers.Serializer):
+    """A rank's newest stall report."""
+
+    ts = serializers.DateTimeField()
+    last_step = serializers.IntegerField(allow_null=True)
+    stalled_s = serializers.FloatField(allow_null=True)
+    stalled_since = serializers.DateTimeField(
+        allow_null=True, help_text="the current stall's start: ts − stalled_s of its first report"
+    )
+    first_report_at = serializers.DateTimeField(
+        allow_null=True, help_text="the current stall's first report"
+    )
+    in_collective = serializers.BooleanField(allow_null=True)
+    resumed_at = serializers.DateTimeField(
+        allow_null=True, help_text="set: the newest report says steps came again"
+    )
+    frame = serializers.CharField(help_text="innermost training-code frame: function (file:line)")
+    stack = serializers.CharField(allow_null=True, help_text="a key of `stacks`")
+
+
+VERDICT_CHOICES = ["silent", "outside", "behind", "waiting", "running"]
+
+
+class RankStateSerializer(serializers.Serializer):
+    """One rank of the attempt and what the verdict says of it."""
+
+    rank = serializers.IntegerField()
+    node = serializers.CharField()
+    local_rank = serializers.IntegerField(allow_null=True)
+    pid = serializers.IntegerField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    verdict = serializers.ChoiceField(choices=VERDICT_CHOICES)
+    report = RankReportSerializer(allow_null=True)
+
+
+class VerdictSerializer(serializers.Serializer):
+    """Which ranks hang the job. `culprits` (ascending) and their nodes are empty unless
+    `minority`; `frame`, `collective` and `step` are what most stalled ranks share; `due`:
+    active stall reports come from at least half the ranks."""
+
+    minority = serializers.BooleanField(
+        help_text="the marked ranks (silent, outside, behind) are 1 to max(1, 10%) of all"
+    )
+    culprits = serializers.ListField(child=serializers.IntegerField(), help_text="rank numbers")
+    culprit_nodes = serializers.ListField(child=serializers.CharField(), help_text="hostnames")
+    frame = serializers.CharField(help_text="the frame most stalled ranks are in")
+    collective = serializers.CharField(help_text='the collective they wait in ("": none)')
+    step = serializers.IntegerField(allow_null=True, help_text="the step most of them reached")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="by verdict")
+    stalled = serializers.IntegerField(help_text="ranks whose newest report is an active stall")
+    due = serializers.BooleanField()
+    stalled_since = serializers.DateTimeField(
+        allow_null=True, help_text="the earliest start of an active stall"
+    )
+    first_report_at = serializers.DateTimeField(
+        allow_null=True, help_text="the earliest first report of an active stall"
+    )
+    sentence = serializers.CharField(help_text="the verdict in one plain sentence")
+
+
+class JobRanksSerializer(serializers.Serializer):
+    """`GET jobs/{id}/ranks/` answer: one attempt's ranks, the verdict on them, and the
+    stacks they are in, each once by digest."""
+
+    job = serializers.IntegerField()
+    attempt = serializers.IntegerField(allow_null=True)
+    world_size = serializers.IntegerField(allow_null=True)
+    registered = serializers.IntegerField()
+    stall_s = serializers.FloatField(
+        help_text="max(60, 5 × the median of the job's last 50 step times)"
+    )
+    verdict = VerdictSerializer()
+    stacks = serializers.DictField(child=StackFrameSerializer(many=True))
+    ranks = RankStateSerializer(many=True)

@@ -17,7 +17,7 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
 from apps.jobs.readers import job_incidents
-from apps.jobs.selectors import job_detail, job_list
+from apps.jobs.selectors import job_detail, job_list, job_ranks, job_verdict
 
 # A job's page shows its nodes this many at a time (`?nodes=` is the page), those not
 # healthy first: a job on 9,600 nodes is pages of chips, not one page of 9,600.
@@ -86,3 +86,59 @@ def job_progress_chart(request: HttpRequest, pk: int) -> JsonResponse:
     if job is None:
         raise Http404(f"no job {pk}")
     return JsonResponse(job_progress_figure(job=job))
+
+
+# The ranks grid draws one tile per rank up to this many; past it, only the ranks that are
+# not waiting like the rest (a 100,000-rank job's page stays a page).
+RANK_TILES = 8192
+CULPRIT_STACKS = 8
+
+
+@role_required()
+def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job page's ranks (docs/checks.md, Ranks): the verdict's sentence, every rank as a
+    tile coloured by verdict, the stack most ranks share and each culprit's."""
+    job = get_object_or_404(Job, pk=pk)
+    ranks = job_ranks(job)
+    now = timezone.now()
+    verdict = job_verdict(job, now, ranks=ranks) if ranks.attempt is not None else None
+    tiles: list[tuple[int, str, str]] = []
+    shared: list[dict[str, object]] = []
+    culprits: list[tuple[dict[str, object], str, list[dict[str, object]]]] = []
+    if verdict is not None:
+        rows = ranks.rows
+        if len(rows) > RANK_TILES:
+            rows = [
+                r for r in rows if verdict.verdicts.get(r["rank"]) not in ("waiting", "running")
+            ]
+        tiles = [
+            (r["rank"], r["node__hostname"], verdict.verdicts.get(r["rank"], "running"))
+            for r in rows
+        ]
+        digests = [r["stack__digest"] for r in ranks.rows if r["stack__digest"]]
+        by_rank = {r["rank"]: r for r in ranks.rows}
+        waiting = [
+            by_rank[n]["stack__digest"]
+            for n, v in verdict.verdicts.items()
+            if v == "waiting" and by_rank[n]["stack__digest"]
+        ]
+        common = max(set(waiting or digests), key=(waiting or digests).count, default=None)
+        shared = ranks.stacks.get(common, []) if common else []
+        for n in verdict.culprits[:CULPRIT_STACKS]:
+            row = by_rank[n]
+            frames = ranks.stacks.get(row["stack__digest"] or "", [])
+            culprits.append((row, verdict.verdicts.get(n, ""), frames))
+    return render(
+        request,
+        "jobs/_ranks.html",
+        {
+            "job": job,
+            "ranks": ranks,
+            "verdict": verdict,
+            "tiles": tiles,
+            "hidden": len(ranks.rows) - len(tiles),
+            "shared": shared,
+            "culprits": culprits,
+            "now": now,
+        },
+    )

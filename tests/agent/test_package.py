@@ -72,7 +72,11 @@ def test_pip_install_agent_brings_no_django(tmp_path):
         info = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
         meta = Parser().parsestr(whl.read(info).decode())
         assert not any(n.startswith(("apps/", "kuaeweb/")) for n in whl.namelist())
-    assert meta.get_all("Requires-Dist") == ["httpx==0.28.1", 'torch>=2.1; extra == "gpu"']
+    assert meta.get_all("Requires-Dist") == [
+        "httpx==0.28.1",
+        'torch>=2.1; extra == "gpu"',
+        'py-spy==0.4.3; extra == "stacks"',
+    ]
     # httpx and what it needs, as this venv has them installed.
     closure, todo = set(), ["httpx"]
     while todo:

@@ -152,8 +152,10 @@ def test_ranks_decide_what_is_sent(env, job_wide, per_node, tmp_path):
     base = {"KUAE_SERVER": "http://127.0.0.1:1", "KUAE_TOKEN": "t", "KUAE_JOB_ID": "1"}
     rep = Reporter(env={**base, **env}, spool_dir=tmp_path, at_exit=False)
     assert (rep.job_wide, rep.per_node) == (job_wide, per_node)
-    assert (rep._thread is not None) == (job_wide or per_node)  # a silent rank has no thread
-    rep.step(1, step_time_s=1.0, tokens_per_s=1.0)  # and costs nothing
+    # A rank that sends no samples has no sender thread; every rank has its watchdog.
+    assert (rep._thread is not None) == (job_wide or per_node)
+    assert rep._watchdog is not None
+    rep.step(1, step_time_s=1.0, tokens_per_s=1.0)  # and costs little
     rep.close(timeout_s=0)
 
 

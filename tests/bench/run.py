@@ -148,6 +148,9 @@ def main() -> None:
 
     agent = user_create_or_update(username="bench-agent", role="agent")
     bench_intake(token_issue(user=agent), client)
+    from tests.bench.stalls import bench_stalls
+
+    bench_stalls(token_issue(user=agent))
     from tests.bench.health import bench_health
 
     bench_health()

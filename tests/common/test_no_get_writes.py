@@ -31,6 +31,9 @@ from apps.health.services import runs_request
 from apps.incidents.models import ActionItem, Incident
 from apps.incidents.postmortems import ActionSpec, postmortem_save
 from apps.jobs.models import Job
+from apps.jobs.rank_intake import RankItem, StallReport
+from apps.jobs.ranks import ranks_register, stalls_ingest
+from apps.jobs.stacks import Frame, stack_of
 from apps.maintenance.services import Booking, window_book
 from apps.repairs.models import Repair
 from apps.repairs.services import repairs_tick
@@ -137,6 +140,26 @@ def _watch(found: list[str]) -> Iterator[None]:
         yield
 
 
+def _ranks_of(job: Job | None) -> None:
+    """Two registered ranks of `job`, one stalled in a collective: what `GET
+    jobs/{id}/ranks/` reads (and judges) without writing."""
+    assert job is not None
+    now = timezone.now()
+    host = job.nodes.values_list("hostname", flat=True).first() or Node.objects.first().hostname
+    started = now - dt.timedelta(hours=1)
+    ranks_register(
+        job=job,
+        items=[RankItem(r, 2, host, r, 100 + r, started) for r in range(2)],
+        now=now,
+    )
+    frames = (
+        Frame("/home/u/train.py", "train_step", 88),
+        Frame("/x/site-packages/torch/distributed/distributed_c10d.py", "all_reduce", 2501),
+    )
+    stall = StallReport(job.pk, host, now, 0, 120, 90.0, stack_of(frames), True, False, 2)
+    stalls_ingest(reports=[stall], user=None, now=now)
+
+
 @pytest.fixture
 def world(users: dict[str, Any]) -> dict[str, Any]:
     """A simulated cluster with what every page has to show: jobs, incidents with a
@@ -177,6 +200,7 @@ def world(users: dict[str, Any]) -> dict[str, Any]:
         action_items=[ActionSpec(text="reseat the risers", owner="otto")],
     )
     item = ActionItem.objects.get()
+    _ranks_of(Job.objects.order_by("id").first())
     return {
         "cluster": cluster.name,
         "hostname": node.hostname,
@@ -224,7 +248,8 @@ def test_no_page_or_api_get_writes_as_any_role(users, world):
     assert changed == set(), {t: (before.get(t), after.get(t)) for t in changed}
     # the walk read real pages, not a wall of 404s and refusals
     pages = [f"/nodes/{world['hostname']}/", f"/nodes/{world['opening']}/", "/repairs/"]
-    assert all(200 in seen[u] for u in pages + [f"/api/v1/repairs/{world['repair']}/"])
+    ranks = f"/api/v1/jobs/{world['job']}/ranks/"  # judged as read: its rows are there
+    assert all(200 in seen[u] for u in [*pages, f"/api/v1/repairs/{world['repair']}/", ranks])
     assert sum(200 in codes for codes in seen.values()) > 60
     opening = clients["mia"].get(f"/nodes/{world['opening']}/").content.decode()
     assert "data-repair-opening" in opening  # shown as being opened, and still not written

@@ -1,18 +1,41 @@
-"""`job_hang`: a running job whose progress stopped — a hang that reports no error
-(docs/checks.md, `job_hang`)."""
+"""`job_hang`: a running job whose progress stopped — a hang that reports no error — and,
+where its ranks register and report stalls, which rank and node it waits on
+(docs/checks.md, Ranks)."""
 
 from __future__ import annotations
 
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, job_hang
+from apps.health.detectors.job_hang import judged
+from apps.health.suspects import job_suspects
 from apps.incidents.choices import Category
+from apps.jobs.hang import Verdict
+from apps.jobs.models import Rank
+from apps.jobs.selectors import job_verdict
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Each running job's newest progress and recent step times, judged."""
+    """Each running job's newest progress and recent step times, judged; then, for a job
+    whose ranks registered, what the ranks' stall reports say."""
     progress = inputs.job_progress(ctx.jobs, ctx.limits.hang_window)
-    return job_hang(progress, now=ctx.now, limits=ctx.limits)
+    findings = job_hang(progress, now=ctx.now, limits=ctx.limits)
+    with_ranks = set(
+        Rank.objects.filter(job__in=[j.pk for j in ctx.jobs]).values_list("job_id", flat=True)
+    )
+    if not with_ranks:
+        return findings
+    jobs = {j.pk: j for j in ctx.jobs if j.pk in with_ranks}
+    verdicts: dict[int, Verdict] = {pk: job_verdict(job, ctx.now) for pk, job in jobs.items()}
+    out = []
+    for f in findings:
+        verdict = verdicts.get(f.job) if f.job is not None else None
+        evidence: list[str] = []
+        hung = verdict is not None and (verdict.due or f.status != "pass")
+        if f.job is not None and verdict is not None and hung and not verdict.minority:
+            evidence = [s.hostname for s in job_suspects(job=jobs[f.job], now=ctx.now)]
+        out.append(judged(f, verdict, now=ctx.now, evidence=evidence))
+    return out
 
 
 SPEC = CheckSpec(

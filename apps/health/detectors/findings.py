@@ -40,6 +40,10 @@ class Finding:
     job: int | None = None
     outcome: Outcome = NOTHING
     occurred_at: dt.datetime | None = None
+    # Nodes a job's finding names as the cause (a hang's culprit ranks' nodes), and the
+    # sentence that says why: the incident names them and is localised when it first does.
+    culprits: tuple[str, ...] = ()
+    localized: str = ""
 
     @property
     def category(self) -> Category | None:

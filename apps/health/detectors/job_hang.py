@@ -7,14 +7,25 @@ that keeps re-reporting the same step does not.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.health.detectors.findings import Finding, Outcome, failed, finite, job_target, passed
+from apps.health.choices import ResultStatus
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    failed,
+    finite,
+    job_target,
+    passed,
+    warned,
+)
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+from apps.jobs.hang import Verdict
 
 KIND = "job_hang"
 HUNG = Outcome(Category.HANG, Severity.SEV1, interrupts_job=True)
@@ -87,3 +98,76 @@ def job_hang(jobs: Sequence[JobProgress], *, now: dt.datetime, limits: Limits) -
         else:
             out.append(passed(KIND, target, f"{j.name}: progressing", details, job=j.job))
     return out
+
+
+def judged(
+    finding: Finding,
+    verdict: Verdict | None,
+    *,
+    now: dt.datetime,
+    evidence: Sequence[str] = (),
+) -> Finding:
+    """`finding` (a job's `job_hang` result) with what its ranks say (docs/checks.md, Ranks).
+
+    - The hang fired, or half the ranks have reported a stall for `stall_s` since the first
+      report: a failure (a hang), naming the culprits' nodes when they are a minority, else
+      saying no minority stands out and naming only `evidence` (nodes the other checks hold
+      something against, best first).
+    - Half the ranks report a stall, for less than `stall_s` yet: a warning that opens
+      nothing (a stall that resumes by itself is no incident), with the verdict in words.
+    - Otherwise the finding as it was.
+    """
+    if verdict is None or not verdict.registered:
+        return finding
+    hung = finding.status == ResultStatus.FAIL
+    stalled_for = (
+        (now - verdict.first_report_at).total_seconds() if verdict.first_report_at else 0.0
+    )
+    if not hung and not verdict.due:
+        return finding
+    details = {
+        **finding.details,
+        "ranks": {
+            "registered": verdict.registered,
+            "stalled": verdict.stalled,
+            "stall_s": round(verdict.stall_s, 1),
+            "counts": dict(verdict.counts),
+            "culprits": list(verdict.culprits)[:50],
+            "minority": verdict.minority,
+        },
+    }
+    if verdict.minority:
+        culprits, sentence = tuple(verdict.culprit_nodes), verdict.sentence
+    else:
+        culprits = tuple(evidence[:3])
+        sentence = verdict.sentence + (
+            f"; the other evidence points first at {', '.join(culprits)}"
+            if culprits
+            else "; no node has other evidence against it, so none is named"
+        )
+    if not hung and stalled_for < verdict.stall_s:
+        message = (
+            f"{verdict.stalled} of {verdict.registered} ranks stalled "
+            f"({stalled_for:.0f} s since the first report; a hang after {verdict.stall_s:.0f} s): "
+            f"{sentence}"
+        )
+        return warned(KIND, finding.target, message, details, job=finding.job)
+    message = (
+        finding.message
+        if hung
+        else f"{verdict.stalled} of {verdict.registered} ranks stalled for {stalled_for:.0f} s"
+    ) + f" — {sentence}"
+    occurred = finding.occurred_at if hung else (verdict.stalled_since or now)
+    return dataclasses.replace(
+        failed(
+            KIND,
+            finding.target,
+            message,
+            details,
+            outcome=HUNG,
+            job=finding.job,
+            occurred_at=occurred,
+        ),
+        culprits=culprits,
+        localized=sentence,
+    )

@@ -1,0 +1,114 @@
+"""A real HTTP server in-process that stands in for KUAE's agent endpoints where a test needs
+no database: it records every request (method, path, query, JSON body, token) and answers
+what the API answers — 202 to `POST jobs/{id}/ranks/` and `POST ingest/stalls/`, a job list
+to `GET jobs/?external_id=`. `mode` = "503" answers 503 to everything, "refuse" closes the
+connection unanswered (a server that is down)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Request:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    token: str
+    at: float  # time.monotonic() when it arrived
+
+
+class Recorder:
+    """`Recorder().url`; set `.mode`; `.requests` holds what came, `.jobs` maps a Slurm id
+    to the job id the lookup answers."""
+
+    def __init__(self) -> None:
+        self.mode = "up"
+        self.requests: list[Request] = []
+        self.jobs: dict[str, int] = {}
+        self.lock = threading.Lock()
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+                if recorder.mode == "refuse":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if recorder.mode == "503":
+                    return self._answer(503, {})
+                parts = urlsplit(self.path)
+                body = json.loads(raw) if raw else None
+                token = self.headers.get("Authorization", "").removeprefix("Token ")
+                with recorder.lock:
+                    recorder.requests.append(
+                        Request(
+                            self.command,
+                            parts.path,
+                            parse_qs(parts.query),
+                            body,
+                            token,
+                            time.monotonic(),
+                        )
+                    )
+                if self.command == "GET" and parts.path == "/api/v1/jobs/":
+                    slurm = parse_qs(parts.query).get("external_id", [""])[0]
+                    found = recorder.jobs.get(slurm)
+                    results = [{"id": found, "external_id": slurm}] if found else []
+                    return self._answer(200, {"count": len(results), "results": results})
+                if self.command == "POST" and parts.path.endswith("/ranks/"):
+                    return self._answer(202, {"accepted": len(body["ranks"]), "attempt": 1})
+                if self.command == "POST" and parts.path == "/api/v1/ingest/stalls/":
+                    n = len(body["reports"]) if "reports" in body else 1
+                    return self._answer(202, {"accepted": n})
+                return self._answer(202, {})
+
+            def _answer(self, code: int, content: Any) -> None:
+                data = json.dumps(content).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = _handle  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def posted(self, path_end: str) -> list[Any]:
+        """The bodies of the POSTs whose path ends with `path_end`, in order."""
+        with self.lock:
+            posts = [r for r in self.requests if r.method == "POST"]
+        return [r.body for r in posts if r.path.endswith(path_end)]
+
+    def stalls(self) -> list[dict[str, Any]]:
+        """Every stall report posted, one by one (batches unpacked)."""
+        out: list[dict[str, Any]] = []
+        for body in self.posted("/ingest/stalls/"):
+            out.extend(body.get("reports", [body]))
+        return out
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.shutdown()
+        self.server.server_close()

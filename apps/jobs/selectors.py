@@ -229,6 +229,21 @@ def current_attempt(job: Job) -> int | None:
     return top
 
 
+def job_has_stalled_rank(job: Job) -> bool:
+    """Whether a rank of the job's current attempt reports a stall now: its newest report is
+    a stall, not `resumed`, and newer than the job's last progress (which ends any stall
+    before it). Two small queries."""
+    attempt = current_attempt(job)
+    if attempt is None:
+        return False
+    stalled = Rank.objects.filter(
+        job=job, attempt=attempt, report_at__isnull=False, resumed_at__isnull=True
+    )
+    if job.progress_at is not None:
+        stalled = stalled.filter(report_at__gt=job.progress_at)
+    return stalled.exists()
+
+
 def job_ranks(job: Job, attempt: int | None = None) -> JobRanks:
     """The ranks of the job's current attempt (or of `attempt`), in three queries whatever
     their number: the attempt, the rows with their node and stack, the stacks' frames."""

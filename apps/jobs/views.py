@@ -17,7 +17,13 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
 from apps.jobs.readers import job_incidents
-from apps.jobs.selectors import job_detail, job_list, job_ranks, job_verdict
+from apps.jobs.selectors import (
+    job_detail,
+    job_has_stalled_rank,
+    job_list,
+    job_ranks,
+    job_verdict,
+)
 
 # A job's page shows its nodes this many at a time (`?nodes=` is the page), those not
 # healthy first: a job on 9,600 nodes is pages of chips, not one page of 9,600.
@@ -54,6 +60,8 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     throughput, loss), its incidents and their cost, checkpoints, nodes, scheduler attempts."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
     health = job_incidents([job.pk])[job.pk]
+    # While a rank reports a stall, the ranks (who the hang waits on) come first.
+    ranks_first = job.status == JobStatus.RUNNING and job_has_stalled_rank(job)
     return render(
         request,
         "jobs/job_detail.html",
@@ -66,6 +74,7 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "nodes": _nodes_page(job, request.GET.get("nodes")),
             "attempts": list(job.attempts.order_by("-key")[:20]),
             "attempt_count": job.attempts.count(),
+            "ranks_first": ranks_first,
             "now": timezone.now(),
         },
     )
@@ -139,6 +148,7 @@ def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
             "hidden": len(ranks.rows) - len(tiles),
             "shared": shared,
             "culprits": culprits,
+            "counts": [(k, n) for k, n in verdict.counts.items() if n] if verdict else [],
             "now": now,
         },
     )

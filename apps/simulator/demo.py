@@ -3,7 +3,8 @@
 Every tick (15 s, Celery beat, only with KUAE_DEMO=1): heartbeats, fresh GPU telemetry,
 job progress and checkpoints through the same services the API uses, and now and then a
 fault for the health checks to find — a node that goes silent, an XID, a hot GPU. A job
-that has made no progress for 10 minutes is left hung: that is a fault too.
+that has made no progress for 10 minutes is left hung: that is a fault too, and its ranks'
+watchdogs keep re-reporting the stall every 5 minutes (apps/simulator/ranks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job, JobMetric
 from apps.jobs.services import checkpoint_record, job_metrics_ingest
+from apps.simulator.ranks import stalls_renew
 from apps.simulator.series import loss_at
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.services import telemetry_ingest
@@ -81,12 +83,13 @@ def demo_tick(
     path = state_path()
     state = DemoState.load(path)
     state.faults = [f for f in state.faults if dt.datetime.fromisoformat(f.until) > now]
-    counts = {"samples": 0, "gpus": 0, "nodes": 0}
+    counts = {"samples": 0, "gpus": 0, "nodes": 0, "stalls": 0}
     for cluster in Cluster.objects.filter(simulated=True):
         _maybe_fault(cluster, state, now, rng)
         counts["nodes"] += _heartbeats(cluster, state, now)
         counts["gpus"] += _telemetry(cluster, state, now, rng)
         counts["samples"] += _progress(cluster, state, now, rng)
+        counts["stalls"] += _stalls(cluster, now)
     state.save(path)
     return counts
 
@@ -153,6 +156,14 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
     if samples:
         telemetry_ingest(samples=samples, now=now)
     return len(samples)
+
+
+def _stalls(cluster: Cluster, now: dt.datetime) -> int:
+    """The hung jobs' ranks keep reporting their stall."""
+    hung = Job.objects.filter(
+        cluster=cluster, status=JobStatus.RUNNING, last_metric_at__lt=now - HUNG_AFTER
+    )
+    return stalls_renew(jobs=list(hung), now=now)
 
 
 def _progress(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:

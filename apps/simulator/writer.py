@@ -24,6 +24,7 @@ from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
 from apps.simulator.mix import XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, Plan
+from apps.simulator.ranks import hung_ranks_write
 from apps.simulator.series import GpuCounters, gpu_metrics, gpu_uuid, job_series, node_timings
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.services import telemetry_ingest
@@ -127,6 +128,18 @@ def _write_jobs(
             timings = list(node_timings(jp, plan.hostnames, samples[-20:], plan.seed))
             for start in range(0, len(timings), CHUNK):
                 job_metrics_ingest(job=job, samples=timings[start : start + CHUNK])
+        if jp.status == "running" and jp.hang_at is not None and jp.hang_node is not None:
+            hosts = [plan.hostnames[i] for i in jp.nodes]
+            stalls = hung_ranks_write(
+                job=job,
+                hosts=hosts,
+                culprit_host=plan.hostnames[jp.hang_node],
+                gpus_per_node=GPUS_PER_NODE,
+                hang_at=jp.hang_at,
+                step=samples[-1].step if samples else 0,
+                now=plan.end,
+            )
+            log(f"{job.name}: {len(hosts) * GPUS_PER_NODE} ranks, {stalls:,} stall reports")
         total += len(samples)
         jobs[jp.index] = job
     log(f"{len(jobs)} jobs, {total:,} step samples")

@@ -42,12 +42,14 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-ingest-events": {"POST": AGENT},
     "api-ingest-slurm": {"POST": AGENT},
     "api-ingest-alertmanager": {"POST": AGENT},
+    "api-ingest-stalls": {"POST": AGENT},
     "api-alerts-unrouted": {"GET": READ},
     "api-job-list": {"GET": READ | AGENT, "POST": LAUNCH},  # an agent: its job's id by Slurm id
     "api-job-detail": {"GET": READ, "PATCH": LAUNCH},
     "api-job-metrics": {"GET": READ, "POST": AGENT},
     "api-job-checkpoints": {"GET": READ, "POST": AGENT},
     "api-job-preflight": {"POST": LAUNCH},
+    "api-job-ranks": {"GET": READ, "POST": LAUNCH},  # a launcher may register its ranks
     "api-node-admission": {"GET": READ | AGENT},  # kuae-agent prolog: about its own node
     "api-incident-list": {"GET": READ, "POST": ENG},
     "api-incident-detail": {"GET": READ, "PATCH": OPS},
@@ -70,6 +72,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "trends": {"GET": READ},
     "job-effective": {"GET": READ},
     "job-incidents": {"GET": READ},
+    "job-ranks": {"GET": READ},
     "chart-mfu": {"GET": READ},
     "chart-availability": {"GET": READ},
     "chart-availability-heatmap": {"GET": READ},

@@ -170,7 +170,11 @@ def test_the_jobs_ranks_are_found_read_and_posted(server, ranks, tmp_path):
         assert report["stack"][-1]["file"].endswith("train.py")
         assert report["in_collective"] is False
     assert all(r.token == "agent-token" for r in server.requests)
-    [lookup] = [r for r in server.requests if r.method == "GET"]  # the Slurm id, asked once
+    # The Slurm id, asked once. (Other tests' processes on this machine may carry Slurm ids
+    # of their own, which the command asks about too: it cannot tell them apart unasked.)
+    [lookup] = [
+        r for r in server.requests if r.method == "GET" and r.query.get("external_id") == [SLURM]
+    ]
     assert lookup.query == {"external_id": [SLURM], "cluster": ["lab"]}
     assert "rank 0 on gpu-a" in done.stdout and "load_batch" in done.stdout
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from urllib.parse import quote
 
 from django import template
@@ -117,3 +118,14 @@ def node_tiles(tiles: list, busy: bool | None = None) -> str:
             f'title="{escape(title)}">{escape(mark)}</a>'
         )
     return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+_TICKED = re.compile(r"`([^`\n]{1,300})`")
+
+
+@register.filter(needs_autoescape=True)
+def code_ticks(text: str | None, autoescape: bool = True) -> str:
+    """Text whose `backticked` names (a function, a collective: how a hang's verdict names
+    where a rank waits) are shown as code, the rest escaped."""
+    value = escape(text or "") if autoescape else (text or "")
+    return mark_safe(_TICKED.sub(r"<code>\1</code>", str(value)))  # noqa: S308 - escaped above

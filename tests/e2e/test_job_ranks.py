@@ -1,8 +1,8 @@
-"""The job page when hung, in real Chromium at a laptop's and a phone's width (UI.md, Job,
-when hung): the sentence naming the culprit's node, every rank a tile coloured by verdict,
-the stack most ranks share beside the culprit's. The ranks are written through the same
-intake as the agents' (the simulator's hung job). Screenshots go to KUAE_SCREENSHOTS (a
-folder) when it is set, to be looked at."""
+"""The job page when hung (docs/checks.md, Ranks: which rank, which node), in real
+Chromium at a laptop's and a phone's width: the sentence naming the culprit's node, every
+rank a tile coloured by verdict, the stack most ranks share beside the culprit's. The ranks
+are written through the same intake as the agents' (the simulator's hung job). Screenshots
+go to KUAE_SCREENSHOTS (a folder) when it is set, to be looked at."""
 
 from __future__ import annotations
 

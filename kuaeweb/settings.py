@@ -325,10 +325,14 @@ SESSION_COOKIE_HTTPONLY = True
 KUAE_SESSION_IDLE_S = env_int("KUAE_SESSION_IDLE_MINUTES", 60, minimum=1) * 60
 SESSION_COOKIE_AGE = max(KUAE_SESSION_IDLE_S, 12 * 3600)  # the backstop: 12 h from last use
 KUAE_TOKEN_TTL_DAYS = env_int("KUAE_TOKEN_TTL_DAYS", 90, minimum=1)
-# Sign-in throttle: this many failures for one username (4× for one address) within the
-# window refuse further attempts with 429 until older failures age out.
+# Sign-in throttle (docs/operations.md, Sign-in throttling): this many failures for one
+# (account, client address) within the window — 4× for one address, any account — refuse
+# further attempts from there with 429 until older failures age out. A browser with a
+# known-device cookie for the account is not held back by them, up to its own failures.
 KUAE_LOGIN_FAILURES = env_int("KUAE_LOGIN_FAILURES", 5, minimum=1)
 KUAE_LOGIN_WINDOW_S = env_int("KUAE_LOGIN_WINDOW_S", 900, minimum=1)
+KUAE_LOGIN_DEVICE_FAILURES = env_int("KUAE_LOGIN_DEVICE_FAILURES", 10, minimum=1)
+KUAE_LOGIN_DEVICE_DAYS = env_int("KUAE_LOGIN_DEVICE_DAYS", 90, minimum=1)
 # Scripts only from this origin, never inline (pages have none; Plotly sets inline styles).
 KUAE_CSP = env_str(
     "KUAE_CSP",

@@ -37,9 +37,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
 class AuditEventAdmin(admin.ModelAdmin):
     """The audit log, read-only: nobody edits or deletes history."""
 
-    list_display = ("at", "kind", "username", "ip", "method", "path")
+    list_display = ("at", "kind", "username", "ip", "device", "method", "path")
     list_filter = ("kind",)
-    search_fields = ("username", "path", "ip")
+    search_fields = ("username", "path", "ip", "device")
     date_hierarchy = "at"
 
     def has_add_permission(self, request) -> bool:  # noqa: ANN001

@@ -1,10 +1,16 @@
 """The audit log: sign-ins, failed and throttled sign-ins, sign-outs, permission denials;
-and the sign-in throttle, counted from the log itself so every worker process agrees."""
+and the sign-in throttle, counted from the log itself so every worker process agrees.
+
+The throttle (docs/operations.md, "Sign-in throttling") counts failures per (account,
+client address), so a guesser holds back only their own address, never the person's; a
+browser that signed in as the account before carries a signed known-device cookie that the
+count does not stop, up to that device's own failures (KUAE_LOGIN_DEVICE_FAILURES)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import secrets
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +28,10 @@ from apps.accounts.models import AuditEvent
 Kind = AuditEvent.Kind
 log = logging.getLogger(__name__)
 
-# A browser that signed in successfully carries a signed list of the users it signed in as.
+# A browser that signed in successfully carries a signed cookie: a random id of its own and
+# the accounts (login_key) it signed in as, at most DEVICE_KEYS of them.
 DEVICE_COOKIE = "kuae_device"
-DEVICE_SALT = "apps.accounts.audit.device"
-DEVICE_DAYS = 30
+DEVICE_SALT = "apps.accounts.audit.known-device"
 DEVICE_KEYS = 5
 
 
@@ -35,14 +41,16 @@ def client_ip(request: HttpRequest | None) -> str | None:
     return request.META.get("REMOTE_ADDR") if request is not None else None
 
 
-def audit(kind: str, request: HttpRequest | None, username: str = "") -> None:
-    """Write one audit event for this request; with the database down it is logged instead,
-    so a refusal stays a refusal rather than becoming a 500."""
+def audit(kind: str, request: HttpRequest | None, username: str = "", device: str = "") -> None:
+    """Write one audit event for this request (`device`: the known-device id it carried);
+    with the database down it is logged instead, so a refusal stays a refusal rather than
+    becoming a 500."""
     try:
         AuditEvent.objects.create(
             kind=kind,
             username=username[:150],
             ip=client_ip(request),
+            device=device[:32],
             method=(request.method or "")[:8] if request is not None else "",
             path=request.get_full_path()[:500] if request is not None else "",
         )
@@ -51,65 +59,87 @@ def audit(kind: str, request: HttpRequest | None, username: str = "") -> None:
 
 
 def login_key(username: str) -> str:
-    """The name sign-in failures are counted under: NFKC and casefolded, so `ｏｔｔｏ` and
-    `OTTO` (which Django's form and a case-insensitive reader take for otto) count as otto."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", username).casefold())
-    return folded[:150]
+    """The account sign-in failures are counted under. Django's sign-in form strips the
+    username and NFKC-normalises it before the backend looks it up, so `" otto "` and
+    `ｏｔｔｏ` reach the same account: the key does the same, and casefolds too, so `OTTO`
+    and `Otto` count against otto. (The lookup itself is exact, so `OTTO` is no other
+    account in practice; folding errs towards counting, and a count only ever holds back
+    the address it came from.)"""
+    name = unicodedata.normalize("NFKC", username.strip())
+    return unicodedata.normalize("NFKC", name.casefold()).strip()[:150]
 
 
-def trusted_device(request: HttpRequest | None, key: str) -> bool:
-    """True when this browser signed in as `key` before (a signed cookie set on success,
-    DEVICE_DAYS old at most): the per-address limit does not hold it back."""
+def _device_cookie(request: HttpRequest | None) -> dict[str, Any] | None:
+    """The known-device cookie's content when its signature holds and it is not older than
+    KUAE_LOGIN_DEVICE_DAYS: `{"id": str, "users": [login_key, …]}`; else None."""
     raw = request.COOKIES.get(DEVICE_COOKIE) if request is not None else None
-    if not raw or not key:
-        return False
+    if not raw:
+        return None
     try:
-        keys = signing.loads(raw, salt=DEVICE_SALT, max_age=dt.timedelta(days=DEVICE_DAYS))
-    except signing.BadSignature:
-        return False
-    return isinstance(keys, list) and key in keys
+        found = signing.loads(
+            raw, salt=DEVICE_SALT, max_age=dt.timedelta(days=settings.KUAE_LOGIN_DEVICE_DAYS)
+        )
+    except signing.BadSignature:  # forged, tampered with, expired, or not ours
+        return None
+    if not isinstance(found, dict):
+        return None
+    device, users = found.get("id"), found.get("users")
+    if not isinstance(device, str) or not device or not isinstance(users, list):
+        return None
+    return {"id": device, "users": [u for u in users if isinstance(u, str)]}
+
+
+def known_device(request: HttpRequest | None, key: str) -> str | None:
+    """The id of this browser's known-device cookie when it signed in as the account `key`
+    (a login_key) before; None otherwise (no cookie, a forged one, another account's)."""
+    cookie = _device_cookie(request)
+    if cookie is None or not key or key not in cookie["users"]:
+        return None
+    return cookie["id"]
 
 
 def remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
-    """After a successful sign-in: this browser is trusted for that user (a few users each)."""
-    keys: list[str] = []
-    raw = request.COOKIES.get(DEVICE_COOKIE)
-    if raw:
-        try:
-            found = signing.loads(raw, salt=DEVICE_SALT, max_age=dt.timedelta(days=DEVICE_DAYS))
-            keys = [k for k in found if isinstance(k, str)] if isinstance(found, list) else []
-        except signing.BadSignature:
-            keys = []
+    """After a successful sign-in: this browser is a known device for that account from now
+    on (signed, HttpOnly, SameSite=Lax, Secure over HTTPS, KUAE_LOGIN_DEVICE_DAYS long). The
+    browser keeps its id, and the few other accounts it signed in as lately."""
+    cookie = _device_cookie(request) or {"id": secrets.token_urlsafe(18), "users": []}
     key = login_key(username)
-    keys = [key, *(k for k in keys if k != key)][:DEVICE_KEYS]
+    users = [key, *(u for u in cookie["users"] if u != key)][:DEVICE_KEYS]
     response.set_cookie(
         DEVICE_COOKIE,
-        signing.dumps(keys, salt=DEVICE_SALT),
-        max_age=DEVICE_DAYS * 86400,
-        secure=settings.SESSION_COOKIE_SECURE,
+        signing.dumps({"id": cookie["id"], "users": users}, salt=DEVICE_SALT),
+        max_age=settings.KUAE_LOGIN_DEVICE_DAYS * 86400,
+        secure=request.is_secure() or settings.SESSION_COOKIE_SECURE,
         httponly=True,
         samesite="Lax",
     )
 
 
 def login_throttled(request: HttpRequest | None, username: str) -> bool:
-    """True when this username (normalised, `login_key`) failed to sign in too often lately
-    (KUAE_LOGIN_FAILURES within KUAE_LOGIN_WINDOW_S), or this address did (4× as many) and
-    this browser has not signed in as that user before.
+    """True when a sign-in attempt as `username` from this request must be refused (429,
+    the password unchecked); all counts are failures within KUAE_LOGIN_WINDOW_S.
 
-    The address limit slows one machine guessing many users' passwords; it cannot lock out
-    everyone behind a proxy: whoever has signed in from their browser in the last
-    DEVICE_DAYS is not held back by it (the username limit still applies to them)."""
+    - A known device for the account (`known_device`) is refused only once that device
+      has failed KUAE_LOGIN_DEVICE_FAILURES times itself: a stolen cookie is no unlimited
+      oracle. Until then no one else's failures hold it back.
+    - Any other browser is refused when this (account, address) failed KUAE_LOGIN_FAILURES
+      times, or this address did 4× as many over all accounts (one machine spraying
+      passwords over many users). A guesser elsewhere does not hold it back.
+    Without a request (another path to `authenticate()`) the address is unknown: such
+    attempts count together, as one address."""
     since = timezone.now() - dt.timedelta(seconds=settings.KUAE_LOGIN_WINDOW_S)
     failed = AuditEvent.objects.filter(kind=Kind.LOGIN_FAILED, at__gte=since)
-    limit = settings.KUAE_LOGIN_FAILURES
     key = login_key(username)
-    if key and failed.filter(username=key).count() >= limit:
-        return True
-    ip = client_ip(request)
-    if not ip or trusted_device(request, key):
+    device = known_device(request, key)
+    # Past its own limit a known device is no exemption: the counts below decide.
+    device_limit = settings.KUAE_LOGIN_DEVICE_FAILURES
+    if device is not None and failed.filter(device=device).count() < device_limit:
         return False
-    return failed.filter(ip=ip).count() >= 4 * limit
+    limit = settings.KUAE_LOGIN_FAILURES
+    ip = client_ip(request)
+    if key and failed.filter(username=key, ip=ip).count() >= limit:
+        return True
+    return bool(ip) and failed.filter(ip=ip).count() >= 4 * limit
 
 
 @receiver(user_logged_in)
@@ -126,7 +156,8 @@ def _logged_out(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> 
 def _login_failed(
     sender: Any, credentials: dict, request: HttpRequest | None = None, **kw: Any
 ) -> None:
-    audit(Kind.LOGIN_FAILED, request, login_key(str(credentials.get("username", ""))))
+    key = login_key(str(credentials.get("username", "")))
+    audit(Kind.LOGIN_FAILED, request, key, known_device(request, key) or "")
 
 
 class AuditDenialsMiddleware:

@@ -13,9 +13,10 @@ from apps.accounts.models import User
 
 
 class ThrottledModelBackend(ModelBackend):
-    """Django's password check, refused while the username (normalised) or the address is
-    throttled (apps.accounts.audit). The dashboard's and the admin's sign-in pages check
-    first and answer 429; this is the floor for any other path to `authenticate()`."""
+    """Django's password check, refused while this (account, address) or the address is
+    throttled and the browser is no known device for the account (apps.accounts.audit).
+    The dashboard's and the admin's sign-in pages check first and answer 429; this is the
+    floor for any other path to `authenticate()`."""
 
     def authenticate(
         self,

@@ -87,6 +87,12 @@ class AuditEvent(models.Model):
     ip = models.GenericIPAddressField(null=True, blank=True)
     method = models.CharField(max_length=8, blank=True, default="")
     path = models.CharField(max_length=500, blank=True, default="")
+    device = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="a sign-in from a known device for this account: the device cookie's id",
+    )
 
     class Meta:
         ordering = ["-at", "-id"]
@@ -94,6 +100,7 @@ class AuditEvent(models.Model):
             models.Index(fields=["kind", "at"], name="audit_kind_at"),
             models.Index(fields=["username", "kind", "at"], name="audit_user_kind_at"),
             models.Index(fields=["ip", "kind", "at"], name="audit_ip_kind_at"),
+            models.Index(fields=["device", "kind", "at"], name="audit_device_kind_at"),
         ]
 
     def __str__(self) -> str:

@@ -1,5 +1,6 @@
-"""Sign-in with a throttle: too many failures for a username or an address → 429, on the
-dashboard's sign-in page and the admin's alike."""
+"""Sign-in with a throttle: too many failures for an (account, address), or for an address
+→ 429, on the dashboard's sign-in page and the admin's alike; a browser that signed in as
+the account before is not held back by them (apps.accounts.audit, docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from apps.accounts.audit import Kind, audit, login_key, login_throttled, remember_device
+from apps.accounts.audit import (
+    Kind,
+    audit,
+    known_device,
+    login_key,
+    login_throttled,
+    remember_device,
+)
 from apps.accounts.demo import DEMO_LOGINS
 
 
@@ -19,7 +27,8 @@ def _refused(request: HttpRequest, username: str) -> bool:
     """Audit and say so when a sign-in attempt is throttled."""
     if not login_throttled(request, username):
         return False
-    audit(Kind.LOGIN_THROTTLED, request, login_key(username))
+    key = login_key(username)
+    audit(Kind.LOGIN_THROTTLED, request, key, known_device(request, key) or "")
     return True
 
 

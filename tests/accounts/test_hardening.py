@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 from django.db import OperationalError
-from django.test import Client, override_settings
+from django.test import Client, RequestFactory, override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -27,7 +27,7 @@ from apps.accounts.sessions import SEEN
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 STRONG = "correct horse battery staple 42"
-THREE = override_settings(KUAE_LOGIN_FAILURES=3)  # 3 per username, 12 per address
+THREE = override_settings(KUAE_LOGIN_FAILURES=3)  # 3 per (account, address), 12 per address
 
 
 def _login(client: Client, username: str, password: str, path: str = "/login/"):  # noqa: ANN202
@@ -67,8 +67,10 @@ def test_a_full_width_or_upper_case_username_counts_as_the_same_user(users):
     for name in ("ｏｔｔｏ", "otto"):  # locked, whichever way it is written
         other = Client()
         assert _login(other, name, "pw").status_code == 429 and not _signed_in(other)
-    # Any other path to authenticate() is held back too (the backend).
-    assert authenticate(username="otto", password="pw") is None
+    # Any other path to authenticate() is held back too (the backend), from that address.
+    assert authenticate(RequestFactory().post("/"), username="otto", password="pw") is None
+    elsewhere = RequestFactory(REMOTE_ADDR="198.51.100.20").post("/")
+    assert authenticate(elsewhere, username="otto", password="pw") is not None
 
 
 @THREE
@@ -98,10 +100,13 @@ def test_failures_from_one_address_do_not_lock_out_a_proxy_full_of_users(users):
     assert _login(erin, "erin", "pw").status_code == 429
     AuditEvent.objects.update(at=timezone.now() - dt.timedelta(seconds=901))
     assert _login(erin, "erin", "pw").status_code == 302
-    # … and the device cookie is no key to the username limit: mia locked is mia locked.
+    # … and others' failures as mia from her address do not hold her browser back either
+    # (issue 32: a guesser must not lock a person out); a fresh browser there is held.
+    mia.post("/logout/")
     for _ in range(3):
         _login(Client(), "mia", "wrong")
-    assert _login(mia, "mia", "pw").status_code == 429
+    assert _login(Client(), "mia", "pw").status_code == 429
+    assert _login(mia, "mia", "pw").status_code == 302 and _signed_in(mia)
 
 
 @THREE

@@ -41,6 +41,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_exception_handler
 
+    from apps.common.dbconflicts import is_conflict
+
+    if isinstance(exc, OperationalError) and is_conflict(exc):
+        # The database is up; a concurrent write won (a deadlock, a serialisation failure, a
+        # lock not available) and retries inside the server did not get past it: honest,
+        # and still a 503, which clients retry.
+        return Response(
+            {"detail": "the write conflicted with concurrent writes and was not stored; retry"},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
     if isinstance(exc, OperationalError | InterfaceError):
         # The database is down or restarting: a transient failure the client should retry.
         return Response(

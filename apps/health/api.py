@@ -23,13 +23,14 @@ from apps.health.serializers import (
     RunRequestSerializer,
     RunSerializer,
 )
-from apps.health.services import job_preflight, runs_request
+from apps.health.services import job_preflight, runs_queue
 from apps.jobs.models import Job
 from apps.jobs.scope import require_job
 
 
 class RunChecksView(APIView):
-    """`POST health/run/`: queue checks now (all scheduled kinds by default)."""
+    """`POST health/run/`: queue checks now (all scheduled kinds by default); a kind already
+    queued for the cluster, not yet started, is answered with that run, never queued twice."""
 
     roles = {"POST": OPERATORS}
 
@@ -39,8 +40,15 @@ class RunChecksView(APIView):
             202: inline_serializer(
                 "RunQueued",
                 {
-                    "run_id": serializers.IntegerField(),
-                    "run_ids": serializers.ListField(child=serializers.IntegerField()),
+                    "run_id": serializers.IntegerField(help_text="the first kind's run"),
+                    "run_ids": serializers.ListField(
+                        child=serializers.IntegerField(), help_text="one run per kind asked"
+                    ),
+                    "already_queued": serializers.ListField(
+                        child=serializers.IntegerField(),
+                        help_text="those of `run_ids` that were queued, not yet started, "
+                        "before this request: answered, never queued twice",
+                    ),
                 },
             )
         },
@@ -49,13 +57,18 @@ class RunChecksView(APIView):
         data = RunRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         kinds = data.validated_data.get("checks") or list(SCHEDULED_KINDS)
-        runs = runs_request(
+        queued = runs_queue(
             cluster=data.validated_data["cluster"],
-            kinds=list(dict.fromkeys(kinds)),
+            kinds=kinds,
             requested_by=request.user.get_username(),
         )
         return Response(
-            {"run_id": runs[0].pk, "run_ids": [r.pk for r in runs]}, status=status.HTTP_202_ACCEPTED
+            {
+                "run_id": queued.runs[0].pk,
+                "run_ids": [r.pk for r in queued.runs],
+                "already_queued": queued.already_queued,
+            },
+            status=status.HTTP_202_ACCEPTED,
         )
 
 

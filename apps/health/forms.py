@@ -8,7 +8,7 @@ from django import forms
 
 from apps.health.checks import SCHEDULED_KINDS, kind_label
 from apps.health.models import Thresholds
-from apps.health.thresholds import DEFAULTS, FIELDS, check_value
+from apps.health.thresholds import DEFAULTS, FIELDS, bounds, check_value
 
 
 class ThresholdsForm(forms.Form):
@@ -31,6 +31,9 @@ class ThresholdsForm(forms.Form):
             self.fields[f.name] = field_class(
                 label=f.metadata["label"] + (f" ({unit})" if unit else "") + waiting,
                 help_text=f"default {DEFAULTS[f.name]:g}",
+                error_messages={
+                    "invalid": f"must be a {'whole ' if whole else ''}number {bounds(f.name)}"
+                },
             )
 
     def readings(self) -> list[tuple[str, float, float]]:

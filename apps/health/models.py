@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
 from apps.health.choices import ResultStatus, RunStatus
-from apps.health.thresholds import Limits, limits_from
+from apps.health.thresholds import Limits, limits_from, values_problems
 from apps.jobs.models import Job
 
 # A check's kind is a slug its plug-in declares (`apps.health.checks`), not a database choice:
@@ -33,6 +34,16 @@ class Thresholds(models.Model):
     def limits(self) -> Limits:
         """The thresholds in force: defaults with these overrides."""
         return limits_from(self.values)
+
+    def clean(self) -> None:
+        """Every override a known threshold with a number within its bounds (the admin's
+        door; the health page's form checks the same bounds): a ValidationError naming
+        each bad one and its bounds."""
+        problems = values_problems(self.values)
+        if problems:
+            raise ValidationError(
+                {"values": [f"{name}: {problem}" for name, problem in problems.items()]}
+            )
 
 
 class CheckSchedule(models.Model):

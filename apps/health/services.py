@@ -8,6 +8,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from django.db import transaction
@@ -109,17 +110,53 @@ def source_down_store(*, run: CheckRun, down: SourceDown, now: dt.datetime) -> i
 # --- runs ------------------------------------------------------------------------------
 
 
-def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -> list[CheckRun]:
-    """Queue one run per kind; the worker picks them up once this transaction commits."""
+# A run queued longer ago than this is taken as lost by the broker: a request queues a new
+# one rather than answering with it for ever (docs/checks.md, Running checks now).
+QUEUED_MERGE_WITHIN = dt.timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class RunsQueued:
+    """What a request to run checks got: one run per kind asked, in that order, and the ids
+    of those that were already queued (not yet started) before it — answered, not repeated."""
+
+    runs: list[CheckRun]
+    already_queued: list[int]
+
+
+def runs_queue(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -> RunsQueued:
+    """Queue one run per kind unless that kind is already queued, not yet started, for the
+    cluster (then that run is the answer). The cluster's row is locked for the check, so
+    twenty requests at once queue each kind once; the worker picks new runs up once this
+    transaction commits."""
     from apps.health.tasks import run_check_task
 
-    runs = [
-        CheckRun.objects.create(cluster=cluster, kind=k, requested_by=requested_by) for k in kinds
-    ]
-    options = cluster.task_options()  # a cluster with its own queue has workers of its own
-    for run in runs:
-        transaction.on_commit(partial(run_check_task.apply_async, (run.pk,), **options))
-    return runs
+    kinds = list(dict.fromkeys(kinds))
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=cluster.pk).exists()
+        waiting: dict[str, CheckRun] = {}
+        for run in CheckRun.objects.filter(
+            cluster=cluster,
+            kind__in=kinds,
+            status=RunStatus.QUEUED,
+            queued_at__gte=timezone.now() - QUEUED_MERGE_WITHIN,
+        ).order_by("queued_at", "id"):
+            waiting.setdefault(run.kind, run)
+        runs = [
+            waiting.get(k)
+            or CheckRun.objects.create(cluster=cluster, kind=k, requested_by=requested_by)
+            for k in kinds
+        ]
+        options = cluster.task_options()  # a cluster with its own queue has workers of its own
+        for run in runs:
+            if run.kind not in waiting:
+                transaction.on_commit(partial(run_check_task.apply_async, (run.pk,), **options))
+    return RunsQueued(runs=runs, already_queued=[r.pk for r in waiting.values()])
+
+
+def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -> list[CheckRun]:
+    """`runs_queue`'s runs: one per kind, a kind already queued answered by its run."""
+    return runs_queue(cluster=cluster, kinds=kinds, requested_by=requested_by).runs
 
 
 def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | None:

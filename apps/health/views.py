@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -26,7 +25,7 @@ from apps.health.selectors import (
     results,
     summary,
 )
-from apps.health.services import runs_request
+from apps.health.services import runs_queue
 from apps.health.suspects import job_suspects
 from apps.jobs.models import Job
 
@@ -108,9 +107,13 @@ def run_now(request: HttpRequest) -> HttpResponse:
             f"kind: {kind!r} does not run on a schedule; one of {', '.join(SCHEDULED_KINDS)}"
         )
     kinds = [kind] if kind else list(SCHEDULED_KINDS)
-    with transaction.atomic():
-        runs = runs_request(cluster=cluster, kinds=kinds, requested_by=request.user.get_username())
-    messages.success(request, f"Queued {len(runs)} check run(s): {', '.join(kinds)}.")
+    queued = runs_queue(cluster=cluster, kinds=kinds, requested_by=request.user.get_username())
+    waiting = {r.kind for r in queued.runs if r.pk in queued.already_queued}
+    fresh = [k for k in kinds if k not in waiting]
+    said = [f"Queued {len(fresh)} check run(s): {', '.join(fresh)}."] if fresh else []
+    if waiting:
+        said.append(f"Already queued, not queued again: {', '.join(sorted(waiting))}.")
+    messages.success(request, " ".join(said))
     return redirect(f"/health/?cluster={cluster.name}")
 
 

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.choices import AGENTS, ENGINEERS, OPERATORS, READERS
 from apps.accounts.permissions import acting_user, user_has_role
+from apps.common.dbconflicts import atomic_with_retry
 from apps.fleet.scope import require_cluster, scope_of
 from apps.incidents.choices import Source
 from apps.incidents.costs import costs_at, with_cost_order
@@ -69,7 +70,7 @@ class IncidentListView(generics.ListAPIView):
         data = IncidentWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        incident = incident_open(
+        incident = atomic_with_retry(incident_open)(
             cluster=values.pop("cluster"),
             nodes=values.pop("nodes", []),
             source=Source.MANUAL,
@@ -103,7 +104,7 @@ class IncidentDetailView(APIView):
         if refusal:
             raise PermissionDenied(refusal)
         nodes = values.pop("nodes", None)
-        incident = incident_update(
+        incident = atomic_with_retry(incident_update)(
             incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()
         )
         costs_at([incident], now=timezone.now())

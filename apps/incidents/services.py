@@ -63,12 +63,14 @@ def incident_open(
     interrupts_job: bool = False,
     planned: bool = False,
     description: str = "",
+    assignee: str = "",
     source: str = Source.MANUAL,
     fingerprint: str = "",
     details: dict[str, object] | None = None,
     actor: str = "",
 ) -> Incident:
-    """Open an incident after checking its category, severity and the order of its times."""
+    """Open an incident after checking its category, severity and the order of its times;
+    `assignee` is a username (the API checks it names an active user), blank for nobody."""
     if category not in Category.values:
         raise ValidationError({"category": [f"unknown category {category!r}"]})
     if severity not in Severity.values:
@@ -97,6 +99,7 @@ def incident_open(
         interrupts_job=interrupts_job,
         planned=planned,
         description=description,
+        assignee=assignee,
         source=source,
         fingerprint=fingerprint,
         details=details or {},

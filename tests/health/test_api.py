@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from django.utils import timezone
 
 from apps.health.models import CheckRun
 from apps.health.services import run_execute
@@ -58,3 +61,54 @@ def test_preflight(api, cluster, fleet):
     assert (
         api("mia").post(f"/api/v1/jobs/{job.pk}/preflight/", {}, format="json").status_code == 403
     )
+
+
+def test_run_now_twenty_times_queues_each_kind_once(
+    api, cluster, fleet, django_capture_on_commit_callbacks
+):
+    """Issue 32: twenty "run checks now" queued 120 runs. A kind already queued, not yet
+    started, for the cluster is answered with that run and never queued again."""
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        first = api("otto").post("/api/v1/health/run/", {"cluster": "c1"}, format="json")
+        again = [
+            api("otto").post("/api/v1/health/run/", {"cluster": "c1"}, format="json")
+            for _ in range(19)
+        ]
+    assert first.status_code == 202 and first.json()["already_queued"] == []
+    kinds = CheckRun.objects.filter(cluster=cluster).values_list("kind", flat=True)
+    assert sorted(kinds) == sorted(set(kinds)) and len(sent) == len(kinds)
+    for answer in again:
+        assert answer.status_code == 202
+        assert answer.json()["run_ids"] == first.json()["run_ids"]
+        assert answer.json()["already_queued"] == first.json()["run_ids"]
+    # One kind asked again after its run started: a new run; the others still answered.
+    run_execute(run_id=CheckRun.objects.get(kind="heartbeat").pk)
+    mixed = (
+        api("otto")
+        .post(
+            "/api/v1/health/run/",
+            {"cluster": "c1", "checks": ["heartbeat", "thermal"]},
+            format="json",
+        )
+        .json()
+    )
+    thermal = CheckRun.objects.get(kind="thermal").pk
+    assert mixed["already_queued"] == [thermal] and mixed["run_ids"][1] == thermal
+    assert mixed["run_id"] not in first.json()["run_ids"]
+    assert CheckRun.objects.filter(kind="heartbeat").count() == 2
+
+
+def test_a_run_queued_long_ago_is_not_the_answer(api, cluster, fleet):
+    """A run left queued for over an hour (the broker lost it) does not stop run-now."""
+    old = (
+        api("otto")
+        .post("/api/v1/health/run/", {"cluster": "c1", "checks": ["thermal"]}, format="json")
+        .json()["run_id"]
+    )
+    CheckRun.objects.filter(pk=old).update(queued_at=timezone.now() - dt.timedelta(hours=2))
+    new = (
+        api("otto")
+        .post("/api/v1/health/run/", {"cluster": "c1", "checks": ["thermal"]}, format="json")
+        .json()
+    )
+    assert new["run_id"] != old and new["already_queued"] == []

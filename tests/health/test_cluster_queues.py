@@ -57,7 +57,7 @@ def test_runs_are_sent_to_the_clusters_queue_or_the_default(
     cluster.queue = "checks.c1"
     cluster.save()
     with django_capture_on_commit_callbacks(execute=False) as sends:
-        runs_request(cluster=cluster, kinds=["heartbeat", "thermal"], requested_by="t")
+        runs_request(cluster=cluster, kinds=["thermal", "sdc"], requested_by="t")  # new kinds
     assert [s.keywords for s in sends] == [{"queue": "checks.c1"}] * 2
 
 

@@ -121,3 +121,19 @@ def test_nodes_must_be_this_clusters(api, nodes):
     listed = {**BODY, "nodes": ["gpu002", "gpu001", "gpu002"]}  # a repeat counts once
     created = api("erin").post("/api/v1/incidents/", listed, format="json").json()
     assert sorted(created["nodes"]) == ["gpu001", "gpu002"]
+
+
+def test_filing_with_an_assignee_names_them(api, nodes):
+    """Issue 32: the documented `assignee` on `POST incidents/` answered 500."""
+    response = api("erin").post("/api/v1/incidents/", {**BODY, "assignee": "otto"}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["assignee"] == "otto"
+    assert Incident.objects.get().assignee == "otto"
+
+
+def test_filing_with_an_unknown_assignee_is_400_naming_it(api, nodes):
+    response = api("erin").post(
+        "/api/v1/incidents/", {**BODY, "assignee": "nobody-here"}, format="json"
+    )
+    assert response.status_code == 400 and "assignee" in response.json(), response.content
+    assert Incident.objects.count() == 0

@@ -15,7 +15,7 @@ from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
-from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
+from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
@@ -78,6 +78,17 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     )
 
 
+def slurm_told(cluster: Cluster) -> str:
+    """Whether a drain set in KUAE now reaches the cluster's Slurm (docs/slurm.md, Actuation):
+    `on` (Slurm is asked to drain the node), `paused` (automation is paused: nothing is sent),
+    `dry_run` (recorded, not sent) or `off` (Slurm is not told)."""
+    if cluster.actuation == ActuationMode.OFF:
+        return "off"
+    if cluster.automation_paused:
+        return "paused"
+    return "on" if cluster.actuation == ActuationMode.ON else "dry_run"
+
+
 class NodeStateForm(forms.Form):
     """An operator drains, returns or marks a node; the reason is required."""
 
@@ -104,7 +115,10 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
                     "node": node,
                     "form": form,
                     "jobs": running,
+                    "gpus": sum(j.gpu_count for j in running),
+                    "slurm": slurm_told(node.cluster),
                     "verb": "drain" if form.cleaned_data["state"] == "drained" else "mark down",
+                    "done": "drained" if form.cleaned_data["state"] == "drained" else "down",
                 },
             )
         node_set_state(

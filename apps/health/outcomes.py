@@ -337,14 +337,47 @@ def _open(
         details={"verdict": said} if said else None,
         actor=f"check:{run.kind}",
     )
-    if said:
+    seen = _xid_seen(items)
+    if seen:  # a storm's first run says how many lines it folded (docs/checks.md, XID storms)
+        incident.details = {**incident.details, "xid_counts": seen}
+        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
+    lines = [said] if said else []
+    lines += [
+        f"XID {code} seen {_times(n)} on {_gpu_words(target)}"
+        for (target, code), n in _xid_pairs(seen)
+    ]
+    if lines:
         incident_note(
             incident=incident,
             kind=TimelineEntry.Kind.UPDATED,
             actor=f"check:{run.kind}",
             at=now,
-            text=said,
+            text="; ".join(lines),
         )
+
+
+def _xid_seen(items: Sequence[d.Finding]) -> dict[str, dict[str, int]]:
+    """Each GPU target's XID codes and how many lines of each this run's findings folded."""
+    seen: dict[str, dict[str, int]] = {}
+    for f in items:
+        for code, n in (f.details.get("xid_counts") or {}).items():
+            codes = seen.setdefault(f.target, {})
+            codes[code] = codes.get(code, 0) + n
+    return seen
+
+
+def _xid_pairs(seen: dict[str, dict[str, int]]) -> list[tuple[tuple[str, str], int]]:
+    return sorted(((t, c), n) for t, codes in seen.items() for c, n in codes.items())
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _gpu_words(target: str) -> str:
+    """`gpu:h01/3` → `h01 GPU 3` (a GPU known only by its PCI address: `h01 GPU 0000:17:00`)."""
+    host, _, index = target.removeprefix("gpu:").partition("/")
+    return f"{host} GPU {index}" if index else target
 
 
 def _localized(items: Sequence[d.Finding]) -> str:
@@ -384,13 +417,18 @@ def _update(
         lines.append(said)
         incident.details = {**incident.details, "verdict": said}
         Incident.objects.filter(pk=incident.pk).update(details=incident.details)
-    repeats: Counter[str] = Counter()
-    for f in items:
-        for code, n in (f.details.get("xid_counts") or {}).items():
-            repeats[code] += n
-    if repeats:
-        said = ", ".join(f"XID {code} ×{n}" for code, n in sorted(repeats.items()))
-        lines.append(f"{said} more since the last run")
+    seen = _xid_seen(items)
+    if seen:  # a storm folds in: its count grows, and the timeline says by how much
+        totals = {t: dict(codes) for t, codes in (incident.details.get("xid_counts") or {}).items()}
+        for (target, code), n in _xid_pairs(seen):
+            codes = totals.setdefault(target, {})
+            codes[code] = codes.get(code, 0) + n
+            lines.append(
+                f"XID {code} seen {n} more time{'s' if n != 1 else ''} on "
+                f"{_gpu_words(target)} ({codes[code]} in all)"
+            )
+        incident.details = {**incident.details, "xid_counts": totals}
+        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
     if lines:
         incident_note(
             incident=incident,

@@ -16,6 +16,7 @@ from apps.common.hostnames import HostlistError, Hostlists
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.policy import OPERATOR_FIELDS, status_choices
+from apps.incidents.selectors import nodes_not_of_job
 from apps.jobs.models import Job
 
 
@@ -107,7 +108,11 @@ class IncidentFileForm(forms.Form):
         if missing:
             self.add_error("nodes", f"unknown in {cluster.name}: {', '.join(missing[:10])}")
         data["nodes"] = [found[h] for h in wanted if h in found]
-        if data.get("interrupts_job") and data["job"] is None and not self.has_error("job"):
+        job = data.get("job")
+        wrong = nodes_not_of_job(job=job, nodes=data["nodes"]) if job else ""
+        if wrong:  # another job's nodes would mark that job degraded (docs/incidents.md)
+            self.add_error("nodes", wrong)
+        if data.get("interrupts_job") and data.get("job") is None and not self.has_error("job"):
             self.add_error("interrupts_job", "name the job it interrupts")
         return data
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from apps.fleet.models import Node
 from apps.incidents.models import ActionItem, Incident, UnroutedAlert
+from apps.jobs.models import Job
 
 MARKS = (
     ("occurred_at", "occurred"),
@@ -97,3 +100,35 @@ def job_interruptions(job_id: int, limit: int) -> list[tuple[dt.datetime, dt.dat
         .values_list("occurred_at", "detected_at", "recovered_at")[:limit]
     )
     return [(occurred or detected, recovered) for occurred, detected, recovered in rows]
+
+
+def nodes_not_of_job(*, job: Job, nodes: Sequence[Node]) -> str:
+    """Why `nodes` cannot be filed against `job`: a sentence naming each node that is not one
+    of the job's, with the other running job it carries if any (docs/incidents.md, Filing);
+    blank when every node is the job's. An incident naming a job with another job's nodes
+    would mark that other job degraded and count innocent nodes as lemons."""
+    own = set(job.nodes.values_list("pk", flat=True))
+    strangers = [n for n in nodes if n.pk not in own]
+    if not strangers:
+        return ""
+    running: dict[int, list[str]] = {}
+    for node_id, name, pk in (
+        Job.nodes.through.objects.filter(node__in=strangers, job__status="running")
+        .exclude(job=job)
+        .order_by("job_id")
+        .values_list("node_id", "job__name", "job_id")
+    ):
+        running.setdefault(node_id, []).append(f"{name} (#{pk})")
+    parts = []
+    for node in strangers[:20]:
+        others = running.get(node.pk)
+        parts.append(
+            f"{node.hostname} runs {', '.join(others)}"
+            if others
+            else f"{node.hostname} runs no other job"
+        )
+    more = f" and {len(strangers) - 20} more" if len(strangers) > 20 else ""
+    return (
+        f"not nodes of job {job.name} (#{job.pk}): {'; '.join(parts)}{more}. "
+        "Name only the job's nodes, or file the other job's failure against that job."
+    )

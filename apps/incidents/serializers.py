@@ -12,6 +12,7 @@ from apps.fleet.models import Node
 from apps.fleet.validators import nodes_of_cluster
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.models import Incident, TimelineEntry, UnroutedAlert
+from apps.incidents.selectors import nodes_not_of_job
 from apps.jobs.models import Job
 
 
@@ -135,6 +136,18 @@ class IncidentWriteSerializer(serializers.Serializer):
             )
         if "nodes" in attrs and cluster is not None:
             attrs["nodes"] = nodes_of_cluster(cluster=cluster, hostnames=attrs["nodes"])
+        if "job" in attrs or "nodes" in attrs:  # another job's nodes are refused, never kept
+            job = attrs["job"] if "job" in attrs else getattr(self.instance, "job", None)
+            nodes = (
+                attrs["nodes"]
+                if "nodes" in attrs
+                else list(self.instance.nodes.all())
+                if self.instance is not None
+                else []
+            )
+            wrong = nodes_not_of_job(job=job, nodes=nodes) if job is not None else ""
+            if wrong:
+                raise serializers.ValidationError({"nodes": [wrong]})
         return attrs
 
 

@@ -113,7 +113,9 @@ def incident_open(
         incident=incident,
         kind=TimelineEntry.Kind.OPENED,
         actor=actor or source,
-        at=detected_at,
+        # when it was filed; the failure's own time stays occurred_at (a simulated past keeps
+        # its own clock)
+        at=detected_at if source == Source.SIMULATOR else timezone.now(),
         text=description or title,
     )
     return incident

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
+from apps.accounts.models import User
 from apps.accounts.permissions import role_required, user_has_role
 from apps.common.errors import add_form_errors, errors_text
 from apps.common.listing import list_page
@@ -119,6 +120,7 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "engineer": engineer,
             "form": IncidentEditForm(initial=initial, engineer=engineer),
             "comment_form": CommentForm(),
+            "people": assignable_people() if user_has_role(request.user, OPERATORS) else [],
             "nodes": list(incident.nodes.order_by("hostname").values_list("hostname", "state")),
             "timeline": list(incident.timeline.all()),
             "postmortem": postmortem,
@@ -140,14 +142,22 @@ def incident_ack(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(OPERATORS)
 def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
-    """Make the signed-in person the incident's assignee."""
+    """Assign the incident: to the person named in `assignee` (one of `assignable_people`),
+    else to the signed-in person ("Assign to me")."""
     incident = get_object_or_404(Incident, pk=pk)
+    wanted = request.POST.get("assignee", "").strip() or request.user.get_username()
+    if wanted not in {u.username for u in assignable_people()}:
+        messages.error(request, f"Assignee: {wanted} cannot take incidents.")
+        return redirect("incident-detail", pk=pk)
     incident_update(
-        incident=incident,
-        changes={"assignee": request.user.get_username()},
-        actor=request.user.get_username(),
+        incident=incident, changes={"assignee": wanted}, actor=request.user.get_username()
     )
     return redirect("incident-detail", pk=pk)
+
+
+def assignable_people() -> list[User]:
+    """Who may take an incident: active operators, engineers and admins, by username."""
+    return list(User.objects.filter(is_active=True, role__in=OPERATORS).order_by("username"))
 
 
 @require_POST

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
@@ -72,6 +73,26 @@ def _kept(formset: Any) -> list[dict[str, Any]]:
     return [
         f.cleaned_data for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")
     ]
+
+
+def error_summary(
+    form: forms.Form, timeline: forms.BaseFormSet, actions: forms.BaseFormSet
+) -> list[tuple[str, str]]:
+    """Every refusal of a postmortem save as (the field's id, "Label: message"), in page
+    order, for the error summary at the top of the form (docs/pages.md, Forms): a refused
+    row far below the fold is named where the person is looking."""
+    out: list[tuple[str, str]] = [("", str(e)) for e in form.non_field_errors()]
+    for field in form:
+        out += [(field.id_for_label, f"{field.label}: {e}") for e in field.errors]
+    for title, formset in (("Timeline", timeline), ("Action item", actions)):
+        out += [(f"{formset.prefix}-rows", f"{title}s: {e}") for e in formset.non_form_errors()]
+        for row, sub in enumerate(formset.forms, start=1):
+            for field in sub:
+                out += [
+                    (field.id_for_label, f"{title} {row}, {field.label.lower()}: {e}")
+                    for e in field.errors
+                ]
+    return out
 
 
 @role_required()
@@ -147,6 +168,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             "postmortem": postmortem,
             "editable": editable,
             "form": form,
+            "error_summary": error_summary(form, timeline, actions) if status == 400 else [],
             "timeline": timeline,
             "actions": actions,
             "items": list(postmortem.action_items.select_related("owner")) if postmortem else [],

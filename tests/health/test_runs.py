@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from apps.fleet.models import GPU, Node, NodeStateChange
+from apps.fleet.services import cluster_automation_set
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.health.services import run_execute, runs_execute_now, schedules_claim_due
 from apps.incidents.models import Incident, TimelineEntry
@@ -384,3 +385,36 @@ def test_run_checks_command_prints_problems(cluster, fleet):
     assert out.getvalue().strip().splitlines() == [
         f"FAIL heartbeat node:h11: {result('heartbeat', 'node:h11').message}"
     ]
+
+
+def test_an_xid_storm_says_its_count_and_the_count_grows(cluster, fleet):
+    """CONTRACT-level storms (docs/checks.md): fifty kernel-log lines before a run open one
+    incident whose timeline says fifty; thirty more fold in, noted with the new total."""
+    agent = fleet["agent"]
+    # paused, so the XID 79 drain does not take h01 out of the checks before the second storm
+    cluster_automation_set(cluster=cluster, paused=True, reason="storm test", by="otto")
+    telemetry(agent, "h01", 3, xid=0, ecc_dbe_total=0)
+    check(cluster, "gpu_errors")
+
+    def storm(n: int, offset: int) -> None:
+        start = timezone.now() - dt.timedelta(seconds=120)
+        events = [
+            {"node": "h01", "ts": iso(start + dt.timedelta(seconds=i + offset)), "kind": "xid"}
+            | {"code": 79, "gpu": 3}
+            for i in range(n)
+        ]
+        r = agent.post("/api/v1/ingest/events/", {"events": events}, format="json")
+        assert r.status_code == 202, r.content
+
+    storm(50, 0)
+    check(cluster, "gpu_errors")
+    incident = Incident.objects.get()
+    lines = list(TimelineEntry.objects.filter(incident=incident).values_list("text", flat=True))
+    assert any("XID 79 seen 50 times on h01 GPU 3" in t for t in lines), lines
+    assert incident.details["xid_counts"] == {"gpu:h01/3": {"79": 50}}
+    storm(30, 60)
+    check(cluster, "gpu_errors")
+    incident = Incident.objects.get()  # still one incident
+    lines = list(TimelineEntry.objects.filter(incident=incident).values_list("text", flat=True))
+    assert any("XID 79 seen 30 more times on h01 GPU 3 (80 in all)" in t for t in lines), lines
+    assert incident.details["xid_counts"] == {"gpu:h01/3": {"79": 80}}

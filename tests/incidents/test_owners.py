@@ -125,3 +125,25 @@ def test_incident_page_acknowledges_in_one_click(
     client.post(f"/incidents/{incident.pk}/take/")
     incident.refresh_from_db()
     assert incident.assignee == "otto"
+
+
+def test_assign_to_someone_else_from_the_incident_page(client, users, cluster) -> None:  # noqa: ANN001
+    """Issue 32.4: a select of people who may take it (operators, engineers, admins)."""
+    from apps.incidents.services import incident_open
+
+    incident = incident_open(
+        cluster=cluster, title="x", category="gpu", severity="sev3", detected_at=timezone.now()
+    )
+    client.force_login(users["otto"])
+    page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    select = page[page.index('<select id="assign-to"') :]
+    select = select[: select.index("</select>")]
+    assert 'value="erin"' in select and 'value="root"' in select and 'value="otto"' in select
+    assert 'value="mia"' not in select and 'value="ada"' not in select  # manager, agent
+    r = client.post(f"/incidents/{incident.pk}/take/", {"assignee": "erin"})
+    assert r.status_code == 302
+    incident.refresh_from_db()
+    assert incident.assignee == "erin"
+    client.post(f"/incidents/{incident.pk}/take/", {"assignee": "mia"})  # a manager: refused
+    incident.refresh_from_db()
+    assert incident.assignee == "erin"

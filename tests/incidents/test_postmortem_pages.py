@@ -201,3 +201,10 @@ def test_a_new_action_item_due_in_the_past_is_refused(client, users, nodes):
     response = client.post(f"/incidents/{pk}/postmortem/", draft("otto", yesterday))
     assert response.status_code == 400 and "is in the past" in response.content.decode()
     assert not Postmortem.objects.filter(incident_id=pk, action_items__isnull=False).exists()
+    # the refusal is summarised at the top of the form, linking the refused field (issue 32.5)
+    html = response.content.decode()
+    summary = html[html.index('class="error-summary') :]
+    summary = summary[: summary.index("</div>")]
+    assert "Not saved: 1 thing to fix" in summary
+    assert '<a href="#id_ai-0-due">Action item 1, due' in summary and "is in the past" in summary
+    assert html.index('class="error-summary') < html.index('name="summary"')  # above the form

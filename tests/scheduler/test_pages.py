@@ -57,8 +57,13 @@ def test_draining_a_node_with_a_job_asks_first(client, users, job, nodes: list[N
     client.force_login(users["otto"])
     r = client.post("/nodes/gpu001/state/", {"state": "drained", "reason": "fan noise"})
     page = r.content.decode()
-    assert r.status_code == 200 and "This stops a running job" in page
+    assert r.status_code == 200 and "A running job is on this node" in page
     assert "llama-70b" in page and "32 GPUs" in page and 'name="confirm" value="1"' in page
+    # actuation is off: the confirmation says what happens, never that the job stops
+    assert "stop the job" not in page and "This stops" not in page
+    assert "Slurm is not told" in page and "Slurm actuation is off for c1" in page
+    assert "llama-70b (32 GPUs) keeps running on it" in page
+    assert 'class="danger">Yes, drain gpu001 in KUAE only</button>' in page
     assert Node.objects.get(hostname="gpu001").state == "healthy"  # nothing done yet
     r = client.post(
         "/nodes/gpu001/state/", {"state": "drained", "reason": "fan noise", "confirm": "1"}
@@ -71,3 +76,21 @@ def test_draining_a_node_with_a_job_asks_first(client, users, job, nodes: list[N
     assert (
         client.post("/nodes/gpu001/state/", {"state": "healthy", "reason": "ok"}).status_code == 302
     )
+
+
+def test_drain_confirmation_with_actuation_on_says_slurm_drains_it(
+    client, users, job, cluster: Cluster, nodes: list[Node]
+) -> None:  # noqa: ANN001
+    Cluster.objects.filter(pk=cluster.pk).update(slurm_kind="cli", actuation="on")
+    client.force_login(users["otto"])
+    page = client.post("/nodes/gpu001/state/", {"state": "drained", "reason": "fan"}).content
+    page = page.decode()
+    assert "Slurm is asked to drain it" in page and "Slurm is not told" not in page
+    assert "llama-70b (32 GPUs) keeps running until it ends" in page
+    assert 'class="danger">Yes, drain gpu001 in KUAE and Slurm</button>' in page
+    Cluster.objects.filter(pk=cluster.pk).update(automation_paused=True, automation_by="ann")
+    page = client.post("/nodes/gpu001/state/", {"state": "down", "reason": "fan"}).content
+    page = page.decode()
+    assert "Slurm is not told" in page and "automation is paused on c1 by ann" in page
+    assert 'KUAE marks <span class="mono">gpu001</span> down' in page
+    assert 'class="danger">Yes, mark down gpu001 in KUAE only</button>' in page

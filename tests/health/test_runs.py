@@ -384,3 +384,21 @@ def test_run_checks_command_prints_problems(cluster, fleet):
     assert out.getvalue().strip().splitlines() == [
         f"FAIL heartbeat node:h11: {result('heartbeat', 'node:h11').message}"
     ]
+
+
+def test_sdc_a_future_stamp_cannot_push_honest_probes_out_of_the_round(cluster, fleet):
+    """Issue 32: the round is placed by when KUAE received the probes. Honest probes stamped
+    6 minutes ago and one stamped 4.5 minutes ahead are one round, so h04 still fails."""
+    agent = fleet["agent"]
+
+    def probe(host: str, value: float, ts: dt.datetime) -> None:
+        sample = {"node": host, "gpu": 0, "ts": iso(ts), "metrics": {"gemm_checksum": value}}
+        body = {"samples": [sample]}
+        assert agent.post("/api/v1/ingest/telemetry/", body, format="json").status_code == 202
+
+    past = timezone.now() - dt.timedelta(minutes=6)
+    for i, node in enumerate(fleet["nodes"][:6]):
+        probe(node.hostname, 1834.5 if i == 4 else 1834.25, past)
+    probe("h06", 1834.25, timezone.now() + dt.timedelta(minutes=4, seconds=30))
+    check(cluster, "sdc")
+    assert failing("sdc") == {"gpu:h04/0"}

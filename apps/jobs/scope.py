@@ -23,7 +23,7 @@ def _refuse_jobs(pks: Iterable[object]) -> NoReturn:
     refuse("job" if len(shown) == 1 else "jobs", shown)
 
 
-def job_for_write(user: Any, pk: object, queryset: QuerySet[Job] | None = None) -> Job:
+def job_for_write(user: Any, pk: int, queryset: QuerySet[Job] | None = None) -> Job:
     """The job `pk` that `user` is about to write for. A person or an unscoped agent gets a
     404 for a job that does not exist; a scoped agent gets the same 403 for a job that does
     not exist as for one outside its scope, so it learns nothing of jobs elsewhere."""

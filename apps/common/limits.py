@@ -11,6 +11,9 @@ from __future__ import annotations
 HOSTLIST_NAMES = 20_000
 # Nodes one request may register (the Slurm intake creates the nodes its jobs name).
 NEW_NODES = 2_000
+# Nodes agents' intakes (Slurm records, telemetry) may register in one cluster in any hour;
+# people registering nodes are not capped (apps.fleet.services.nodes_claim).
+NEW_NODES_PER_HOUR = 2_000
 # Nodes one `POST nodes/topology/` may place (a whole fleet's switches, PDUs, NVLink domains).
 TOPOLOGY_NODES = 20_000
 # Distinct metric names one GPU keeps (its latest values), whatever the intake.

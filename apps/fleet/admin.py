@@ -8,7 +8,7 @@ from apps.accounts.admin import ApiTokenAdmin, KuaeUserAdmin
 from apps.accounts.choices import Role
 from apps.accounts.models import ApiToken, User
 from apps.common.hostnames import hostname_clean
-from apps.fleet.destinations import url_refusal
+from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.models import GPU, AgentScope, Cluster, Node, NodeStateChange, describe_scope
 
 
@@ -48,6 +48,15 @@ class ClusterForm(forms.ModelForm):
         refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW) if value else None
         if refused:
             raise forms.ValidationError(f"KUAE may not connect there: {refused}")
+        return value
+
+    def clean_slurm_url(self) -> str:
+        value = self.cleaned_data.get("slurm_url") or ""
+        kind = self.cleaned_data.get("slurm_kind") or getattr(self.instance, "slurm_kind", "")
+        if value and kind == "rest":
+            refused = slurmrestd_url_refusal(value, settings.KUAE_SCRAPE_ALLOW)
+            if refused:
+                raise forms.ValidationError(f"KUAE may not send the Slurm JWT there: {refused}")
         return value
 
     def clean_prometheus_token(self) -> str:

@@ -1,25 +1,33 @@
-"""Where the scraper may connect: exporter destinations an admin allows (KUAE_SCRAPE_ALLOW).
+"""Where KUAE may connect: the one destination rule for every URL it fetches that someone
+typed — a node's `exporter_url`, a cluster's `prometheus_url` and its slurmrestd `url`
+(docs/operations.md, Pull-mode destinations).
 
 An `exporter_url` is written by an operator and answered by a node that runs users' code,
 so it must not reach what only the server can: the cloud metadata service, the database
 port on loopback, the server's own admin endpoints. The rule, checked on every address a
-name resolves to (at registration and again at every scrape, on the address connected to):
+name resolves to (at registration, and again when fetching, on the address connected to —
+apps/fleet/pinned.py resolves once and connects to the address it checked):
 
+- only `http` and `https` URLs with a host;
 - loopback, link-local (the metadata service lives there), the cloud metadata addresses,
-  unspecified, multicast and reserved addresses are refused, unless KUAE_SCRAPE_ALLOW lists
-  a network inside that range itself (`127.0.0.0/8`, `169.254.169.254/32`) — `0.0.0.0/0`
-  does not let them through;
-- any other address is allowed while KUAE_SCRAPE_ALLOW is empty, and otherwise only inside
-  one of its networks (production: the nodes' subnets, so the database's subnet is out).
+  unspecified, multicast, reserved and the other IANA special-purpose ranges (192.0.0.0/24,
+  the documentation and benchmarking networks, 2001::/23, …) are refused, unless
+  KUAE_SCRAPE_ALLOW lists a network inside that range itself (`127.0.0.0/8`,
+  `169.254.169.254/32`) — `0.0.0.0/0` does not let them through;
+- a site's own private networks (10/8, 172.16/12, 192.168/16, fc00::/7) and any other
+  address are allowed while KUAE_SCRAPE_ALLOW is empty, and otherwise only inside one of
+  its networks (production: the nodes' subnets, so the database's subnet is out).
 
-IPv4 addresses written in IPv6 (`::ffff:127.0.0.1`, 6to4, NAT64 `64:ff9b::/96`) are judged
-by the IPv4 address they carry as well.
+IPv4 addresses written in IPv6 (`::ffff:127.0.0.1`, the deprecated IPv4-compatible
+`::127.0.0.1`, 6to4, NAT64 `64:ff9b::/96`) are judged by the IPv4 address they carry as
+well, and the IPv4-compatible and IPv4-translated forms are refused themselves.
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import posixpath
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
@@ -35,6 +43,30 @@ SPECIAL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("unspecified", ("0.0.0.0/8", "::/128")),
     ("multicast", ("224.0.0.0/4", "ff00::/8")),
     ("reserved", ("240.0.0.0/4",)),  # with 255.255.255.255
+    ("deprecated IPv4-compatible IPv6", ("::/96",)),
+    ("IPv4-translated IPv6", ("::ffff:0:0:0/96",)),
+    (
+        "IANA special-purpose",
+        (
+            "192.0.0.0/24",
+            "192.0.2.0/24",
+            "192.88.99.0/24",
+            "198.18.0.0/15",
+            "198.51.100.0/24",
+            "203.0.113.0/24",
+            "100::/64",
+            "2001::/23",
+            "2001:db8::/32",
+            "3fff::/20",
+            "5f00::/16",
+            "64:ff9b:1::/48",
+            "fec0::/10",
+        ),
+    ),
+)
+# A site's own private networks: allowed (a site's Prometheus and exporters live there).
+SITE = tuple(
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7")
 )
 _SPECIAL = tuple((kind, ipaddress.ip_network(net)) for kind, nets in SPECIAL for net in nets)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -66,6 +98,8 @@ def _views(address: IPAddress) -> Iterator[IPAddress]:
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             yield address.ipv4_mapped
+        if int(address) >> 32 in (0, 0xFFFF0000) and int(address) > 1:
+            yield ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)  # ::a.b.c.d, ::ffff:0:a.b.c.d
         if address.sixtofour is not None:
             yield address.sixtofour
         if address in _NAT64:
@@ -79,13 +113,30 @@ def refusal(address: IPAddress, allow: Sequence[IPNetwork]) -> str | None:
         special = next(
             ((kind, net) for kind, net in _SPECIAL if net.version == view.version and view in net),
             None,
-        )
+        ) or _flagged(view)
         if special is not None:
             kind, net = special
             if not any(n.subnet_of(net) for n in listed):  # type: ignore[arg-type]
-                return f"{address} is a {kind} address, not listed in KUAE_SCRAPE_ALLOW"
+                article = "an" if kind[0] in "aeiouAEIOU" else "a"
+                return f"{address} is {article} {kind} address, not listed in KUAE_SCRAPE_ALLOW"
         elif allow and not listed:
             return f"{address} is outside KUAE_SCRAPE_ALLOW"
+    return None
+
+
+def _flagged(view: IPAddress) -> tuple[str, IPNetwork] | None:
+    """What Python's `ipaddress` knows to be special about `view` that the table does not
+    name (a range IANA adds later): its kind and the address itself as the network an
+    allow entry must name. An IPv6 address carrying an IPv4 one is judged by that one."""
+    if isinstance(view, ipaddress.IPv6Address) and (
+        view.ipv4_mapped is not None or view.sixtofour is not None or view in _NAT64
+    ):
+        return None
+    if any(view in n for n in SITE if n.version == view.version):
+        return None
+    flags = ("is_private", "is_reserved", "is_link_local", "is_multicast", "is_unspecified")
+    if any(getattr(view, flag) for flag in flags) or getattr(view, "is_site_local", False):
+        return "special-purpose", ipaddress.ip_network(view)
     return None
 
 
@@ -125,14 +176,21 @@ def checked_addresses(host: str, port: int, allow: Sequence[IPNetwork]) -> list[
     return addresses
 
 
-def url_refusal(url: str, allow: Iterable[str]) -> str | None:
-    """Why an exporter URL may not be registered: its host is or resolves to an address the
-    scraper refuses. A name that does not resolve now passes (it is checked at every
-    scrape); None when the URL may be registered."""
-    parts = urlsplit(url)
-    if not parts.hostname:
+def url_refusal(url: str, allow: Iterable[str], *, resolve: bool = True) -> str | None:
+    """Why KUAE may not fetch `url` (an exporter, a Prometheus, a slurmrestd): not an
+    http(s) URL with a host, a bad port, or a host that is or resolves to an address the
+    rule refuses. A name that does not resolve now passes (it is checked again, and pinned,
+    when fetched); `resolve=False` judges only the URL's form and a literal address.
+    None when the URL may be used."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "has a bad port or host"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http(s) URL with a host"
+    if not resolve and _literal(parts.hostname) is None:
         return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         checked_addresses(parts.hostname, port, parse_allow(tuple(allow)))
     except DestinationRefused as exc:
@@ -140,3 +198,23 @@ def url_refusal(url: str, allow: Iterable[str]) -> str | None:
     except Unresolvable:
         return None
     return None
+
+
+def slurmrestd_url_refusal(url: str, allow: Iterable[str]) -> str | None:
+    """Why a cluster's slurmrestd `url` may not be used (KUAE sends it the Slurm JWT): an
+    http(s) URL is judged by `url_refusal`, the one rule; a local socket (`unix:/path`) must
+    be slurmrestd's own — an absolute, normalised path whose file name names `slurmrestd`
+    (`unix:/run/slurmrestd/slurmrestd.sock`), so not `unix:/var/run/docker.sock`. None
+    when it may be used."""
+    if url.startswith("unix:"):
+        path = url.removeprefix("unix:")
+        name = posixpath.basename(path)
+        if not path.startswith("/") or posixpath.normpath(path) != path:
+            return "a unix socket must be an absolute, normalised path (unix:/path/to/socket)"
+        if "slurmrestd" not in name:
+            return (
+                f"unix:{path} is not slurmrestd's socket: its file name must name slurmrestd "
+                "(unix:/run/slurmrestd/slurmrestd.sock)"
+            )
+        return None
+    return url_refusal(url, allow)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from apps.accounts.choices import Role
+from apps.common.bulk import among
 from apps.common.errors import OutOfScope
 from apps.fleet.models import AgentScope, Cluster, Node, describe_scope
 
@@ -73,19 +74,27 @@ def is_scoped(user: Any) -> bool:
     return scope_of(user) is not None
 
 
-def refuse(scope: Scope, what: str, names: Iterable[object] = ()) -> None:
-    """Raise the refusal of a write outside `scope`: `what` was outside, and up to five of
-    the `names` that were."""
+def refuse(what: str, names: Iterable[object] = ()) -> NoReturn:
+    """Raise the refusal of a write outside the token's scope. It names the items as the
+    request gave them (`what`, then up to five of `names`) and says they are outside the
+    token's scope: never where they are or whether they exist, so another cluster's node or
+    job and one that does not exist answer alike (docs/operations.md#agent-tokens-and-scopes)."""
     shown = sorted(str(n) for n in names)
     more = f" (+{len(shown) - _SHOWN} more)" if len(shown) > _SHOWN else ""
-    listed = f": {', '.join(shown[:_SHOWN])}{more}" if shown else ""
-    raise OutOfScope(f"this token writes for {scope.label} only; {what}{listed}")
+    listed = f" {', '.join(shown[:_SHOWN])}{more}" if shown else ""
+    raise OutOfScope(f"{what}{listed}: outside this token's scope")
+
+
+def refuse_nodes(names: Collection[str]) -> NoReturn:
+    """`refuse` for hostnames: `node NAME` or `nodes A, B`."""
+    refuse("node" if len(names) == 1 else "nodes", names)
 
 
 def require_nodes(user: Any, hostnames: Collection[str]) -> None:
-    """OutOfScope unless every node in `hostnames` is the token's to write for: one of its
-    nodes (a node agent) or in its cluster. A name no node has yet is left for the intake to
-    refuse (400 unknown node) when the scope would allow it."""
+    """OutOfScope unless every node in `hostnames` is the token's to write for: a node of its
+    cluster and, for a node agent, one of its nodes. A name that is no node of its cluster —
+    another cluster's or nobody's — is refused alike, so a refusal tells nothing about
+    where a node is or whether it exists."""
     scope = scope_of(user)
     if scope is None or not hostnames:
         return
@@ -93,15 +102,14 @@ def require_nodes(user: Any, hostnames: Collection[str]) -> None:
     if scope.hostnames is not None:
         outside = wanted - scope.hostnames
         if outside:
-            refuse(scope, "not its nodes", outside)
-    elsewhere = (
-        Node.objects.filter(hostname__in=wanted)
-        .exclude(cluster_id=scope.cluster_id)
-        .values_list("hostname", flat=True)
+            refuse_nodes(outside)
+    ours = set(
+        among(
+            Node.objects.filter(cluster_id=scope.cluster_id), "hostname", list(wanted)
+        ).values_list("hostname", flat=True)
     )
-    found = list(elsewhere[: _SHOWN + 1])
-    if found:
-        refuse(scope, f"not in cluster {scope.cluster_name}", found)
+    if len(ours) < len(wanted):
+        refuse_nodes(wanted - ours)
 
 
 def require_cluster(user: Any, cluster: Cluster | str | None, *, whole: bool = True) -> None:
@@ -111,8 +119,8 @@ def require_cluster(user: Any, cluster: Cluster | str | None, *, whole: bool = T
     scope = scope_of(user)
     if scope is None:
         return
-    if whole and scope.node_scoped:
-        refuse(scope, "a node's token may not write for its whole cluster")
     name = cluster if isinstance(cluster, str) or cluster is None else cluster.name
+    if whole and scope.node_scoped:
+        refuse(f"cluster {name or '(none given)'} as a whole (a node's token)")
     if name != scope.cluster_name:
-        refuse(scope, f"not cluster {name or '(none given)'}")
+        refuse(f"cluster {name or '(none given)'}")

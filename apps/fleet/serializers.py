@@ -15,7 +15,7 @@ from apps.common.fields import HostnameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
-from apps.fleet.destinations import url_refusal
+from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import GPU, Cluster, Node
 
@@ -33,7 +33,7 @@ def validate_exporter_url(value: str) -> None:
         raise serializers.ValidationError("has a bad port") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise serializers.ValidationError("must be an http(s) URL with a host")
-    refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW)
+    refused = url_refusal(value, settings.KUAE_SCRAPE_ALLOW)  # the one rule (destinations)
     if refused:
         raise serializers.ValidationError(f"the scraper may not connect there: {refused}")
 
@@ -120,6 +120,11 @@ class SlurmLinkSerializer(serializers.Serializer):
             if not url.startswith(("http://", "https://", "unix:/")):
                 raise serializers.ValidationError(
                     {"url": ["slurmrestd's address: http(s)://host:port or unix:/path/to/socket"]}
+                )
+            refused = slurmrestd_url_refusal(url, settings.KUAE_SCRAPE_ALLOW)
+            if refused:
+                raise serializers.ValidationError(
+                    {"url": [f"KUAE may not send the Slurm JWT there: {refused}"]}
                 )
         elif url and not url.startswith("/"):
             raise serializers.ValidationError(

@@ -24,8 +24,7 @@ from apps.health.serializers import (
     RunSerializer,
 )
 from apps.health.services import job_preflight, runs_queue
-from apps.jobs.models import Job
-from apps.jobs.scope import require_job
+from apps.jobs.scope import job_for_write
 
 
 class RunChecksView(APIView):
@@ -106,8 +105,7 @@ class PreflightView(APIView):
 
     @extend_schema(request=None, responses=PreflightSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(Job, pk=pk)
-        require_job(request.user, job)
+        job = job_for_write(request.user, pk)
         return Response(job_preflight(job=job))
 
 

@@ -27,7 +27,7 @@ from apps.jobs.models import Checkpoint, Job
 from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
 from apps.jobs.ranks import ranks_register, stalls_ingest
 from apps.jobs.readers import job_incidents
-from apps.jobs.scope import require_job, require_job_nodes
+from apps.jobs.scope import job_for_write, require_job, require_job_nodes
 from apps.jobs.selectors import (
     MAX_POINTS_DEFAULT,
     MAX_POINTS_LIMIT,
@@ -179,8 +179,7 @@ class JobDetailView(APIView):
         request=JobWriteSerializer, responses={200: person_or_agent("Job", AGENT_JOB_ID)}
     )
     def patch(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
-        require_job(request.user, job)
+        job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
         data = JobWriteSerializer(instance=job, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -250,8 +249,7 @@ class JobMetricsView(APIView):
 
     @extend_schema(request=MetricBatchSerializer, responses={202: AcceptedSerializer})
     def post(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
-        require_job(request.user, job)
+        job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
         samples = parse_metric_batch(request.data)
         require_nodes(request.user, {s.node for s in samples if s.node is not None})
         accepted = job_metrics_ingest(job=job, samples=samples)
@@ -280,8 +278,7 @@ class JobCheckpointsView(generics.ListAPIView):
         },
     )
     def post(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(Job, pk=pk)
-        require_job(request.user, job)
+        job = job_for_write(request.user, pk, Job.objects.all())
         data = CheckpointSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         checkpoint, created = checkpoint_record(job=job, **data.validated_data)
@@ -399,8 +396,7 @@ class JobRanksView(APIView):
         responses={202: RankRegisteredSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
-        require_job(request.user, job)
+        job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
         now = timezone.now()
         items = parse_rank_batch(request.data, now=now)
         require_nodes(request.user, {it.node for it in items})

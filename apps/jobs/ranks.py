@@ -335,10 +335,11 @@ def stalls_ingest(
         j.pk: j
         for j in Job.objects.filter(pk__in={r.job for r in reports}).select_related("cluster")
     }
+    # A scoped agent's unknown job is refused as one outside its scope (no existence oracle).
+    require_jobs(user, list(jobs.values()), {r.job for r in reports})
     unknown = [i for i, r in enumerate(reports) if r.job not in jobs]
     if unknown:
         raise BatchError({key(i, "job"): ["unknown job"] for i in unknown[:_SHOWN]})
-    require_jobs(user, list(jobs.values()))
     require_nodes(user, {r.node for r in reports})
     clusters = {j.cluster_id: j.cluster.name for j in jobs.values()}
     node_ids = _node_ids(

@@ -7,12 +7,34 @@ query at most, and a refusal is an `OutOfScope` (a 403 from the API's exception 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, NoReturn
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 
 from apps.fleet.models import Cluster
 from apps.fleet.scope import refuse, require_cluster, scope_of
 from apps.jobs.models import Job
+
+
+def _refuse_jobs(pks: Iterable[object]) -> NoReturn:
+    shown = list(pks)
+    refuse("job" if len(shown) == 1 else "jobs", shown)
+
+
+def job_for_write(user: Any, pk: int, queryset: QuerySet[Job] | None = None) -> Job:
+    """The job `pk` that `user` is about to write for. A person or an unscoped agent gets a
+    404 for a job that does not exist; a scoped agent gets the same 403 for a job that does
+    not exist as for one outside its scope, so it learns nothing of jobs elsewhere."""
+    queryset = Job.objects.all() if queryset is None else queryset
+    if scope_of(user) is None:
+        return get_object_or_404(queryset, pk=pk)
+    job = queryset.filter(pk=pk).first()
+    if job is None:
+        _refuse_jobs([pk])
+    require_job(user, job)
+    return job
 
 
 def require_job(user: Any, job: Job) -> None:
@@ -22,13 +44,13 @@ def require_job(user: Any, job: Job) -> None:
     if scope is None:
         return
     if job.cluster_id != scope.cluster_id:
-        refuse(scope, f"job {job.pk} is not in cluster {scope.cluster_name}")
+        _refuse_jobs([job.pk])
     if scope.hostnames is not None:
         on_its_nodes = Job.nodes.through.objects.filter(
             job_id=job.pk, node__hostname__in=list(scope.hostnames)
         )
         if not on_its_nodes.exists():
-            refuse(scope, f"job {job.pk} runs on none of its nodes")
+            _refuse_jobs([job.pk])
 
 
 def require_job_nodes(user: Any, cluster: Cluster, hostnames: Collection[str]) -> None:
@@ -40,19 +62,21 @@ def require_job_nodes(user: Any, cluster: Cluster, hostnames: Collection[str]) -
         return
     require_cluster(user, cluster, whole=False)
     if scope.hostnames is not None and not scope.hostnames.intersection(hostnames):
-        refuse(scope, "the job runs on none of its nodes")
+        refuse("the job's nodes", sorted(hostnames))
 
 
-def require_jobs(user: Any, jobs: Sequence[Job]) -> None:
+def require_jobs(user: Any, jobs: Sequence[Job], asked: Collection[int] = ()) -> None:
     """`require_job` for a batch naming many jobs (stall reports), in one query at most:
-    OutOfScope naming the jobs the token may not write for."""
+    OutOfScope naming the jobs the token may not write for. `asked`: every id the request
+    named; those not among `jobs` (no such job) are refused alike."""
     scope = scope_of(user)
-    if scope is None or not jobs:
+    if scope is None:
         return
+    missing = sorted(set(asked) - {j.pk for j in jobs})
     elsewhere = sorted(j.pk for j in jobs if j.cluster_id != scope.cluster_id)
-    if elsewhere:
-        refuse(scope, f"not jobs of cluster {scope.cluster_name}", elsewhere)
-    if scope.hostnames is not None:
+    if missing or elsewhere:
+        _refuse_jobs(sorted(missing + elsewhere))
+    if scope.hostnames is not None and jobs:
         ours = set(
             Job.nodes.through.objects.filter(
                 job_id__in=[j.pk for j in jobs], node__hostname__in=list(scope.hostnames)
@@ -60,4 +84,4 @@ def require_jobs(user: Any, jobs: Sequence[Job]) -> None:
         )
         outside = sorted(j.pk for j in jobs if j.pk not in ours)
         if outside:
-            refuse(scope, "jobs that run on none of its nodes", outside)
+            _refuse_jobs(outside)

@@ -107,7 +107,8 @@ def judge(
             "wait",
             "checksum not compared yet for GPU"
             f"{'s' if len(unjudged) > 1 else ''} {', '.join(map(str, unjudged))}: "
-            "no majority of the model's GPUs in the probe round",
+            "no majority of the model's nodes in the probe round, with at least 3 nodes "
+            "other than this one voting for it",
         )
     newest = max(g.probe_at for g in mine if g.probe_at)
     return Verdict(

@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from apps.fleet.destinations import DestinationRefused, Unresolvable, slurmrestd_url_refusal
+from apps.fleet.pinned import pinned_transport
 from apps.scheduler.connection import SchedulerRefused, SchedulerUnavailable
 
 _VERSION = re.compile(r"^/(slurm|slurmdb)/v(\d+)\.(\d+)\.(\d+)/")
@@ -35,10 +37,10 @@ class SlurmRest:
         if url.startswith("unix:"):
             transport = httpx.HTTPTransport(uds=url.removeprefix("unix:"))
             base = "http://slurmrestd"
-        else:
-            transport, base = httpx.HTTPTransport(), url.rstrip("/")
+        else:  # pinned: the address checked is the one connected to (apps/fleet/pinned.py)
+            transport, base = pinned_transport(settings.KUAE_SCRAPE_ALLOW), url.rstrip("/")
         self._http = httpx.Client(
-            base_url=base, transport=transport, headers=headers, timeout=timeout_s
+            base_url=base, transport=transport, headers=headers, timeout=timeout_s, trust_env=False
         )
         self._paths: dict[str, list[str]] | None = None
 
@@ -47,8 +49,13 @@ class SlurmRest:
         return f"slurmrestd {self.url}"
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        refused = slurmrestd_url_refusal(self.url, settings.KUAE_SCRAPE_ALLOW)
+        if refused:  # a row stored before the rule: the JWT is never sent there
+            raise SchedulerUnavailable(f"slurmrestd {self.url}: refused: {refused}")
         try:
             response = self._http.request(method, path, **kwargs)
+        except (DestinationRefused, Unresolvable) as exc:
+            raise SchedulerUnavailable(f"slurmrestd {self.url}: refused: {exc}") from exc
         except httpx.HTTPError as exc:
             raise SchedulerUnavailable(
                 f"slurmrestd {self.url}: {exc or type(exc).__name__}"

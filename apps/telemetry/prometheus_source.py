@@ -24,8 +24,9 @@ import httpx
 import orjson
 from django.conf import settings
 
-from apps.fleet.destinations import url_refusal
+from apps.fleet.destinations import DestinationRefused, Unresolvable, url_refusal
 from apps.fleet.models import GPU, Cluster
+from apps.fleet.pinned import pinned_transport
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.names import DCGM_FIELDS
 from apps.telemetry.promql import (
@@ -120,7 +121,9 @@ def _post(
     SourceDown naming the server."""
     timeout_s = timeout_s or settings.KUAE_PROMETHEUS_TIMEOUT_S
     max_bytes = max_bytes or settings.KUAE_PROMETHEUS_MAX_BYTES
-    refused = url_refusal(url, settings.KUAE_SCRAPE_ALLOW)
+    # The URL's form here; its addresses once, when connecting, on the address connected to
+    # (pinned: a name that rebinds after the check cannot redirect the query).
+    refused = url_refusal(url, settings.KUAE_SCRAPE_ALLOW, resolve=False)
     if refused:
         raise SourceDown(url, f"KUAE may not connect there: {refused}")
     headers = {"Accept": "application/json"}
@@ -129,10 +132,20 @@ def _post(
     deadline = time.monotonic() + timeout_s
     try:
         with (
-            httpx.Client(timeout=timeout_s, headers=headers, follow_redirects=False) as client,
+            httpx.Client(
+                timeout=timeout_s,
+                headers=headers,
+                follow_redirects=False,
+                trust_env=False,
+                transport=pinned_transport(settings.KUAE_SCRAPE_ALLOW),
+            ) as client,
             client.stream("POST", url.rstrip("/") + path, data=form) as response,
         ):
             body = _bounded_read(response, url, max_bytes, deadline)
+    except DestinationRefused as exc:
+        raise SourceDown(url, f"KUAE may not connect there: {exc}") from exc
+    except Unresolvable as exc:
+        raise SourceDown(url, f"ConnectError: {exc}") from exc
     except httpx.HTTPError as exc:
         raise SourceDown(url, f"{type(exc).__name__}: {exc}"[:500]) from exc
     answer = _json(body)

@@ -24,7 +24,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.common.weeks import week_label, week_start
-from apps.fleet.models import GPU, Node
+from apps.fleet.models import GPU, Node, NodeStateChange
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.incidents.models import Delivery, Incident
 from apps.incidents.services import incident_open
 from apps.jobs.models import Job
@@ -113,6 +114,50 @@ def test_new_nodes_per_request_are_bounded_at_2000(api, cluster):
         ]
     }
     assert counts() == (0, 0, 0)
+
+
+def test_new_nodes_from_intakes_are_bounded_at_2000_per_cluster_per_hour(api, cluster):
+    """Issue 32: 2,000 fake nodes a request, repeatable without limit. Within the hour a
+    second request that would pass 2,000 new nodes for the cluster is refused, naming the
+    bound, and stores nothing; a person registering nodes is not capped."""
+    agent = api("ada")
+    first = {"jobs": [slurm_job(1, "n[0001-1500]")]}
+    assert agent.post(SLURM, first, format="json").status_code == 200
+    second = {"jobs": [slurm_job(2, "m[0001-0501]")]}
+    response = agent.post(SLURM, second, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "nodes": [
+            "names 501 new nodes: past the bound of 2,000 new nodes per cluster per hour "
+            "from agents' intakes (1,500 made in the last hour; a person can register more)"
+        ]
+    }
+    assert counts() == (1500, 1500 * 8, 1)
+    fits = {"jobs": [slurm_job(2, "m[0001-0500]")]}
+    assert agent.post(SLURM, fits, format="json").status_code == 200
+    assert Node.objects.count() == 2000
+    # People are not capped: an operator registers nodes past it.
+    person = api("otto").post(
+        "/api/v1/nodes/", {"cluster": "c1", "hostname": "p0001"}, format="json"
+    )
+    assert person.status_code == 201, person.content
+    # An hour later the intake may add nodes again.
+    NodeStateChange.objects.update(recorded_at=timezone.now() - dt.timedelta(minutes=61))
+    again = {"jobs": [slurm_job(3, "k[0001-0010]")]}
+    assert agent.post(SLURM, again, format="json").status_code == 200
+
+
+def test_an_intake_never_claims_another_clusters_hostname(api, cluster):
+    """Issue 32: a Slurm record naming another cluster's node is a 403 naming it; nothing is
+    stored and the other cluster keeps its node."""
+    c2 = cluster_create(name="c2", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8)
+    nodes_register(cluster=c2, specs=[NodeSpec(hostname="x000")])
+    body = {"jobs": [slurm_job(1, "x000,n0001")]}
+    response = api("ada").post(SLURM, body, format="json")
+    assert response.status_code == 403
+    assert "x000" in response.json()["detail"] and "c2" not in response.json()["detail"]
+    assert Node.objects.get(hostname="x000").cluster == c2
+    assert not Node.objects.filter(hostname="n0001").exists() and not Job.objects.exists()
 
 
 def test_the_incident_form_refuses_a_139_byte_field_of_a_million_names(client, users, cluster):

@@ -470,3 +470,60 @@ def test_a_token_reads_its_scope_with_its_user(cluster, django_assert_num_querie
         scope = scope_of(user)
     assert scope is not None and scope.cluster_name == "c1"
     assert scope.hostnames == frozenset({"gpu000"})
+
+
+# --- A refusal never says where something is, or whether it exists (issue 32) -------------
+
+
+def _job_writes(pk: int) -> list[tuple[str, str, dict]]:
+    base = f"/api/v1/jobs/{pk}"
+    metrics = {"samples": [{"ts": now_iso(), "step": 1, "step_time_s": 1, "tokens_per_s": 9}]}
+    return [
+        ("post", f"{base}/metrics/", metrics),
+        ("post", f"{base}/checkpoints/", {"step": 1, "saved_at": now_iso(), "blocking_s": 5}),
+        ("post", f"{base}/preflight/", {}),
+        ("post", f"{base}/ranks/", {"ranks": [{"rank": 0, "world_size": 1, "node": "gpu000"}]}),
+        ("patch", f"{base}/", {"name": "pwned"}),
+    ]
+
+
+def _answers(client: APIClient, pk: int) -> list[tuple[int, str]]:
+    out = []
+    for method, url, body in _job_writes(pk):
+        response = getattr(client, method)(url, body, format="json")
+        out.append((response.status_code, response.json()["detail"].replace(str(pk), "ID")))
+    return out
+
+
+@pytest.mark.parametrize("who", ["relay-c2", "node-gpu005"])
+def test_another_clusters_job_and_a_missing_job_answer_alike(job, other_cluster, who):
+    """A scoped token learns nothing from a 403: another cluster's (or other nodes') job and
+    a job that does not exist get the same answer, naming the job as given."""
+    client = client_for(who, "c2") if who == "relay-c2" else client_for(who, "c1", "gpu005")
+    missing = job.pk + 1000
+    theirs, nothing = _answers(client, job.pk), _answers(client, missing)
+    assert theirs == nothing
+    for code, detail in theirs:
+        assert code == 403
+        assert detail == "job ID: outside this token's scope"
+    job.refresh_from_db()
+    assert job.name == "llama-70b" and not JobMetric.objects.exists()
+
+
+def test_another_clusters_node_and_a_missing_node_answer_alike(nodes, other_cluster):
+    relay = client_for("relay-c2", "c2")
+    answers = []
+    for host in ("gpu003", "nosuch9"):  # gpu003 is a node of c1; nosuch9 is nobody's
+        telemetry = relay.post(TELEMETRY, sweep(host, 0, temp_c=1), format="json")
+        beat = relay.post(f"/api/v1/nodes/{host}/heartbeat/", {}, format="json")
+        admission = relay.get(f"/api/v1/nodes/{host}/admission/")
+        answers.append(
+            [
+                (r.status_code, r.json()["detail"].replace(host, "HOST"))
+                for r in (telemetry, beat, admission)
+            ]
+        )
+    assert answers[0] == answers[1]
+    for code, detail in answers[0]:
+        assert code == 403 and "c1" not in detail and "cluster" not in detail
+        assert detail == "node HOST: outside this token's scope"

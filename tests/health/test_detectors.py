@@ -277,3 +277,44 @@ def test_preflight():
         {"node": "b", "reason": "state suspect: slow"},
         {"node": "c", "reason": "failed the gpu_errors check in the last hour"},
     ]
+
+
+def _probes(node: str, values: list[float]) -> list[d.GpuLatest]:
+    return [
+        d.GpuLatest(node, i, "H100", {"gemm_checksum": v}, NOW, NOW) for i, v in enumerate(values)
+    ]
+
+
+def test_sdc_votes_by_node_so_two_nodes_cannot_outvote_an_honest_one():
+    """Issue 32: two nodes' 16 GPUs outvoted an honest node's 8. Votes count by node, and
+    the value a GPU disagrees with needs at least 3 nodes other than its own."""
+    gpus = _probes("a", [6.0] * 8) + _probes("b", [6.0] * 8) + _probes("honest", [1.0] * 8)
+    out = by_target(d.sdc([], {}, gpus, limits=L))
+    assert not [t for t, f in out.items() if f.status != "pass"]
+    # With a third node agreeing, a, b and c are 3 of 4 nodes and 3 besides honest's own.
+    out = by_target(d.sdc([], {}, gpus + _probes("c", [6.0] * 8), limits=L))
+    fails = {t for t, f in out.items() if f.status == "fail"}
+    assert fails == {f"gpu:honest/{i}" for i in range(8)}
+
+
+def test_sdc_a_node_votes_for_most_of_its_gpus_and_a_split_node_casts_none():
+    gpus = []
+    for n in ("n1", "n2", "n3"):  # each node: 7 GPUs say 5.0, one says 9.0 -> votes 5.0
+        gpus += _probes(n, [9.0] + [5.0] * 7)
+    # Split evenly: no vote, and 9.0 is never the round's value.
+    gpus += _probes("s1", [5.0, 9.0] * 4) + _probes("s2", [7.0, 9.0] * 4)
+    out = by_target(d.sdc([], {}, gpus, limits=L))
+    fails = {t for t, f in out.items() if f.status == "fail"}
+    # 5 nodes in the round; 5.0 has 3 votes (> half), each from 3 nodes other than s1/s2,
+    # but for n1's GPU 0 only n2 and n3 vote 5.0 besides n1: 2 < 3, no verdict.
+    assert "gpu:n1/0" not in fails and out["gpu:n1/1"].status == "pass"
+    assert {f"gpu:s1/{i}" for i in (1, 3, 5, 7)} <= fails
+    assert {f"gpu:s2/{i}" for i in range(8)} <= fails
+    assert out["gpu:s1/0"].status == "pass"
+    assert out["gpu:s1/1"].details["voters"] == 3 and out["gpu:s1/1"].details["nodes"] == 5
+
+
+def test_sdc_without_a_node_majority_says_nothing():
+    gpus = [d.GpuLatest(n, 0, "H100", {"gemm_checksum": 1.0}, NOW, NOW) for n in "abc"]
+    gpus += [d.GpuLatest(n, 0, "H100", {"gemm_checksum": 2.0}, NOW, NOW) for n in "def"]
+    assert d.sdc([], {}, gpus, limits=L) == []

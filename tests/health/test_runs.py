@@ -418,3 +418,21 @@ def test_an_xid_storm_says_its_count_and_the_count_grows(cluster, fleet):
     lines = list(TimelineEntry.objects.filter(incident=incident).values_list("text", flat=True))
     assert any("XID 79 seen 30 more times on h01 GPU 3 (80 in all)" in t for t in lines), lines
     assert incident.details["xid_counts"] == {"gpu:h01/3": {"79": 80}}
+
+
+def test_sdc_a_future_stamp_cannot_push_honest_probes_out_of_the_round(cluster, fleet):
+    """Issue 32: the round is placed by when KUAE received the probes. Honest probes stamped
+    6 minutes ago and one stamped 4.5 minutes ahead are one round, so h04 still fails."""
+    agent = fleet["agent"]
+
+    def probe(host: str, value: float, ts: dt.datetime) -> None:
+        sample = {"node": host, "gpu": 0, "ts": iso(ts), "metrics": {"gemm_checksum": value}}
+        body = {"samples": [sample]}
+        assert agent.post("/api/v1/ingest/telemetry/", body, format="json").status_code == 202
+
+    past = timezone.now() - dt.timedelta(minutes=6)
+    for i, node in enumerate(fleet["nodes"][:6]):
+        probe(node.hostname, 1834.5 if i == 4 else 1834.25, past)
+    probe("h06", 1834.25, timezone.now() + dt.timedelta(minutes=4, seconds=30))
+    check(cluster, "sdc")
+    assert failing("sdc") == {"gpu:h04/0"}

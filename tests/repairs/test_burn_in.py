@@ -40,7 +40,7 @@ def test_judge_waits_for_a_probe_newer_than_the_request():
 
 def test_judge_fails_a_slow_gpu_a_wrong_checksum_or_an_event():
     at = NOW + dt.timedelta(minutes=1)
-    peers = _gpus("b", at=at) + _gpus("c", at=at)
+    peers = _gpus("b", at=at) + _gpus("c", at=at) + _gpus("d", at=at)  # 3 voters besides a
     slow = [
         *peers,
         *_gpus("a", 7, at=at),
@@ -94,6 +94,8 @@ def test_node_stays_out_until_a_fresh_passing_probe_then_healthy_and_closed(flee
 def test_a_failing_probe_keeps_it_out_and_says_why(fleet):
     drain("n01")
     fleet["otto"].post("/api/v1/nodes/n01/return/", {}, format="json")
+    for peer in ("n00", "n02", "n03"):  # the checksum vote needs 3 nodes besides n01's own
+        probe(fleet["agent"], peer)
     probe(fleet["agent"], "n01", odd_gpu=2, odd_checksum=9999.0)
     assert burn_ins_evaluate()["fail"] == 1
     repair = Repair.objects.get()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-import apps.scheduler.services.intake as intake
+import apps.fleet.services.nodes as fleet_nodes
 from apps.fleet.models import GPU, Node, NodeStateChange
 from apps.jobs.models import Job
 from tests.support import SHARED
@@ -32,14 +32,14 @@ def race(api: Callable[[str], Any], bodies: list[dict[str, Any]], monkeypatch) -
     SQLite, whose writers take turns, the barrier gives way after 2 s)."""
     clients = [api("ada") for _ in bodies]
     looked = threading.Barrier(len(bodies))
-    register = intake.nodes_register
+    register = fleet_nodes.nodes_register  # what the intakes' nodes_claim calls
 
     def held(**kwargs: Any) -> Any:
         with contextlib.suppress(threading.BrokenBarrierError):
             looked.wait(timeout=2)
         return register(**kwargs)
 
-    monkeypatch.setattr(intake, "nodes_register", held)
+    monkeypatch.setattr(fleet_nodes, "nodes_register", held)
     answers = [0] * len(bodies)
 
     def deliver(i: int) -> None:

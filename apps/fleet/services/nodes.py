@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.common.bulk import among, update_many
-from apps.common.errors import BatchError
-from apps.common.limits import TOPOLOGY_NODES
+from apps.common.errors import BatchError, OutOfScope
+from apps.common.limits import NEW_NODES, NEW_NODES_PER_HOUR, TOPOLOGY_NODES
 from apps.common.timeutil import FUTURE_SLACK
 from apps.fleet import transitions
 from apps.fleet.addresses import addresses_clean
@@ -113,9 +113,87 @@ def node_register(*, cluster: Cluster, spec: NodeSpec) -> tuple[Node, bool]:
     return nodes_register(cluster=cluster, specs=[spec])[0], True
 
 
+# `by` of the first history entry of a node an agent's intake registered: what the hourly
+# bound counts (a person's registrations carry none and are not counted).
+INTAKE_BY = "intake"
+
+
 @transaction.atomic
-def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]:
-    """Register new nodes in bulk: nodes, their GPUs and the first state-history entry.
+def nodes_claim(
+    *, cluster: Cluster, hostnames: Collection[str], intake: str, field: str = "nodes"
+) -> dict[str, int]:
+    """hostname → node id for every name an agent's intake (`intake`: `slurm`, `telemetry`)
+    names in `cluster`, registering the new ones — the one rule every intake that creates
+    nodes goes through (docs/operations.md, Limits):
+
+    - a hostname of another cluster is never claimed: OutOfScope (a 403) naming it, and
+      that cluster keeps its node;
+    - at most `NEW_NODES` new nodes per request, and at most `NEW_NODES_PER_HOUR` new nodes
+      per cluster per hour from intakes: a BatchError naming `field` and the bound.
+
+    Both are checked before anything is written. The cluster's row is locked while it
+    counts and registers, so concurrent intakes cannot both pass the hourly bound."""
+    wanted = sorted(set(hostnames))
+    if not wanted:
+        return {}
+    known = {
+        h: (pk, cid)
+        for h, pk, cid in among(Node.objects.all(), "hostname", wanted).values_list(
+            "hostname", "pk", "cluster_id"
+        )
+    }
+    elsewhere = sorted(h for h, (_, cid) in known.items() if cid != cluster.pk)
+    if elsewhere:
+        shown = ", ".join(elsewhere[:20]) + (
+            f" (+{len(elsewhere) - 20} more)" if len(elsewhere) > 20 else ""
+        )
+        raise OutOfScope(
+            f"{'node' if len(elsewhere) == 1 else 'nodes'} {shown}: not cluster "
+            f"{cluster.name}'s to claim; the {intake} intake never takes another cluster's node"
+        )
+    ids = {h: pk for h, (pk, _) in known.items()}
+    new = [h for h in wanted if h not in known]
+    if not new:
+        return ids
+    if len(new) > NEW_NODES:
+        raise BatchError(
+            {
+                field: [
+                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES:,} new nodes "
+                    "per request (register them in smaller requests)"
+                ]
+            }
+        )
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).exists()
+    made = NodeStateChange.objects.filter(
+        node__cluster=cluster,
+        by=INTAKE_BY,
+        recorded_at__gte=timezone.now() - dt.timedelta(hours=1),
+    ).count()
+    if made + len(new) > NEW_NODES_PER_HOUR:
+        raise BatchError(
+            {
+                field: [
+                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES_PER_HOUR:,} "
+                    "new nodes per cluster per hour from agents' intakes "
+                    f"({made:,} made in the last hour; a person can register more)"
+                ]
+            }
+        )
+    try:
+        registered = nodes_register(
+            cluster=cluster, specs=[NodeSpec(hostname=h) for h in new], by=INTAKE_BY
+        )
+    except ValidationError as exc:  # registered meanwhile in another cluster
+        raise OutOfScope(f"nodes: {'; '.join(exc.messages)}") from exc
+    ids.update((node.hostname, node.pk) for node in registered)
+    return ids
+
+
+@transaction.atomic
+def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec], by: str = "") -> list[Node]:
+    """Register new nodes in bulk: nodes, their GPUs and the first state-history entry
+    (`by`: who registered them; `INTAKE_BY` for an agent's intake, via `nodes_claim`).
 
     Returns the specs' nodes in order. One registered meanwhile by a concurrent request
     (two Slurm intakes naming the same new node) is not an error: it is registered once,
@@ -156,7 +234,7 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
                 del wanted[hostname]
     else:
         raise IntegrityError("nodes kept colliding with concurrent registrations")
-    _nodes_furnish(cluster, nodes)
+    _nodes_furnish(cluster, nodes, by)
     mine = {node.hostname: node for node in nodes}
     others = {}
     if len(mine) < len(specs):
@@ -174,7 +252,7 @@ def nodes_register(*, cluster: Cluster, specs: Sequence[NodeSpec]) -> list[Node]
     return [mine.get(spec.hostname) or others[spec.hostname] for spec in specs]
 
 
-def _nodes_furnish(cluster: Cluster, nodes: Sequence[Node]) -> None:
+def _nodes_furnish(cluster: Cluster, nodes: Sequence[Node], by: str = "") -> None:
     """Give just-inserted nodes their ids (SQLite before 3.35 returns none), GPUs and first
     state-history entry."""
     if not nodes:
@@ -203,6 +281,7 @@ def _nodes_furnish(cluster: Cluster, nodes: Sequence[Node]) -> None:
                 reason="in service",
                 at=node.in_service_at,
                 source=StateSource.IMPORT,
+                by=by,
             )
             for node in nodes
         ],

@@ -24,6 +24,7 @@ from apps.incidents.choices import Category, Severity
 KIND = "sdc"
 CORRUPT_JOB = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2)
 CORRUPT_GPU = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2, node_state=NodeState.SUSPECT)
+MIN_OTHER_VOTERS = 3  # nodes other than a GPU's own that must vote for the value it missed
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ def sdc(
     limits: Limits,
 ) -> list[Finding]:
     """A non-finite loss/grad norm fails its job; a GPU whose latest checksum (within one
-    probe round of the newest of its model) differs from what more than half reported
-    fails its node. Without a strict majority there is no verdict."""
+    probe round, by receive time, of the newest of its model) differs from the vote of more
+    than half of the round's nodes, at least 3 of them other than its own, fails its node.
+    Votes are counted by node (docs/checks.md, `sdc`); otherwise there is no verdict."""
     return _losses(bad_samples, running_jobs) + _checksums(gpus, limits)
 
 
@@ -78,6 +80,20 @@ def _losses(bad_samples: Sequence[NonFinite], running_jobs: Mapping[int, str]) -
     return out
 
 
+def node_votes(round_: Sequence[GpuLatest]) -> dict[str, float]:
+    """Each node's vote in a probe round: the checksum most of its GPUs reported. A node
+    whose GPUs split evenly between its top values casts no vote."""
+    by_node: dict[str, Counter[float]] = defaultdict(Counter)
+    for gpu in round_:
+        by_node[gpu.node][gpu.metrics["gemm_checksum"]] += 1
+    votes = {}
+    for node, counts in by_node.items():
+        top = counts.most_common(2)
+        if len(top) == 1 or top[0][1] > top[1][1]:
+            votes[node] = top[0][0]
+    return votes
+
+
 def _checksums(gpus: Sequence[GpuLatest], limits: Limits) -> list[Finding]:
     by_model: dict[str, list[GpuLatest]] = defaultdict(list)
     for gpu in gpus:
@@ -86,27 +102,35 @@ def _checksums(gpus: Sequence[GpuLatest], limits: Limits) -> list[Finding]:
             by_model[gpu.model].append(gpu)
     out = []
     for model, members in by_model.items():
+        # probe_at is when KUAE received the probe, so no stamp can move a GPU out of it.
         newest = max(g.probe_at for g in members if g.probe_at)
         round_ = [
             g
             for g in members
             if g.probe_at and (newest - g.probe_at).total_seconds() <= limits.sdc_round_s
         ]
-        votes = Counter(g.metrics["gemm_checksum"] for g in round_)
-        value, count = votes.most_common(1)[0]
-        if count * 2 <= len(round_):
-            continue  # no strict majority: nothing to compare against
+        nodes = len({g.node for g in round_})
+        votes = node_votes(round_)
+        if not votes:
+            continue
+        value, count = Counter(votes.values()).most_common(1)[0]
+        if count * 2 <= nodes:
+            continue  # no strict majority of the round's nodes: nothing to compare against
         for gpu in round_:
             mine = gpu.metrics["gemm_checksum"]
             target = gpu_target(gpu.node, gpu.index)
-            details = {"checksum": mine, "majority": value, "agree": count, "round": len(round_)}
+            # Nodes other than this GPU's own that voted for the round's value.
+            voters = count - (votes.get(gpu.node) == value)
+            details = {"checksum": mine, "majority": value, "voters": count, "nodes": nodes}
             if mine == value:
-                message = "checksum agrees with the majority"
+                message = "checksum agrees with the majority of nodes"
                 out.append(passed(KIND, target, message, details, node=gpu.node))
                 continue
+            if voters < MIN_OTHER_VOTERS:
+                continue  # too few other nodes to outvote this one: no verdict
             message = (
-                f"GEMM checksum {mine!r} differs from the {count} of {len(round_)} {model} "
-                f"GPUs that computed {value!r}"
+                f"GEMM checksum {mine!r} differs from {value!r}, the vote of {count} of the "
+                f"{nodes} {model} nodes in the probe round"
             )
             out.append(
                 failed(

@@ -9,15 +9,13 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
 from apps.common.errors import BatchError
-from apps.common.limits import NEW_NODES
 from apps.fleet.models import Cluster, Node
-from apps.fleet.services import NodeSpec, nodes_register
+from apps.fleet.services import nodes_claim
 from apps.incidents.choices import Category, Severity, Source
 from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
@@ -166,38 +164,11 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
 
 
 def _slurm_nodes(cluster: Cluster, records: Sequence[SlurmJob]) -> dict[str, int]:
-    """hostname → node id for every node the records name, registering new ones (within
-    the bound on new nodes); a node of another cluster rejects the batch."""
+    """hostname → node id for every node the records name, registering new ones through the
+    fleet's one rule for intakes (`nodes_claim`: the bounds on new nodes, and never another
+    cluster's hostname)."""
     wanted = {h for r in records for h in (*r.hostnames, *r.failed_nodes)}
-    if not wanted:
-        return {}
-    known = {
-        h: (pk, cid)
-        for h, pk, cid in among(Node.objects.all(), "hostname", sorted(wanted)).values_list(
-            "hostname", "pk", "cluster_id"
-        )
-    }
-    elsewhere = sorted(h for h, (_, cid) in known.items() if cid != cluster.pk)
-    if elsewhere:
-        raise BatchError({"nodes": [f"already in another cluster: {', '.join(elsewhere[:20])}"]})
-    new = sorted(wanted - set(known))
-    if len(new) > NEW_NODES:
-        raise BatchError(
-            {
-                "nodes": [
-                    f"names {len(new):,} new nodes: past the bound of {NEW_NODES:,} new nodes "
-                    "per request (register them in smaller requests)"
-                ]
-            }
-        )
-    ids = {h: pk for h, (pk, _) in known.items()}
-    if new:
-        try:
-            registered = nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in new])
-        except ValidationError as exc:  # registered meanwhile in another cluster
-            raise BatchError({"nodes": exc.messages}) from exc
-        ids.update((node.hostname, node.pk) for node in registered)
-    return ids
+    return nodes_claim(cluster=cluster, hostnames=wanted, intake="slurm")
 
 
 def _slurm_known(cluster: Cluster, external_ids: Sequence[str]) -> dict[str, list[JobState]]:

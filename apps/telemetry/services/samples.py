@@ -92,7 +92,7 @@ def telemetry_ingest(
             uuid, model = sample.uuid or uuid, sample.model or model
             pci_bus = sample.pci_bus or pci_bus
             if not PROBE_METRICS.isdisjoint(sample.metrics):
-                probe_at = sample.ts
+                probe_at = now  # received: a probe round is placed by this, not the stamp
             applied.append((node_id, sample.ts, sample.metrics))
             fresh.append(sample.metrics)
         if not fresh:

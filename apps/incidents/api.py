@@ -140,7 +140,8 @@ class AlertmanagerView(APIView):
         scope = scope_of(request.user)
         if scope is not None:  # a node's token: 403; a cluster's: others' alerts are unrouted
             require_cluster(request.user, scope.cluster_name)
-        counts = alertmanager_ingest(
+        # An HA pair's copies race: a deadlock between them is retried, not answered 503.
+        counts = atomic_with_retry(alertmanager_ingest)(
             payload=request.data, within=scope.cluster_id if scope else None
         )
         return Response(AlertmanagerResultSerializer(counts).data)

@@ -338,7 +338,7 @@ def _open(
         actor=f"check:{run.kind}",
     )
     seen = _xid_seen(items)
-    if seen:  # a storm's first run says how many lines it folded (docs/checks.md, XID storms)
+    if seen:  # a storm's first run says how many lines it folded (docs/checks.md, Storms)
         incident.details = {**incident.details, "xid_counts": seen}
         Incident.objects.filter(pk=incident.pk).update(details=incident.details)
     lines = [said] if said else []

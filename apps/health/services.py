@@ -111,7 +111,7 @@ def source_down_store(*, run: CheckRun, down: SourceDown, now: dt.datetime) -> i
 
 
 # A run queued longer ago than this is taken as lost by the broker: a request queues a new
-# one rather than answering with it for ever (docs/checks.md, Running checks now).
+# one rather than answering with it for ever (docs/checks.md, How a check run works).
 QUEUED_MERGE_WITHIN = dt.timedelta(hours=1)
 
 

@@ -79,7 +79,7 @@ def error_summary(
     form: forms.Form, timeline: forms.BaseFormSet, actions: forms.BaseFormSet
 ) -> list[tuple[str, str]]:
     """Every refusal of a postmortem save as (the field's id, "Label: message"), in page
-    order, for the error summary at the top of the form (docs/pages.md, Forms): a refused
+    order, for the error summary at the top of the form (docs/pages.md, Words a person uses): a refused
     row far below the fold is named where the person is looking."""
     out: list[tuple[str, str]] = [("", str(e)) for e in form.non_field_errors()]
     for field in form:

@@ -125,3 +125,25 @@ def bench_stalls(token: str) -> None:
         f"  incident: {incident.title if incident else 'none'}; nodes named: {named} "
         f"(rank {CULPRIT} is on {hosts[CULPRIT]})"
     )
+
+
+def main() -> None:
+    """`python -m tests.bench.stalls`: this part of `make bench` alone, on a fresh bench
+    database (BENCH_DATABASE_URL, default PostgreSQL's kuae_bench) holding a simulated
+    10,240-GPU cluster (1,280 nodes) for the ranks to run on."""
+    import io
+    import os
+
+    from tests.bench.run import DEFAULT_URL, django_ready
+
+    django_ready(os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
+    from django.core.management import call_command
+
+    from apps.accounts.services import token_issue, user_create_or_update
+
+    call_command("simulate", gpus=10240, days=1, seed=1, stdout=io.StringIO())
+    bench_stalls(token_issue(user=user_create_or_update(username="bench-agent", role="agent")))
+
+
+if __name__ == "__main__":
+    main()

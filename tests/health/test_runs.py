@@ -388,7 +388,7 @@ def test_run_checks_command_prints_problems(cluster, fleet):
 
 
 def test_an_xid_storm_says_its_count_and_the_count_grows(cluster, fleet):
-    """CONTRACT-level storms (docs/checks.md): fifty kernel-log lines before a run open one
+    """Storms (docs/checks.md, Storms): fifty kernel-log lines before a run open one
     incident whose timeline says fifty; thirty more fold in, noted with the new total."""
     agent = fleet["agent"]
     # paused, so the XID 79 drain does not take h01 out of the checks before the second storm

@@ -53,6 +53,15 @@ class MaintenanceWindow(models.Model):
     def __str__(self) -> str:
         return f"maintenance #{self.pk} {self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M}"
 
+    @property
+    def nodes_label(self) -> str:
+        """The nodes as the booking named them: its hostlist, and/or its racks (short)."""
+        parts = [self.asked_nodes.strip()] if self.asked_nodes.strip() else []
+        if self.racks:
+            parts.append("rack" + ("s " if len(self.racks) > 1 else " ") + ", ".join(self.racks))
+        text = " + ".join(parts) or "no nodes"
+        return text if len(text) <= 40 else text[:39] + "…"
+
     def covers(self, at: dt.datetime) -> bool:
         """Whether the window is in progress at `at`."""
         return self.status != WindowStatus.CANCELLED and self.start <= at < self.end

@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, QuerySet
 
 from apps.fleet.models import Node
+from apps.incidents.choices import Category
+from apps.incidents.models import Incident
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
 from apps.maintenance.choices import WindowStatus
 from apps.maintenance.models import MaintenanceWindow, WindowNode
 
@@ -51,6 +55,7 @@ class Calendar:
     current: list[MaintenanceWindow] = field(default_factory=list)
     upcoming: list[MaintenanceWindow] = field(default_factory=list)
     past: list[MaintenanceWindow] = field(default_factory=list)
+    past_total: int = 0  # all past and cancelled windows; `past` holds the newest of them
 
 
 def calendar(*, now: dt.datetime, cluster: str = "", past_limit: int = 50) -> Calendar:
@@ -63,7 +68,19 @@ def calendar(*, now: dt.datetime, cluster: str = "", past_limit: int = 50) -> Ca
         (out.current if window.start <= now else out.upcoming).append(window)
     past = rows.filter(Q(end__lte=now) | Q(status=WindowStatus.CANCELLED)).order_by("-end", "-id")
     out.past = list(past[:past_limit])
+    out.past_total = past.count() if len(out.past) == past_limit else len(out.past)
     return out
+
+
+def planned_without_window(*, cluster: str = "") -> int:
+    """Planned-maintenance incidents that no window opened (filed as planned by hand, or
+    made by the simulator): the incident history holds them, the window list cannot."""
+    rows = Incident.objects.filter(planned=True, category=Category.HOST_MAINTENANCE).exclude(
+        details__has_key="maintenance_window"
+    )
+    if cluster:
+        rows = rows.filter(cluster__name=cluster)
+    return rows.count()
 
 
 def windows_of_node(node: Node, *, now: dt.datetime) -> list[MaintenanceWindow]:
@@ -89,3 +106,36 @@ def windows_now(*, now: dt.datetime) -> list[MaintenanceWindow]:
 def window_detail(pk: int) -> MaintenanceWindow:
     """One window with its nodes and silenced alerts (DoesNotExist when unknown)."""
     return window_list().prefetch_related("silenced_alerts__node").get(pk=pk)
+
+
+@dataclass
+class TouchedJob:
+    """A running job that a window being booked would stop: the job, which of its nodes the
+    window holds, and how many of its GPUs are on them."""
+
+    job: Job
+    hostnames: list[str]
+    gpus: int
+
+
+def jobs_touched(nodes: list[Node]) -> list[TouchedJob]:
+    """The jobs running now on any of `nodes`, largest first, each with the nodes and GPUs
+    of it the window would take (docs/maintenance.md, Booking a window)."""
+    ids = {n.pk: n for n in nodes}
+    jobs = (
+        Job.objects.filter(status=JobStatus.RUNNING, nodes__in=list(ids))
+        .distinct()
+        .prefetch_related("nodes")
+        .order_by("-gpu_count", "pk")
+    )
+    out = []
+    for job in jobs:
+        on = sorted((n for n in job.nodes.all() if n.pk in ids), key=lambda n: n.hostname)
+        gpus = min(sum(n.gpu_count for n in on), job.gpu_count)
+        out.append(TouchedJob(job=job, hostnames=[n.hostname for n in on], gpus=gpus))
+    return out
+
+
+def touched_key(touched: list[TouchedJob]) -> str:
+    """What the operator confirmed: the ids of the jobs they were told about."""
+    return ",".join(str(t.job.pk) for t in sorted(touched, key=lambda t: t.job.pk))

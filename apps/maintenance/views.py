@@ -17,8 +17,15 @@ from apps.common.errors import add_form_errors
 from apps.fleet.models import Cluster
 from apps.maintenance.forms import WindowForm
 from apps.maintenance.models import MaintenanceWindow
-from apps.maintenance.selectors import calendar, window_detail
-from apps.maintenance.services import Booking, window_book, window_end
+from apps.maintenance.selectors import (
+    TouchedJob,
+    calendar,
+    jobs_touched,
+    planned_without_window,
+    touched_key,
+    window_detail,
+)
+from apps.maintenance.services import Booking, window_book, window_end, window_nodes_resolve
 
 SPAN = dt.timedelta(days=7)  # the calendar strip: now to a week ahead
 
@@ -48,30 +55,40 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
     cluster = request.GET.get("cluster", "")
     operator = request.user.has_role(OPERATORS)  # type: ignore[union-attr]
     form = None
+    touched: list[TouchedJob] = []
+    confirming = False
     if operator:
         form = WindowForm(request.POST or None, initial={"cluster": cluster} if cluster else None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
+            booking = Booking(
+                cluster=data["cluster"],
+                start=data["start"],
+                end=data["end"],
+                reason=data["reason"],
+                nodes=data["nodes"].strip() or None,
+                racks=data["racks"],
+            )
             try:
-                window = window_book(
-                    booking=Booking(
-                        cluster=data["cluster"],
-                        start=data["start"],
-                        end=data["end"],
-                        reason=data["reason"],
-                        nodes=data["nodes"].strip() or None,
-                        racks=data["racks"],
-                    ),
-                    by=request.user.get_username(),
+                nodes = window_nodes_resolve(
+                    cluster=booking.cluster, nodes=booking.nodes, racks=booking.racks
                 )
+                touched = jobs_touched(nodes)
+                # Stopping running jobs is said first, by name and GPUs, and booked only
+                # once the operator confirms those very jobs (docs/maintenance.md, Booking).
+                confirming = bool(touched) and request.POST.get("confirm") != touched_key(touched)
+                if not confirming:
+                    window = window_book(booking=booking, by=request.user.get_username())
             except ValidationError as exc:
                 add_form_errors(form, exc)
+                touched = []
             else:
-                messages.success(
-                    request,
-                    f"Maintenance window #{window.pk} booked on {window.nodes.count()} nodes",
-                )
-                return redirect("maintenance-detail", pk=window.pk)
+                if not confirming:
+                    messages.success(
+                        request,
+                        f"Maintenance window #{window.pk} booked on {window.nodes.count()} nodes",
+                    )
+                    return redirect("maintenance-detail", pk=window.pk)
     elif request.method == "POST":
         raise PermissionDenied("only operators book maintenance windows")
     cal = calendar(now=now, cluster=cluster)
@@ -85,10 +102,15 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
             "bars": _strip(cal.current + cal.upcoming, now),
             "days": days,
             "form": form,
+            "touched": touched,
+            "touched_gpus": sum(t.gpus for t in touched),
+            "confirm_key": touched_key(touched) if confirming else "",
+            "past_total": cal.past_total,
+            "planned_without_window": planned_without_window(cluster=cluster),
             "cluster": cluster,
             "clusters": Cluster.objects.order_by("name").values_list("name", flat=True),
         },
-        status=400 if request.method == "POST" else 200,
+        status=400 if request.method == "POST" and not confirming else 200,
     )
 
 

@@ -1,5 +1,6 @@
 """What the report pages read from their query string: the cluster, a bounded number, the
-week — each answered through the selectors, a bad value a 404 or the default."""
+week — each answered through the selectors; an unknown cluster is a 404, a bad number the
+default, a bad week a BadWeek naming the parameter (the page shows the default week)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import datetime as dt
 
 from django.http import Http404, HttpRequest
 
-from apps.common.weeks import last_complete_week, parse_week
+from apps.common.weeks import last_complete_week, parse_week, week_label
 from apps.fleet.models import Cluster
 from apps.fleet.selectors import cluster_get, cluster_names
 
@@ -29,16 +30,25 @@ def int_param(request: HttpRequest, key: str, default: int, lo: int, hi: int) ->
         return default
 
 
+class BadWeek(ValueError):
+    """`?week=` is not a week the report can show: the message names the parameter, what it
+    was given and the form it takes."""
+
+
 def week_param(request: HttpRequest, now: dt.datetime) -> dt.datetime:
-    """`?week=2026-W47` (404 for a malformed or future week), else the last complete week
-    (docs/formulas.md: the report opens on a finished week, not on one still in progress)."""
+    """`?week=2026-W47`, else the last complete week (docs/formulas.md: the report opens on a
+    finished week, not on one still in progress). A malformed or future week is a BadWeek."""
     text = request.GET.get("week")
     if not text:
         return last_complete_week(now)
+    shown = text if len(text) <= 40 else text[:39] + "…"
     try:
         start = parse_week(text)
     except ValueError as exc:
-        raise Http404(str(exc)) from exc
+        raise BadWeek(
+            f"week={shown!r} is not a week: give it as an ISO week, year-W-week number, "
+            f"like {week_label(last_complete_week(now))} ({exc})"
+        ) from exc
     if start > now:
-        raise Http404("that week has not started")
+        raise BadWeek(f"week={shown!r} has not started yet")
     return start

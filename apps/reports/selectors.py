@@ -288,10 +288,15 @@ def category_costs(
     )
 
 
+LEMON_FAILURES = 3  # a lemon fails repeatedly: one or two failures is not one
+
+
 def lemon_nodes(
     *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, limit: int = 20
 ) -> list[dict[str, object]]:
-    """Repeat offenders: nodes ranked by failures per node-day in service within the window."""
+    """Repeat offenders (docs/formulas.md, Reliability: MTBF at three levels): nodes named by
+    at least LEMON_FAILURES unexpected interruptions detected in the window, ranked by that
+    count, then by failures per node-day in service."""
     end = min(end, now)
     # One filter() call: the count is of the incidents these conditions select (the join the
     # filter made), so a node's failures are its interrupting, unplanned ones in the window.
@@ -304,6 +309,7 @@ def lemon_nodes(
             incidents__detected_at__lt=end,
         )
         .annotate(failures=Count("incidents"))
+        .filter(failures__gte=LEMON_FAILURES)
         .values_list("hostname", "rack", "state", "in_service_at", "failures")
     )
     out: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from apps.common import panels
 from apps.reports.params import int_param, pick_cluster
 from apps.reports.reliability_charts import pareto_figure, reliability_trend_figure
 from apps.reports.selectors import (
+    LEMON_FAILURES,
     category_costs,
     lemon_nodes,
     reliability_report,
@@ -42,6 +43,7 @@ def reliability_page(request: HttpRequest) -> HttpResponse:
             trend=reliability_trend_figure(weeks, targets.mtbf_hours),
             pareto=pareto_figure(causes),
             lemons=lemon_nodes(cluster=cluster, start=start, end=now, now=now),
+            lemon_failures=LEMON_FAILURES,
             # the repeat offenders (the repairs app lends them)
             panels=panels.render(slot=panels.RELIABILITY, request=request, cluster=cluster),
         )

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
-from apps.common.weeks import WEEK, week_label
+from apps.common.weeks import WEEK, last_complete_week, week_label
 from apps.reports.choices import LOSS_CAUSES
 from apps.reports.export import weekly_pdf
-from apps.reports.params import int_param, pick_cluster, week_param
+from apps.reports.params import BadWeek, int_param, pick_cluster, week_param
 from apps.reports.selectors import targets_for, whatif_projection
 from apps.reports.weekly import weekly_report, weekly_trends
 from apps.reports.weekly_charts import lost_by_category_figure, waterfall_figure
@@ -35,8 +35,17 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
     jobs, the incidents behind the lost hours, and a what-if for a larger run (`?gpus=`)."""
     cluster, names = pick_cluster(request)
     now = timezone.now()
-    start = week_param(request, now)
-    context: dict[str, Any] = {"clusters": names, "cluster": cluster, "now": now}
+    try:
+        start, bad_week = week_param(request, now), ""
+    except BadWeek as exc:
+        # The default week, saying why (docs/formulas.md, Weekly effective training rate).
+        start, bad_week = last_complete_week(now), str(exc)
+    context: dict[str, Any] = {
+        "clusters": names,
+        "cluster": cluster,
+        "now": now,
+        "bad_week": bad_week,
+    }
     if cluster is not None:
         report = weekly_report(cluster=cluster, start=start, now=now)
         previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
@@ -66,7 +75,10 @@ def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
     if cluster is None:
         raise Http404("no cluster")
     now = timezone.now()
-    start = week_param(request, now)
+    try:
+        start = week_param(request, now)
+    except BadWeek as exc:
+        return HttpResponseBadRequest(f"{exc}\n", content_type="text/plain; charset=utf-8")
     report = weekly_report(cluster=cluster, start=start, now=now)
     name = f"kuae-weekly-{cluster.name}-{report['week']}"
     if fmt == "csv":

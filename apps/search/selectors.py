@@ -36,13 +36,23 @@ class Results:
     jobs: Found = field(default_factory=Found)
     incidents: Found = field(default_factory=Found)
     note: str = ""
+    exact_node: Node | None = None  # the node whose hostname is the query: opened at once
+    switches: list[tuple[str, str]] = field(default_factory=list)  # (cluster, switch) named
+
+    @property
+    def switch_nodes(self) -> bool:
+        """Whether the nodes listed include those of a switch the query names."""
+        return bool(self.switches)
 
     @property
     def total(self) -> int:
         return len(self.nodes.items) + len(self.jobs.items) + len(self.incidents.items)
 
     def only(self) -> Any | None:
-        """The one object found, when exactly one was (to go straight to it)."""
+        """The one object to go straight to: the node a hostname names exactly (as a job id
+        opens its job), else the one object found, when exactly one was."""
+        if self.exact_node is not None:
+            return self.exact_node
         if self.total != 1 or self.nodes.more or self.jobs.more or self.incidents.more:
             return None
         return (self.nodes.items + self.jobs.items + self.incidents.items)[0]
@@ -58,9 +68,10 @@ def _is_hostlist(query: str) -> bool:
 
 
 def search(query: str, *, limit: int = PER_KIND) -> Results:
-    """Nodes by hostname (exact, then containing the text) or by a hostlist like
-    `gpu[01-04]`; jobs by name, id or Slurm job id; incidents by number (`#123` or `123`)
-    or title. At most `limit` of each kind."""
+    """Nodes by hostname (exact, then containing the text), by a hostlist like
+    `gpu[01-04]` or by the leaf switch they hang off (`leaf-010`: its nodes); jobs by name,
+    id or Slurm job id; incidents by number (`#123` or `123`) or title. At most `limit` of
+    each kind."""
     q = " ".join(query.split())[:MAX_QUERY]
     out = Results(query=q)
     if not q:
@@ -76,9 +87,16 @@ def search(query: str, *, limit: int = PER_KIND) -> Results:
             out.nodes = _bounded(nodes.order_by("hostname"), limit)
             return out
     if not q.startswith("#"):
-        nodes = Node.objects.filter(hostname__icontains=q).select_related("cluster")
-        exact = list(nodes.filter(hostname__iexact=q)[:1])
-        out.nodes = Found(exact) if exact else _bounded(nodes.order_by("hostname"), limit)
+        exact = list(Node.objects.filter(hostname__iexact=q).select_related("cluster")[:1])
+        if exact:
+            out.exact_node = exact[0]
+            out.nodes = Found(exact)
+            return out
+        out.switches = sorted(
+            set(Node.objects.filter(switch__iexact=q).values_list("cluster__name", "switch"))
+        )
+        nodes = Node.objects.filter(Q(hostname__icontains=q) | Q(switch__iexact=q))
+        out.nodes = _bounded(nodes.select_related("cluster").order_by("hostname"), limit)
     jobs = Q(external_id=q) | Q(name__icontains=q)
     incidents = Q(title__icontains=q)
     if number:

@@ -13,8 +13,9 @@ from apps.search.selectors import PER_KIND, search
 
 @role_required()
 def search_page(request: HttpRequest) -> HttpResponse:
-    """`GET /search/?q=`: matches by kind (nodes, jobs, incidents); straight to the object
-    when exactly one matches."""
+    """`GET /search/?q=`: matches by kind (nodes, jobs, incidents; a switch name lists its
+    nodes); straight to the node an exact hostname names, or to the object when exactly one
+    matches."""
     results = search(request.GET.get("q", ""))
     one = results.only()
     if one is not None:

@@ -154,10 +154,48 @@
         el._kuaeFigure = fig;
         return window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
       })
-      .then(function () { markLoaded(); })
+      .then(function () { markLoaded(); rangeFromUrl(el); })
       .catch(function (err) {
         if (!el.dataset.drawn) el.innerHTML = '<p class="error">Chart failed to load (' + err.message + ").</p>";
       });
+  }
+
+  // The charts' range buttons (1 h, 6 h, 24 h, 7 d, 30 d, all) put the range in the address
+  // (?range=7d, with history.replaceState), the key the node page's range links use, so a
+  // view can be shared and a reload keeps it (docs/pages.md, Charts). A page opened with
+  // ?range= presses that button on each chart that has it; pressing one presses it on the
+  // page's other charts too, so what is shown is what a reload shows.
+  var RANGE_LABEL = /^(\d+ ?[hd]|all)$/;
+  var rangeSyncing = false;
+  function rangeKey(label) {
+    label = (label || "").trim();
+    return RANGE_LABEL.test(label) ? label.replace(" ", "") : null;
+  }
+  function pressRange(el, key) {
+    Array.prototype.forEach.call(el.querySelectorAll(".rangeselector .button"), function (b) {
+      if (rangeKey(b.textContent) === key) b.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    });
+  }
+  function rangeClick(event) {
+    var button = event.target && event.target.closest && event.target.closest(".rangeselector .button");
+    var key = button && rangeKey(button.textContent);
+    if (!key || rangeSyncing) return;
+    var url = new URL(window.location.href);
+    if (key === "all") url.searchParams.delete("range"); else url.searchParams.set("range", key);
+    if (window.history.replaceState) window.history.replaceState(window.history.state, "", url.toString());
+    var chart = button.closest(".js-plotly-plot");
+    rangeSyncing = true;
+    try {
+      document.querySelectorAll(".js-plotly-plot").forEach(function (el) { if (el !== chart) pressRange(el, key); });
+    } finally { rangeSyncing = false; }
+  }
+  function rangeFromUrl(el) {
+    if (el.dataset.rangeApplied) return;
+    el.dataset.rangeApplied = "1";
+    var key = new URL(window.location.href).searchParams.get("range");
+    if (!key || key === "all") return;
+    rangeSyncing = true;
+    try { pressRange(el, key); } finally { rangeSyncing = false; }
   }
 
   function redrawAll() {
@@ -271,7 +309,10 @@
     document.querySelectorAll("[data-figure-json]").forEach(function (el) {
       var fig = JSON.parse(document.getElementById(el.getAttribute("data-figure-json")).textContent);
       el._kuaeFigure = fig;
-      if (window.Plotly) { el.innerHTML = ""; window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config); }
+      if (window.Plotly) {
+        el.innerHTML = "";
+        window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config).then(function () { rangeFromUrl(el); });
+      }
     });
     var live = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));
     if (live.length) {
@@ -295,6 +336,7 @@
       el.addEventListener("change", function () { el.form.submit(); });
     });
     document.addEventListener("keydown", searchKey);
+    document.addEventListener("click", rangeClick);
     timeZoneToggle();
   });
 })();

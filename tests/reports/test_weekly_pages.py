@@ -54,8 +54,23 @@ def test_weekly_page_shows_targets_jobs_and_incidents(
     assert all(f'href="/incidents/{i["id"]}/"' in html for i in api["incidents"])
     assert api["incidents"], "the simulated week should have lost hours to incidents"
     assert "Expected effective rate" in html  # the what-if projected something
-    assert client.get("/reports/weekly/?week=2999-W01").status_code == 404
-    assert client.get("/reports/weekly/?week=garbage").status_code == 404
+
+
+def test_a_bad_week_shows_the_default_week_and_names_the_parameter(client, users, sim, last_week):
+    """docs/formulas.md, Weekly effective training rate: not a 404 "no page"."""
+    client.force_login(users["mia"])
+    for asked, said in (("garbage", "is not a week"), ("2999-W01", "has not started yet")):
+        response = client.get(f"/reports/weekly/?week={asked}")
+        html = response.content.decode()
+        assert response.status_code == 200 and "There is no page" not in html
+        alert = html[html.index('id="bad-week"') : html.index("</p>", html.index('id="bad-week"'))]
+        assert f"week=&#x27;{asked}&#x27; {said}" in alert
+        assert f"Showing the last complete week, {last_week}, instead" in alert
+        assert f"Weekly report · kuae-sim · {last_week}" in html
+    page = client.get("/reports/weekly/?week=garbage").content.decode()
+    assert f"ISO week, year-W-week number, like {last_week}" in page
+    csv = client.get("/reports/weekly.csv?week=garbage")
+    assert csv.status_code == 400 and b"week='garbage' is not a week" in csv.content
 
 
 def test_csv_zip_and_pdf_downloads(client, users, sim, last_week):

@@ -38,6 +38,30 @@ def test_one_hostname_opens_the_node(reader, nodes):
     assert reader.get("/search/?q=GPU003")["Location"] == "/nodes/gpu003/"
 
 
+def test_an_exact_hostname_opens_the_node_even_when_incidents_name_it(reader, incident, job):
+    """docs/pages.md, Words a person uses: an exact hostname goes to its node, as an exact
+    job id goes to the job."""
+    job.name = "burn-in gpu003"
+    job.save(update_fields=["name"])
+    response = reader.get("/search/?q=gpu003")  # the incident and the job also name it
+    assert response.status_code == 302 and response["Location"] == "/nodes/gpu003/"
+
+
+def test_a_switch_name_lists_its_nodes_and_links_the_topology(reader, nodes):
+    from apps.fleet.models import Node
+
+    Node.objects.filter(hostname__in=["gpu001", "gpu002", "gpu005"]).update(switch="leaf-010")
+    Node.objects.filter(hostname="gpu006").update(switch="leaf-011")
+    html = reader.get("/search/?q=leaf-010").content.decode()
+    assert "Nothing matches" not in html
+    for host in ("gpu001", "gpu002", "gpu005"):
+        assert f'href="/nodes/{host}/"' in html
+    assert 'href="/nodes/gpu006/"' not in html and 'href="/nodes/gpu000/"' not in html
+    assert "Nodes on switch <b" in html
+    assert 'href="/topology/?cluster=c1&amp;component=switch:leaf-010#switch:leaf-010"' in html
+    assert reader.get("/search/?q=LEAF-010").content.decode().count('href="/nodes/gpu') == 3
+
+
 def test_a_hostlist_lists_its_nodes(reader, nodes):
     html = reader.get("/search/?q=gpu[001-003,007]").content.decode()
     for host in ("gpu001", "gpu002", "gpu003", "gpu007"):

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.errors import add_form_errors
 from apps.fleet.models import Cluster
 from apps.maintenance.forms import WindowForm
@@ -53,7 +54,7 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
-                window = window_book(
+                window = atomic_with_retry(window_book)(
                     booking=Booking(
                         cluster=data["cluster"],
                         start=data["start"],
@@ -120,7 +121,7 @@ def window_end_page(request: HttpRequest, pk: int) -> HttpResponse:
     window = MaintenanceWindow.objects.filter(pk=pk).first()
     if window is None:
         raise Http404(f"no maintenance window {pk}")
-    window = window_end(window=window, by=request.user.get_username())
+    window = atomic_with_retry(window_end)(window=window, by=request.user.get_username())
     said = "cancelled" if window.status == "cancelled" else "ended: its nodes are given back"
     messages.success(request, f"Maintenance window #{pk} {said}")
     return redirect("maintenance-detail", pk=pk)

@@ -5,6 +5,18 @@ A deadlock, a serialisation failure or a lock that could not be taken (PostgreSQ
 request won: the write is retried a few times inside the server (`atomic_with_retry`), and
 only if it still conflicts is the client told so — never "database unavailable", which is
 for a database that does not answer.
+
+Locks (docs/architecture.md, Locks) — the one rule: a transaction that locks several rows
+takes them in one global order, so two writers never each hold what the other waits for:
+
+1. the cluster's row (a mutex: `select_for_update(no_key=True)`);
+2. the request's own claim — its maintenance window, repair or alert fingerprints;
+3. nodes, by primary key ascending (`rows_key_share` before linking them, `FOR NO KEY
+   UPDATE` to change one: a state change does not block a link to the node);
+4. incidents, by primary key ascending.
+
+A writer that must break it (a lock taken late, after a later kind) is retried by
+`atomic_with_retry` when the database picks it as a deadlock's victim, never answered 503.
 """
 
 from __future__ import annotations
@@ -12,10 +24,11 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, connection, transaction
+from django.db.models import Model
 
 CONFLICT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 SQLITE_LOCKED = ("database is locked", "database table is locked")
@@ -61,3 +74,21 @@ def atomic_with_retry(func: Callable[P, R]) -> Callable[P, R]:
         raise AssertionError("unreachable")
 
     return run
+
+
+def rows_key_share(model: type[Model], pks: Collection[int]) -> None:
+    """Take `FOR KEY SHARE` locks on `model`'s rows `pks`, by primary key ascending: what
+    inserting rows that reference them (an incident's nodes) would take anyway, in the one
+    order (rule 3 above) rather than in whatever order the inserts happen to run. Only on
+    PostgreSQL (SQLite has one writer at a time); call it inside a transaction."""
+    wanted = sorted(set(pks))
+    if not wanted or connection.vendor != "postgresql":
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    column = connection.ops.quote_name(model._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {column} FROM {table} WHERE {column} = ANY(%s) "  # noqa: S608
+            f"ORDER BY {column} FOR KEY SHARE",
+            [wanted],
+        )

@@ -13,6 +13,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from apps.accounts.choices import ADMINS, AGENTS, OPERATORS, READERS
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.limits import TOPOLOGY_NODES
 from apps.common.parse import batch_items
 from apps.fleet.filters import NodeFilter
@@ -159,7 +160,10 @@ class NodeStateView(APIView):
         node = get_object_or_404(Node.objects.select_related("cluster"), hostname=hostname)
         data = NodeStateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        node_set_state(node=node, by=request.user.get_username(), **data.validated_data)
+        # racing an incident filed on the node: a conflict is retried here, not answered 503
+        atomic_with_retry(node_set_state)(
+            node=node, by=request.user.get_username(), **data.validated_data
+        )
         return Response(NodeSerializer(node).data)
 
 

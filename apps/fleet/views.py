@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
 from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
@@ -121,7 +122,7 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
                     "done": "drained" if form.cleaned_data["state"] == "drained" else "down",
                 },
             )
-        node_set_state(
+        atomic_with_retry(node_set_state)(
             node=node,
             state=form.cleaned_data["state"],
             reason=form.cleaned_data["reason"],

@@ -557,7 +557,8 @@ def _node_states(
     node_rows = {
         n.hostname: n for n in Node.objects.filter(cluster=run.cluster, hostname__in=wanted)
     }
-    for host, (state, f) in sorted(wanted.items()):
+    # nodes by primary key, the one lock order (docs/architecture.md, Locks)
+    for host, (state, f) in sorted(wanted.items(), key=lambda item: nodes[item[0]][0]):
         current = nodes[host][1]
         rank = STATE_RANK.get(NodeState(current)) if current in NodeState.values else None
         if rank is None or STATE_RANK[state] <= rank:

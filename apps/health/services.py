@@ -133,7 +133,7 @@ def runs_queue(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -> 
 
     kinds = list(dict.fromkeys(kinds))
     with transaction.atomic():
-        Cluster.objects.select_for_update().filter(pk=cluster.pk).exists()
+        Cluster.objects.select_for_update(no_key=True).filter(pk=cluster.pk).exists()
         waiting: dict[str, CheckRun] = {}
         for run in CheckRun.objects.filter(
             cluster=cluster,
@@ -174,7 +174,8 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
         limits = limits_for(run.cluster)
         findings, job_of_node = detect(run.kind, run.cluster, now, limits)
         with transaction.atomic():
-            Cluster.objects.select_for_update().filter(pk=run.cluster_id).first()  # one applier
+            # one applier at a time per cluster
+            Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
             counts = findings_apply(
                 run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
             )

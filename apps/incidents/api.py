@@ -104,9 +104,16 @@ class IncidentDetailView(APIView):
         if refusal:
             raise PermissionDenied(refusal)
         nodes = values.pop("nodes", None)
-        incident = atomic_with_retry(incident_update)(
-            incident=incident, changes=values, nodes=nodes, actor=request.user.get_username()
-        )
+
+        def write() -> Incident:
+            # a retry starts from the row as stored: incident_update changes the object it is
+            # given, and its timeline line names the fields that differ from it
+            fresh = Incident.objects.select_related("cluster").get(pk=pk)
+            return incident_update(
+                incident=fresh, changes=values, nodes=nodes, actor=request.user.get_username()
+            )
+
+        incident = atomic_with_retry(write)()
         costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data)
 
@@ -121,7 +128,9 @@ class IncidentAckView(APIView):
     @extend_schema(request=None, responses=IncidentDetailSerializer)
     def post(self, request: Request, pk: int) -> Response:
         incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
-        incident_acknowledge(incident=incident, actor=request.user.get_username())
+        atomic_with_retry(incident_acknowledge)(
+            incident=incident, actor=request.user.get_username()
+        )
         costs_at([incident], now=timezone.now())
         return Response(IncidentDetailSerializer(incident).data)
 

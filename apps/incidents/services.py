@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from apps.common.dbconflicts import rows_key_share
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
@@ -105,6 +106,7 @@ def incident_open(
         details=details or {},
     )
     if nodes:
+        rows_key_share(Node, [n.pk for n in nodes])  # nodes by pk (docs/architecture.md, Locks)
         incident.nodes.set(nodes)
     incident_refresh_impact(incident=incident)
     if _worth_paging(incident):
@@ -176,6 +178,7 @@ def incident_update(
         old = sorted(incident.nodes.values_list("hostname", flat=True))
         new = sorted(n.hostname for n in nodes)
         if old != new:
+            rows_key_share(Node, [n.pk for n in nodes])  # docs/architecture.md, Locks
             incident.nodes.set(nodes)
             said.append(f"nodes: {', '.join(old) or '—'} → {', '.join(new) or '—'}")
     if said:

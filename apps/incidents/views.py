@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.choices import ENGINEERS, OPERATORS
 from apps.accounts.models import User
 from apps.accounts.permissions import role_required, user_has_role
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.errors import add_form_errors, errors_text
 from apps.common.listing import list_page
 from apps.fleet.models import Cluster
@@ -88,7 +89,9 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         try:
-            incident = incident_open(**form.cleaned_data, actor=request.user.get_username())
+            incident = atomic_with_retry(incident_open)(
+                **form.cleaned_data, actor=request.user.get_username()
+            )
             messages.success(request, "Incident filed.")
             return redirect("incident-detail", pk=incident.pk)
         except ValidationError as exc:
@@ -134,7 +137,9 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
 def incident_ack(request: HttpRequest, pk: int) -> HttpResponse:
     """Acknowledge from the page: one click, one timeline line (none when already done)."""
     incident = get_object_or_404(Incident, pk=pk)
-    if incident_acknowledge(incident=incident, actor=request.user.get_username()):
+    if atomic_with_retry(incident_acknowledge)(
+        incident=incident, actor=request.user.get_username()
+    ):
         messages.success(request, f"Acknowledged #{incident.pk}.")
     return redirect("incident-detail", pk=pk)
 
@@ -144,15 +149,21 @@ def incident_ack(request: HttpRequest, pk: int) -> HttpResponse:
 def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
     """Assign the incident: to the person named in `assignee` (one of `assignable_people`),
     else to the signed-in person ("Assign to me")."""
-    incident = get_object_or_404(Incident, pk=pk)
+    get_object_or_404(Incident, pk=pk)
     wanted = request.POST.get("assignee", "").strip() or request.user.get_username()
     if wanted not in {u.username for u in assignable_people()}:
         messages.error(request, f"Assignee: {wanted} cannot take incidents.")
         return redirect("incident-detail", pk=pk)
-    incident_update(
-        incident=incident, changes={"assignee": wanted}, actor=request.user.get_username()
+    atomic_with_retry(_update)(
+        pk=pk, changes={"assignee": wanted}, actor=request.user.get_username()
     )
     return redirect("incident-detail", pk=pk)
+
+
+def _update(*, pk: int, changes: dict[str, object], actor: str) -> Incident:
+    """incident_update on the row as stored now: a retry (atomic_with_retry) starts afresh,
+    since incident_update changes the object it is given."""
+    return incident_update(incident=Incident.objects.get(pk=pk), changes=changes, actor=actor)
 
 
 def assignable_people() -> list[User]:
@@ -168,8 +179,8 @@ def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = IncidentEditForm(request.POST, engineer=user_has_role(request.user, ENGINEERS))
     if form.is_valid():
         try:
-            incident_update(
-                incident=incident, changes=form.cleaned_data, actor=request.user.get_username()
+            atomic_with_retry(_update)(
+                pk=incident.pk, changes=form.cleaned_data, actor=request.user.get_username()
             )
             messages.success(request, "Saved.")
         except ValidationError as exc:

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.choices import OPERATORS, READERS
+from apps.common.dbconflicts import atomic_with_retry
 from apps.maintenance.filters import WindowFilter
 from apps.maintenance.models import MaintenanceWindow
 from apps.maintenance.selectors import window_list
@@ -40,7 +41,9 @@ class WindowListView(generics.ListAPIView):
     def post(self, request: Request) -> Response:
         data = WindowWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        window = window_book(booking=Booking(**data.validated_data), by=request.user.get_username())
+        window = atomic_with_retry(window_book)(
+            booking=Booking(**data.validated_data), by=request.user.get_username()
+        )
         window = window_list().get(pk=window.pk)
         return Response(WindowSerializer(window).data, status=status.HTTP_201_CREATED)
 
@@ -62,5 +65,7 @@ class WindowDetailView(APIView):
     @extend_schema(responses={200: WindowSerializer})
     def delete(self, request: Request, pk: int) -> Response:
         window = get_object_or_404(MaintenanceWindow.objects.all(), pk=pk)
-        window_end(window=window, now=timezone.now(), by=request.user.get_username())
+        atomic_with_retry(window_end)(
+            window=window, now=timezone.now(), by=request.user.get_username()
+        )
         return Response(WindowSerializer(window_list().get(pk=pk)).data)

@@ -153,7 +153,9 @@ def window_start(*, window: MaintenanceWindow, now: dt.datetime | None = None) -
         return False
     window.refresh_from_db()
     reason = f"maintenance window #{window.pk}: {window.reason}"[:500]
-    links = list(WindowNode.objects.filter(window=window).select_related("node"))
+    links = list(
+        WindowNode.objects.filter(window=window).select_related("node").order_by("node_id")
+    )  # nodes by pk, the one lock order (docs/architecture.md, Locks)
     for link in links:
         node = link.node
         link.state_before = node.state
@@ -237,7 +239,9 @@ def window_end(
 def _restore(window: MaintenanceWindow) -> None:
     """Give each node back the state it had when the window began, where the window's
     change is still its newest."""
-    links = list(WindowNode.objects.filter(window=window).select_related("node"))
+    links = list(
+        WindowNode.objects.filter(window=window).select_related("node").order_by("node_id")
+    )  # nodes by pk, the one lock order (docs/architecture.md, Locks)
     newest: dict[int, int] = {}
     for node_id, change_id in (
         NodeStateChange.objects.filter(node__in=[link.node_id for link in links])

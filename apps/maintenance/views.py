@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.errors import add_form_errors
 from apps.fleet.models import Cluster
 from apps.maintenance.forms import WindowForm
@@ -78,7 +79,9 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
                 # once the operator confirms those very jobs (docs/maintenance.md, Booking).
                 confirming = bool(touched) and request.POST.get("confirm") != touched_key(touched)
                 if not confirming:
-                    window = window_book(booking=booking, by=request.user.get_username())
+                    window = atomic_with_retry(window_book)(
+                        booking=booking, by=request.user.get_username()
+                    )
             except ValidationError as exc:
                 add_form_errors(form, exc)
                 touched = []
@@ -142,7 +145,7 @@ def window_end_page(request: HttpRequest, pk: int) -> HttpResponse:
     window = MaintenanceWindow.objects.filter(pk=pk).first()
     if window is None:
         raise Http404(f"no maintenance window {pk}")
-    window = window_end(window=window, by=request.user.get_username())
+    window = atomic_with_retry(window_end)(window=window, by=request.user.get_username())
     said = "cancelled" if window.status == "cancelled" else "ended: its nodes are given back"
     messages.success(request, f"Maintenance window #{pk} {said}")
     return redirect("maintenance-detail", pk=pk)

@@ -164,7 +164,7 @@ def nodes_claim(
                 ]
             }
         )
-    Cluster.objects.select_for_update().filter(pk=cluster.pk).exists()
+    Cluster.objects.select_for_update(no_key=True).filter(pk=cluster.pk).exists()
     made = NodeStateChange.objects.filter(
         node__cluster=cluster,
         by=INTAKE_BY,
@@ -313,8 +313,13 @@ def node_set_state(
     if at > now + FUTURE_SLACK:
         raise ValidationError({"at": ["is in the future"]})
     # The row lock orders concurrent changes of one node, so each transition is queued once.
+    # FOR NO KEY UPDATE: an incident linking the node meanwhile (a key share) is not held up
+    # (docs/architecture.md, Locks).
     before = (
-        Node.objects.select_for_update().filter(pk=node.pk).values_list("state", flat=True).get()
+        Node.objects.select_for_update(no_key=True)
+        .filter(pk=node.pk)
+        .values_list("state", flat=True)
+        .get()
     )
     change = NodeStateChange.objects.create(
         node=node, state=state, reason=reason, at=at, source=source, by=by

@@ -227,6 +227,26 @@
       }
     });
   }
+  // The header's "More" menu (below 1600 px): opens on its button, closes on Escape, on a
+  // click elsewhere, or when focus leaves it.
+  function navMore() {
+    var more = document.querySelector(".nav-more");
+    if (!more) return;
+    var button = more.querySelector(".nav-more-toggle");
+    function set(open) {
+      more.classList.toggle("open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    button.addEventListener("click", function () { set(!more.classList.contains("open")); });
+    document.addEventListener("click", function (e) { if (!more.contains(e.target)) set(false); });
+    more.addEventListener("focusout", function (e) {
+      if (e.relatedTarget && !more.contains(e.relatedTarget)) set(false);
+    });
+    more.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && more.classList.contains("open")) { set(false); button.focus(); }
+    });
+  }
+
   function timeZoneToggle() {
     var button = document.querySelector(".tz-toggle");
     var local = false;
@@ -236,7 +256,13 @@
       document.documentElement.classList.toggle("local-times", local);
       if (button) {
         button.setAttribute("aria-pressed", local ? "true" : "false");
-        button.textContent = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
+        // "Times:" and "(local)" are dropped from sight below 1440 px (the header fits at
+        // 1280 px); the label keeps every word.
+        var label = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
+        button.setAttribute("aria-label", label);
+        button.innerHTML = local
+          ? '<span class="tz-word">Times: </span>' + zoneName() + '<span class="tz-word"> (local)</span>'
+          : '<span class="tz-word">Times: </span>UTC';
         button.title = local ? "Times are shown in this browser's time zone; press for UTC"
           : "Times are shown in UTC; press to show them in this browser's time zone";
       }
@@ -291,6 +317,7 @@
         toggle.setAttribute("aria-expanded", open ? "true" : "false");
       });
     }
+    navMore();
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });
     });

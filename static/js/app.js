@@ -144,6 +144,39 @@
     return out;
   }
 
+  // A phone's chart (narrower than 520 px): a waterfall turns on its side, its steps down
+  // the left where their names have room (upright, six names share 50 px each and run
+  // into one another); a chart with a legend puts it under the plot, clear of the toolbar,
+  // which shows only while a finger or pointer is on the chart (docs/pages.md, Every
+  // screen size).
+  function fitted(el, fig) {
+    if (el.clientWidth >= 520) return fig;
+    var layout = Object.assign({}, fig.layout);
+    var data = fig.data;
+    var config = Object.assign({}, fig.config || {}, { displayModeBar: "hover" });
+    if (data.length === 1 && data[0].type === "waterfall" && data[0].orientation !== "h") {
+      var t = data[0];
+      var names = (layout.xaxis && layout.xaxis.ticktext || t.x).map(function (n) {
+        return String(n).replace(/<br>/g, " ");
+      });
+      data = [Object.assign({}, t, {
+        orientation: "h", x: t.y, y: t.x, textposition: "auto", cliponaxis: false,
+        hovertemplate: "%{y}: %{x:,.1f} GPU·h<extra></extra>",
+      })];
+      layout.xaxis = Object.assign({}, layout.yaxis || {}, { automargin: true });
+      layout.yaxis = { tickmode: "array", tickvals: t.x, ticktext: names, autorange: "reversed",
+                       automargin: true };
+      layout.margin = Object.assign({}, layout.margin || {}, { l: 8, r: 12 });
+    }
+    if (layout.showlegend !== false) {
+      layout.legend = Object.assign({}, layout.legend || {}, {
+        orientation: "h", x: 0, xanchor: "left", y: -0.18, yanchor: "top",
+      });
+      layout.margin = Object.assign({}, layout.margin || {}, { b: 90 });
+    }
+    return { data: data, layout: layout, config: config };
+  }
+
   function drawChart(el) {
     return fetch(el.getAttribute("data-figure"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
@@ -152,6 +185,7 @@
         if (!el.dataset.drawn) el.innerHTML = "";
         el.dataset.drawn = "1";
         el._kuaeFigure = fig;
+        fig = fitted(el, fig);
         return window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
       })
       .then(function () { markLoaded(); })
@@ -163,7 +197,10 @@
   function redrawAll() {
     document.querySelectorAll(".js-plotly-plot").forEach(function (el) {
       var fig = el._kuaeFigure;
-      if (fig && window.Plotly) window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+      if (fig && window.Plotly) {
+        fig = fitted(el, fig);
+        window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+      }
     });
   }
 
@@ -297,6 +334,7 @@
     document.querySelectorAll("[data-figure-json]").forEach(function (el) {
       var fig = JSON.parse(document.getElementById(el.getAttribute("data-figure-json")).textContent);
       el._kuaeFigure = fig;
+      fig = fitted(el, fig);
       if (window.Plotly) { el.innerHTML = ""; window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config); }
     });
     var live = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));

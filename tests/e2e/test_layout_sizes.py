@@ -1,6 +1,6 @@
 """Screen sizes an operator's walk found wanting (issue 32), in real Chromium: the header fits
-every role at 1280 and 1440 px; the weekly report reads on a 390-px phone; `?kiosk=1` fills a
-2560-px wall screen (docs/pages.md, Every screen size)."""
+every role at 1280 and 1440 px; a manager lands on the weekly report and reads it on a 390-px
+phone; `?kiosk=1` fills a 2560-px wall screen (docs/pages.md, Every screen size)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ import pytest
 from django.core.management import call_command
 
 from apps.accounts.services import user_create_or_update
+from apps.fleet.models import Cluster
+from apps.jobs.models import Job
 from tests.e2e.support import sign_in, watch
+from tests.support import simulate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path("/tmp/layout-shots")
+WIDE = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 HEADER = """() => {
   const h = document.querySelector('header.top');
@@ -60,5 +64,92 @@ def test_the_header_fits_every_role_at_1280_and_1440(chromium, live_server, role
             page.click(".nav-more-toggle")
             for label in hidden:
                 assert page.locator(f"#main-nav a:text-is('{label}')").is_visible(), label
+    seen.assert_clean()
+    page.close()
+
+
+OVERLAPS = """sel => {
+  const boxes = [...document.querySelectorAll(sel)].map(e => e.getBoundingClientRect())
+    .filter(r => r.width && r.height);
+  const hits = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    const meet = a.left < b.right - 1 && b.left < a.right - 1
+      && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    if (meet) hits.push([i, j]);
+  }
+  return [boxes.length, hits];
+}"""
+
+# The charts whose toolbar (Plotly's modebar) lies over their legend, by number.
+LEGEND_UNDER_TOOLBAR = """() => [...document.querySelectorAll('.js-plotly-plot')]
+.flatMap((c, n) => {
+  const bar = c.querySelector('.modebar'), legend = c.querySelector('.legend');
+  if (!bar || !legend) return [];
+  const a = bar.getBoundingClientRect(), b = legend.getBoundingClientRect();
+  const shown = getComputedStyle(bar).display !== 'none' && a.width > 0;
+  const meet = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  return shown && meet ? [n] : [];
+})"""
+
+
+def test_a_manager_reads_the_weekly_report_on_a_phone(chromium, live_server):
+    simulate(gpus=64, days=14, seed=5, failure_rate=0.05)
+    Cluster.objects.update(
+        automation_paused=True,
+        automation_by="otto",
+        automation_reason="the storage migration: nodes flap while the filers move",
+    )
+    # a name as long as real ones get: it may not push the lost GPU·h out of sight
+    costliest = Job.objects.order_by("-gpu_count", "pk").first()
+    costliest.name = "llama-405b-pretrain-continued-from-step-120000-long-context-ablation"
+    costliest.save(update_fields=["name"])
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1280, "height": 844})
+    seen = watch(page, live_server.url)
+    # a manager signing in with no `next` lands on the weekly report
+    page.goto(live_server.url + "/login/")
+    page.fill("#id_username", "mia")
+    page.fill("#id_password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Where the GPU-hours went")
+    assert page.url.split("?")[0].endswith("/reports/weekly/")
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))",
+        timeout=20_000,
+    )
+    shot(page, "phone-weekly-top")
+    # the automation-pause banner is compact: a few lines, not a quarter of the screen
+    banner = page.locator(".banner.paused").bounding_box()
+    assert banner and banner["height"] <= 844 * 0.1, banner
+    # the waterfall's labels (tick labels, figures over the bars) do not run into each other
+    waterfall = '[data-figure-json="waterfall-data"]'
+    page.locator(waterfall).scroll_into_view_if_needed()
+    shot(page, "phone-weekly-waterfall")
+    # (the axes' labels, among them the six steps' names; the figures by the bars)
+    for part in (".xtick text, .ytick text", ".waterfalllayer text"):
+        sel = ", ".join(f"{waterfall} {p}" for p in part.split(", "))
+        count, hits = page.evaluate(OVERLAPS, sel)
+        assert count >= 6 and not hits, (part, count, hits)
+    # no chart's toolbar lies over its legend
+    page.locator("#eff-h").scroll_into_view_if_needed()
+    shot(page, "phone-weekly-effective")
+    assert page.evaluate(LEGEND_UNDER_TOOLBAR) == []
+    # the jobs table shows each job's name and its lost GPU·h without scrolling sideways
+    page.locator("#jobs-h").scroll_into_view_if_needed()
+    shot(page, "phone-weekly-jobs")
+    card = page.locator("section[aria-labelledby=jobs-h]").bounding_box()
+    for heading in ("Job", "Lost"):
+        box = page.locator(f"section[aria-labelledby=jobs-h] th:has-text('{heading}')").first
+        b = box.bounding_box()
+        assert b and b["x"] >= card["x"] and b["x"] + b["width"] <= card["x"] + card["width"], (
+            heading,
+            b,
+            card,
+        )
+    assert page.evaluate(WIDE)[0] <= 390
     seen.assert_clean()
     page.close()

@@ -150,6 +150,14 @@
   // which shows only while a finger or pointer is on the chart (docs/pages.md, Every
   // screen size).
   function fitted(el, fig) {
+    if (document.body.classList.contains("kiosk") && window.innerWidth > 1920) {
+      // a wall screen: the chart's type and height grow with the screen, as the page's do
+      var grow = window.innerWidth / 1920;
+      var big = Object.assign({}, fig.layout);
+      big.font = Object.assign({}, big.font || {}, { size: Math.round(12 * grow) });
+      if (big.height) big.height = Math.round(big.height * grow);
+      return { data: fig.data, layout: big, config: fig.config };
+    }
     if (el.clientWidth >= 520) return fig;
     var layout = Object.assign({}, fig.layout);
     var data = fig.data;

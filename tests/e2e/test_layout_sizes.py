@@ -153,3 +153,44 @@ def test_a_manager_reads_the_weekly_report_on_a_phone(chromium, live_server):
     assert page.evaluate(WIDE)[0] <= 390
     seen.assert_clean()
     page.close()
+
+
+KIOSK = """() => {
+  const main = document.querySelector('main');
+  const rows = [...main.querySelectorAll('.kpis, .card, .rack')]
+    .map(e => e.getBoundingClientRect()).filter(r => r.width && r.height);
+  const racks = [...main.querySelectorAll('.grid .rack')].map(e => e.getBoundingClientRect());
+  const tile = document.querySelector('.grid .tile').getBoundingClientRect();
+  return {
+    vw: window.innerWidth,
+    left: Math.min(...rows.map(r => r.left)), right: Math.max(...rows.map(r => r.right)),
+    rackRight: Math.max(...racks.map(r => r.right)), rackLeft: Math.min(...racks.map(r => r.left)),
+    font: parseFloat(getComputedStyle(document.body).fontSize),
+    cell: parseFloat(getComputedStyle(document.querySelector('td')).fontSize),
+    tile: Math.min(tile.width, tile.height),
+    scroll: document.documentElement.scrollWidth,
+  };
+}"""
+
+
+def test_kiosk_fills_a_2560_px_wall_screen(chromium, live_server):
+    simulate(gpus=512, days=2, seed=7, failure_rate=0.05)
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1920, "height": 1080})
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "mia", "pw")
+    page.set_viewport_size({"width": 2560, "height": 1440})
+    page.goto(live_server.url + "/?kiosk=1")
+    page.wait_for_selector(".grid .tile")
+    page.wait_for_timeout(500)
+    shot(page, "kiosk-2560")
+    m = page.evaluate(KIOSK)
+    # the content spans the wall, the node grid with it; no page scrolls sideways
+    assert m["right"] - m["left"] >= 0.9 * m["vw"], m
+    assert m["rackRight"] - m["rackLeft"] >= 0.9 * m["vw"], m
+    assert m["scroll"] <= m["vw"], m
+    # type and tiles read from across the room
+    assert m["font"] >= 20 and m["cell"] >= 20, m
+    assert m["tile"] >= 24, m
+    seen.assert_clean()
+    page.close()

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
 
 from apps.accounts.audit import (
     Kind,
@@ -20,6 +20,7 @@ from apps.accounts.audit import (
     login_throttled,
     remember_device,
 )
+from apps.accounts.choices import Role
 from apps.accounts.demo import DEMO_LOGINS
 
 
@@ -50,6 +51,15 @@ class LoginView(auth_views.LoginView):
         if settings.DEMO:
             context["demo_logins"] = DEMO_LOGINS
         return context
+
+    def get_default_redirect_url(self) -> str:
+        """Where a sign-in with no `next` lands: a manager on the weekly report, which is
+        what managers read (docs/pages.md, Signing in); everyone else on the
+        overview."""
+        user = getattr(self.request, "user", None)
+        if getattr(user, "role", None) == Role.MANAGER:
+            return resolve_url("weekly-report")
+        return super().get_default_redirect_url()
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)

@@ -144,6 +144,47 @@
     return out;
   }
 
+  // A phone's chart (narrower than 520 px): a waterfall turns on its side, its steps down
+  // the left where their names have room (upright, six names share 50 px each and run
+  // into one another); a chart with a legend puts it under the plot, clear of the toolbar,
+  // which shows only while a finger or pointer is on the chart (docs/pages.md, Every
+  // screen size).
+  function fitted(el, fig) {
+    if (document.body.classList.contains("kiosk") && window.innerWidth > 1920) {
+      // a wall screen: the chart's type and height grow with the screen, as the page's do
+      var grow = window.innerWidth / 1920;
+      var big = Object.assign({}, fig.layout);
+      big.font = Object.assign({}, big.font || {}, { size: Math.round(12 * grow) });
+      if (big.height) big.height = Math.round(big.height * grow);
+      return { data: fig.data, layout: big, config: fig.config };
+    }
+    if (el.clientWidth >= 520) return fig;
+    var layout = Object.assign({}, fig.layout);
+    var data = fig.data;
+    var config = Object.assign({}, fig.config || {}, { displayModeBar: "hover" });
+    if (data.length === 1 && data[0].type === "waterfall" && data[0].orientation !== "h") {
+      var t = data[0];
+      var names = (layout.xaxis && layout.xaxis.ticktext || t.x).map(function (n) {
+        return String(n).replace(/<br>/g, " ");
+      });
+      data = [Object.assign({}, t, {
+        orientation: "h", x: t.y, y: t.x, textposition: "auto", cliponaxis: false,
+        hovertemplate: "%{y}: %{x:,.1f} GPU·h<extra></extra>",
+      })];
+      layout.xaxis = Object.assign({}, layout.yaxis || {}, { automargin: true });
+      layout.yaxis = { tickmode: "array", tickvals: t.x, ticktext: names, autorange: "reversed",
+                       automargin: true };
+      layout.margin = Object.assign({}, layout.margin || {}, { l: 8, r: 12 });
+    }
+    if (layout.showlegend !== false) {
+      layout.legend = Object.assign({}, layout.legend || {}, {
+        orientation: "h", x: 0, xanchor: "left", y: -0.18, yanchor: "top",
+      });
+      layout.margin = Object.assign({}, layout.margin || {}, { b: 90 });
+    }
+    return { data: data, layout: layout, config: config };
+  }
+
   function drawChart(el) {
     return fetch(el.getAttribute("data-figure"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
@@ -152,6 +193,7 @@
         if (!el.dataset.drawn) el.innerHTML = "";
         el.dataset.drawn = "1";
         el._kuaeFigure = fig;
+        fig = fitted(el, fig);
         return window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
       })
       .then(function () { markLoaded(); rangeFromUrl(el); })
@@ -201,7 +243,10 @@
   function redrawAll() {
     document.querySelectorAll(".js-plotly-plot").forEach(function (el) {
       var fig = el._kuaeFigure;
-      if (fig && window.Plotly) window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+      if (fig && window.Plotly) {
+        fig = fitted(el, fig);
+        window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+      }
     });
   }
 
@@ -265,6 +310,26 @@
       }
     });
   }
+  // The header's "More" menu (below 1600 px): opens on its button, closes on Escape, on a
+  // click elsewhere, or when focus leaves it.
+  function navMore() {
+    var more = document.querySelector(".nav-more");
+    if (!more) return;
+    var button = more.querySelector(".nav-more-toggle");
+    function set(open) {
+      more.classList.toggle("open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    button.addEventListener("click", function () { set(!more.classList.contains("open")); });
+    document.addEventListener("click", function (e) { if (!more.contains(e.target)) set(false); });
+    more.addEventListener("focusout", function (e) {
+      if (e.relatedTarget && !more.contains(e.relatedTarget)) set(false);
+    });
+    more.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && more.classList.contains("open")) { set(false); button.focus(); }
+    });
+  }
+
   function timeZoneToggle() {
     var button = document.querySelector(".tz-toggle");
     var local = false;
@@ -274,7 +339,13 @@
       document.documentElement.classList.toggle("local-times", local);
       if (button) {
         button.setAttribute("aria-pressed", local ? "true" : "false");
-        button.textContent = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
+        // "Times:" and "(local)" are dropped from sight below 1440 px (the header fits at
+        // 1280 px); the label keeps every word.
+        var label = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
+        button.setAttribute("aria-label", label);
+        button.innerHTML = local
+          ? '<span class="tz-word">Times: </span>' + zoneName() + '<span class="tz-word"> (local)</span>'
+          : '<span class="tz-word">Times: </span>UTC';
         button.title = local ? "Times are shown in this browser's time zone; press for UTC"
           : "Times are shown in UTC; press to show them in this browser's time zone";
       }
@@ -309,6 +380,7 @@
     document.querySelectorAll("[data-figure-json]").forEach(function (el) {
       var fig = JSON.parse(document.getElementById(el.getAttribute("data-figure-json")).textContent);
       el._kuaeFigure = fig;
+      fig = fitted(el, fig);
       if (window.Plotly) {
         el.innerHTML = "";
         window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config).then(function () { rangeFromUrl(el); });
@@ -332,6 +404,7 @@
         toggle.setAttribute("aria-expanded", open ? "true" : "false");
       });
     }
+    navMore();
     document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
       el.addEventListener("change", function () { el.form.submit(); });
     });

@@ -109,7 +109,17 @@ def test_pages_send_anonymous_to_login_and_refuse_agents(client, users):
 
 
 def test_browser_login_form(client, users):
+    # a manager lands on the weekly report, which managers read (docs/pages.md, Signing in)
     response = client.post("/login/", {"username": "mia", "password": "pw"})
-    assert response.status_code == 302 and response["Location"] == "/"
+    assert response.status_code == 302 and response["Location"] == "/reports/weekly/"
     assert client.get("/").status_code == 200
+    client.logout()
+    # ... unless the sign-in asked for somewhere else
+    response = client.post("/login/?next=/nodes/", {"username": "mia", "password": "pw"})
+    assert response.status_code == 302 and response["Location"] == "/nodes/"
+    client.logout()
+    # everyone else lands on the overview
+    response = client.post("/login/", {"username": "otto", "password": "pw"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    client.logout()
     assert client.post("/login/", {"username": "mia", "password": "wrong"}).status_code == 200

@@ -74,6 +74,15 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "task": "apps.repairs.tasks.repairs_tick",
         "schedule": float(settings.KUAE_REPAIRS_TICK_S),
     }
+    # Alerts out (docs/alertmanager.md, Alerts out): new, changed and ended alerts within a
+    # tick, open ones re-posted every KUAE_ALERTMANAGER_REPEAT_S, failed posts retried.
+    if settings.KUAE_ALERTMANAGER_URL:
+        tick = float(min(10, settings.KUAE_ALERTMANAGER_REPEAT_S))
+        schedule["alerts-out"] = {
+            "task": "apps.incidents.tasks.alerts_out",
+            "schedule": tick,
+            "options": {"expires": tick},
+        }
     if settings.DEMO:
         schedule["demo-tick"] = {"task": "apps.simulator.tasks.demo_tick", "schedule": 15.0}
     return schedule

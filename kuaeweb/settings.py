@@ -305,6 +305,10 @@ KUAE_ESCALATE_SEV2_MIN = env_int("KUAE_ESCALATE_SEV2_MIN", 30, minimum=1)
 KUAE_ESCALATION_EMAILS = env_list("KUAE_ESCALATION_EMAILS", [])
 KUAE_ESCALATION_WEBHOOK = env_str("KUAE_ESCALATION_WEBHOOK")
 KUAE_BASE_URL = env_str("KUAE_BASE_URL", "http://127.0.0.1:8000")
+# Alerts out (docs/alertmanager.md, Alerts out): every open incident posted as an alert to
+# each of these Alertmanagers (comma-separated: an HA pair), re-posted every REPEAT_S.
+KUAE_ALERTMANAGER_URL = env_list("KUAE_ALERTMANAGER_URL", [])
+KUAE_ALERTMANAGER_REPEAT_S = env_int("KUAE_ALERTMANAGER_REPEAT_S", 60, minimum=1)
 # The weekly report goes to these every Monday (KUAE_REPORT_HOUR UTC), for the week just ended.
 KUAE_REPORT_EMAILS = env_list("KUAE_REPORT_EMAILS", ["managers@localhost"])
 KUAE_REPORT_HOUR = env_int("KUAE_REPORT_HOUR", 7, minimum=0)

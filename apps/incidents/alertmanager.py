@@ -21,6 +21,9 @@ SEVERITIES = {"critical": "sev1", "error": "sev2", "major": "sev2", "warning": "
 ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
 MAX_ALERTS = 1_000  # docs/operations.md, Limits: alerts per webhook
 MAX_FINGERPRINT = 64
+# The `source` label of the alerts KUAE posts to Alertmanager itself
+# (docs/alertmanager.md, Alerts out): one that comes back through the intake is ignored.
+OUR_SOURCE = "kuae"
 
 
 @dataclass(frozen=True)

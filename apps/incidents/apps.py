@@ -8,6 +8,7 @@ class IncidentsConfig(AppConfig):
     def ready(self) -> None:
         # Jobs and the fleet may not import incidents: they read open incidents through these.
         from apps.fleet import readers as fleet_readers
+        from apps.incidents import checks  # noqa: F401 - registers the deploy checks
         from apps.incidents.conditions import job_incidents, node_incidents
         from apps.incidents.selectors import job_interruptions
         from apps.jobs import readers as job_readers

@@ -260,3 +260,38 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} {self.purpose} of incident {self.incident_id}: {self.status}"
+
+
+class AlertPost(models.Model):
+    """The outbox of alerts KUAE posts to a site's Alertmanager (docs/alertmanager.md, Alerts
+    out): one row per (alert label set, Alertmanager), holding the alert as it is to be
+    posted next. A row is pending until that Alertmanager accepts it; a refused or failed
+    post is retried with backoff (`due_at`), so an Alertmanager that is down loses nothing.
+    An ended alert's row (endsAt in the past) goes once it is delivered."""
+
+    subject = models.CharField(max_length=64, help_text="what the alert is about: incident:42")
+    label_key = models.CharField(max_length=64, help_text="sha256 of the sorted label set")
+    alertmanager = models.CharField(max_length=500)
+    labels = models.JSONField(default=dict)
+    annotations = models.JSONField(default=dict, blank=True)
+    generator_url = models.CharField(max_length=500, blank=True, default="")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    pending = models.BooleanField(default=True)
+    due_at = models.DateTimeField(help_text="when it may be posted (later after failures)")
+    attempts = models.PositiveIntegerField(default=0, help_text="failures since the last post")
+    error = models.CharField(max_length=500, blank=True, default="")
+    refreshed_at = models.DateTimeField(help_text="when endsAt was last moved on")
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["alertmanager", "subject", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["label_key", "alertmanager"], name="alert_post_once_per_alertmanager"
+            )
+        ]
+        indexes = [models.Index(fields=["pending", "due_at"], name="alert_post_due")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} → {self.alertmanager} ({'pending' if self.pending else 'sent'})"

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
 from apps.incidents import silences
-from apps.incidents.alertmanager import Alert, parse_webhook
+from apps.incidents.alertmanager import OUR_SOURCE, Alert, parse_webhook
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Source
 from apps.incidents.models import AlertFingerprint, Incident, TimelineEntry, UnroutedAlert
 from apps.incidents.services import incident_note, incident_open, incident_refresh_impact
@@ -105,9 +105,17 @@ def alertmanager_ingest(
     from a token scoped to cluster id `within`, placed in or feeding an incident of another),
     `deferred` (over the 200-incidents bound: kept as unrouted until sent again), `silenced`
     (naming a node of a maintenance window in progress: kept on the window, no incident —
-    docs/maintenance.md), `ignored` (a stale or repeated copy)."""
+    docs/maintenance.md), `ignored` (a stale or repeated copy, or KUAE's own alert, labelled
+    `source="kuae"`, come back through a site's Alertmanager)."""
     now = now or timezone.now()
-    alerts = {a.fingerprint: a for a in parse_webhook(payload)}  # the last copy wins
+    counts: Counter[str] = Counter()
+    alerts = {}
+    for alert in parse_webhook(payload):
+        if alert.labels.get("source") == OUR_SOURCE:
+            # KUAE's own alert come back (docs/alertmanager.md, Alerts out): never an incident.
+            counts["ignored"] += 1
+            continue
+        alerts[alert.fingerprint] = alert  # the last copy wins
     ordered = [alerts[fp] for fp in sorted(alerts)]
     placed = alerts_place(ordered)
     links = _links_locked(list(alerts))
@@ -121,7 +129,6 @@ def alertmanager_ingest(
             "fingerprint", flat=True
         )
     )
-    counts: Counter[str] = Counter()
 
     def in_scope(where: Placed, link: AlertFingerprint | None) -> bool:
         return where.cluster is not None and (

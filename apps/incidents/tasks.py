@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from apps.incidents.alerts_out import alerts_out_tick
 from apps.incidents.services_notify import delivery_send
 from apps.incidents.services_owners import incidents_escalate
 
@@ -26,3 +27,9 @@ def delivery_send_task(delivery_id: int) -> bool:
 def escalate() -> int:
     """Escalate unacknowledged sev1/sev2 incidents past their time (docs/on-call.md, Escalation)."""
     return incidents_escalate()
+
+
+@shared_task(name="apps.incidents.tasks.alerts_out", ignore_result=True)
+def alerts_out() -> dict[str, int]:
+    """Post the alert set to the site's Alertmanagers (docs/alertmanager.md, Alerts out)."""
+    return alerts_out_tick()

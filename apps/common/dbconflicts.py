@@ -85,7 +85,7 @@ def rows_key_share(model: type[Model], pks: Collection[int]) -> None:
     if not wanted or connection.vendor != "postgresql":
         return
     table = connection.ops.quote_name(model._meta.db_table)
-    column = connection.ops.quote_name(model._meta.pk.column)
+    column = connection.ops.quote_name(model._meta.pk.column or "id")
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {column} FROM {table} WHERE {column} = ANY(%s) "  # noqa: S608

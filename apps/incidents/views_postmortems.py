@@ -79,8 +79,8 @@ def error_summary(
     form: forms.Form, timeline: forms.BaseFormSet, actions: forms.BaseFormSet
 ) -> list[tuple[str, str]]:
     """Every refusal of a postmortem save as (the field's id, "Label: message"), in page
-    order, for the error summary at the top of the form (docs/pages.md, Words a person uses): a refused
-    row far below the fold is named where the person is looking."""
+    order, for the error summary at the top of the form (docs/pages.md, Words a person
+    uses): a refused row far below the fold is named where the person is looking."""
     out: list[tuple[str, str]] = [("", str(e)) for e in form.non_field_errors()]
     for field in form:
         out += [(field.id_for_label, f"{field.label}: {e}") for e in field.errors]

@@ -8,10 +8,11 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Max, Min
+from django.db.models import Max, Min, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.common.heartbeats import heartbeats
+from apps.common.models import Heartbeat
 from apps.fleet.models import Cluster
 from apps.health.checks import CHECKS
 from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
@@ -198,11 +199,63 @@ def pipeline_status(*, now: dt.datetime | None = None) -> PipelineStatus:
     return PipelineStatus(ok=all(p.ok for p in parts if p.detection), parts=parts, at=now)
 
 
+def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
+    """The parts detection depends on, in one query (what every page's banner reads): each
+    enabled schedule with its last completed and oldest queued run and, as scalar subqueries,
+    beat's tick and the newest and oldest remembered worker answers. Workers are summed up:
+    `worker:*` for the newest answer (none live when it is stale), `worker:?` for the oldest
+    remembered one. A second query only when there is no schedule at all."""
+    now = now or timezone.now()
+    forget = now - dt.timedelta(seconds=settings.KUAE_WORKER_FORGET_S)
+    same = {"cluster_id": OuterRef("cluster_id"), "kind": OuterRef("kind")}
+    done = [RunStatus.DONE, RunStatus.ERROR]
+    workers = Heartbeat.objects.filter(part__startswith="worker:", at__gte=forget)
+    rows = list(
+        CheckSchedule.objects.filter(enabled=True, kind__in=list(CHECKS))
+        .annotate(
+            last=Subquery(
+                CheckRun.objects.filter(**same, status__in=done, started_at__isnull=False)
+                .order_by("-started_at")
+                .values("started_at")[:1]
+            ),
+            queued=Subquery(
+                CheckRun.objects.filter(**same, status=RunStatus.QUEUED)
+                .order_by("queued_at")
+                .values("queued_at")[:1]
+            ),
+            beat=Subquery(Heartbeat.objects.filter(part="beat").values("at")[:1]),
+            newest=Subquery(workers.order_by("-at").values("at")[:1]),
+            oldest=Subquery(workers.order_by("at").values("at")[:1]),
+        )
+        .values_list(
+            "cluster__name", "kind", "interval_s", "last", "queued", "beat", "newest", "oldest"
+        )
+    )
+    if rows:
+        beat, newest, oldest = rows[0][5], rows[0][6], rows[0][7]
+    else:
+        beats = heartbeats()
+        seen = [at for name, at in beats.items() if name.startswith("worker:") and at >= forget]
+        beat, newest, oldest = beats.get("beat"), max(seen, default=None), min(seen, default=None)
+    interval = settings.KUAE_HEARTBEAT_S
+    parts = [
+        _part("beat", beat, BEAT_INTERVAL_S, now),
+        _part("worker:*", newest, interval, now),
+        _part("worker:?", oldest, interval, now),
+    ]
+    for cluster, kind, every, last, queued, *_ in rows:
+        parts.append(_part(f"check:{kind}", last, every, now, cluster=cluster))
+        if queued is not None:
+            parts.append(_part("queued_runs", queued, every, now, cluster=cluster, factor=1.0))
+    return PipelineStatus(ok=all(p.ok for p in parts), parts=parts, at=now)
+
+
 def pipeline_status_cached() -> PipelineStatus:
-    """`pipeline_status`, kept `CACHE_S` seconds per process: what every page's banner reads."""
+    """`detection_status`, kept `CACHE_S` seconds per process: what every page's banner
+    reads."""
     status = cache.get(CACHE_KEY)
     if not isinstance(status, PipelineStatus):
-        status = pipeline_status()
+        status = detection_status()
         cache.set(CACHE_KEY, status, CACHE_S)
     return status
 
@@ -234,7 +287,13 @@ def stale_words(status: PipelineStatus) -> str | None:
             )
         elif part.name.startswith("worker:"):
             if part.name == "worker:*":
-                said.append("no worker has answered")
+                said.append(
+                    "no worker has answered"
+                    + ("" if part.age_s is None else f" for {_age_words(part.age_s)}")
+                )
+            elif part.name == "worker:?":
+                if status.workers_live():
+                    said.append(f"a worker has not answered for {age}")
             else:
                 said.append(f"worker {part.name[7:]} has not answered for {age}")
         elif part.name == "queued_runs":

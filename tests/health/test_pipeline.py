@@ -181,3 +181,21 @@ def test_banner_on_a_page_when_stale_and_not_when_fresh(cluster, client, users):
     assert 'class="banner pipeline-stale" role="alert"' in page
     assert "No heartbeat check has completed on c1 for 4 min" in page
     assert "What you see may be out of date." in page
+
+
+def test_the_banner_reads_one_query_and_agrees(cluster, django_assert_max_num_queries):
+    from apps.health.pipeline import detection_status
+
+    _fresh(cluster)
+    with django_assert_max_num_queries(1):
+        status = detection_status()
+    assert status.ok and stale_words(status) is None
+    heartbeats_record(["worker:celery@w1"], at=timezone.now() - dt.timedelta(minutes=4))
+    run = CheckRun.objects.create(cluster=cluster, kind="heartbeat")
+    CheckRun.objects.filter(pk=run.pk).update(queued_at=timezone.now() - dt.timedelta(hours=1))
+    with django_assert_max_num_queries(1):
+        status = detection_status()
+    assert not status.ok
+    words = stale_words(status)
+    assert "no worker has answered for 4 min" in words and "waited 60 min" in words
+    assert "the worker is not running" in words

@@ -14,6 +14,13 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         # Checks run per cluster and kind on the intervals in CheckSchedule (admin-editable);
         # this tick claims what is due.
         "health-tick": {"task": "apps.health.tasks.health_tick", "schedule": 10.0},
+        # Every worker answers a broadcast ping (docs/operations.md, Watching the watcher);
+        # one not sent in time is dropped, the next does the same.
+        "ping-workers": {
+            "task": "apps.common.tasks.ping_workers",
+            "schedule": float(settings.KUAE_HEARTBEAT_S),
+            "options": {"expires": float(settings.KUAE_HEARTBEAT_S)},
+        },
         "prune-job-metrics": {
             "task": "apps.jobs.tasks.prune_metrics",
             "schedule": crontab(minute=17),

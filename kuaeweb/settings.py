@@ -115,6 +115,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "apps.common.context.nav",
                 "apps.fleet.context.automation",
+                "apps.health.context.pipeline",
             ],
         },
     },
@@ -175,6 +176,13 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
+# Beat records its own tick (docs/operations.md, Watching the watcher).
+CELERY_BEAT_SCHEDULER = "apps.common.beat:RecordingScheduler"
+# Watching the watcher (docs/operations.md): every worker answers a broadcast ping this
+# often, seconds; a part is stale past twice its interval. A worker silent for
+# KUAE_WORKER_FORGET_S is taken as removed and no longer shown.
+KUAE_HEARTBEAT_S = env_int("KUAE_HEARTBEAT_S", 15, minimum=1)
+KUAE_WORKER_FORGET_S = env_int("KUAE_WORKER_FORGET_S", 3600, minimum=60)
 
 # Pull mode (seconds; 0 turns scraping off) and retention (days). The timeout bounds each
 # exporter's whole scrape (connect to last byte).

@@ -18,3 +18,19 @@ def ensure_partitions() -> dict[str, int]:
         table: len(partitions_ensure(table, column, DAYS_AHEAD))
         for table, column in partitioned_tables()
     }
+
+
+@shared_task(name="apps.common.tasks.ping_workers", ignore_result=True)
+def ping_workers(timeout_s: float = 2.0) -> int:
+    """Broadcast a control ping (`celery inspect ping`) and record `worker:<name>` for every
+    worker that answers, and for the one running this task (a solo-pool worker cannot answer
+    while it runs it); returns how many were recorded."""
+    from celery import current_app, current_task
+
+    from apps.common.heartbeats import heartbeats_record
+
+    names = [name for reply in current_app.control.ping(timeout=timeout_s) for name in reply]
+    own = getattr(current_task.request, "hostname", None) if current_task else None
+    if own:
+        names.append(own)
+    return heartbeats_record(f"worker:{name}" for name in names)

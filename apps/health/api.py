@@ -15,6 +15,7 @@ from apps.fleet.scope import require_nodes
 from apps.health.checks import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
+from apps.health.pipeline import pipeline_status
 from apps.health.selectors import node_admission
 from apps.health.serializers import (
     AdmissionSerializer,
@@ -123,3 +124,40 @@ class NodeAdmissionView(APIView):
         require_nodes(request.user, [hostname])
         node = get_object_or_404(Node, hostname=hostname)
         return Response(node_admission(node=node))
+
+
+class PipelineView(APIView):
+    """`GET pipeline/`: when each of KUAE's own parts last worked and whether that is within
+    its limit (docs/api.md, Pipeline; docs/operations.md, Watching the watcher)."""
+
+    roles = {"GET": READERS}
+
+    @extend_schema(
+        responses=inline_serializer(
+            "PipelineStatus",
+            {
+                "ok": serializers.BooleanField(
+                    help_text="every part detection depends on is within its limit"
+                ),
+                "parts": serializers.ListField(
+                    child=inline_serializer(
+                        "PipelinePart",
+                        {
+                            "name": serializers.CharField(),
+                            "cluster": serializers.CharField(required=False),
+                            "last_ok_at": serializers.DateTimeField(allow_null=True),
+                            "age_s": serializers.FloatField(allow_null=True),
+                            "limit_s": serializers.FloatField(allow_null=True),
+                            "ok": serializers.BooleanField(),
+                            "detail": serializers.CharField(),
+                        },
+                    )
+                ),
+            },
+        )
+    )
+    def get(self, request: Request) -> Response:
+        status_now = pipeline_status()
+        return Response(
+            {"ok": status_now.ok, "parts": [part.as_dict() for part in status_now.parts]}
+        )

@@ -194,6 +194,40 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
     return run
 
 
+# A run still queued after this many of its intervals ends as an error: no worker took it
+# (docs/operations.md, Watching the watcher).
+UNCLAIMED_INTERVALS = 5
+NO_WORKER = "no worker took it"
+
+
+def runs_sweep_unclaimed(*, now: dt.datetime | None = None) -> int:
+    """End as `error` ("no worker took it") every run still queued after 5 × its kind's
+    interval (its cluster's schedule, else the plug-in's); a conditional update, so a run a
+    worker claims meanwhile is left alone. Returns how many were ended."""
+    now = now or timezone.now()
+    intervals = {
+        (c, k): i
+        for c, k, i in CheckSchedule.objects.values_list("cluster_id", "kind", "interval_s")
+    }
+    shortest = min(
+        [*intervals.values(), *(spec.interval_s for spec in CHECKS.values())], default=60
+    )
+    late = []
+    for pk, cluster_id, kind, queued_at in CheckRun.objects.filter(
+        status=RunStatus.QUEUED,
+        queued_at__lt=now - dt.timedelta(seconds=UNCLAIMED_INTERVALS * shortest),
+    ).values_list("pk", "cluster_id", "kind", "queued_at"):
+        spec = CHECKS.get(kind)
+        interval = intervals.get((cluster_id, kind), spec.interval_s if spec else shortest)
+        if queued_at < now - dt.timedelta(seconds=UNCLAIMED_INTERVALS * interval):
+            late.append(pk)
+    if not late:
+        return 0
+    return CheckRun.objects.filter(pk__in=late, status=RunStatus.QUEUED).update(
+        status=RunStatus.ERROR, error=NO_WORKER
+    )
+
+
 def runs_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:
     """Delete check runs queued more than `older_than_days` ago, in bounded batches; the
     results they wrote stay. Returns how many runs went."""

@@ -10,7 +10,9 @@ from apps.health import services
 
 @shared_task(name="apps.health.tasks.health_tick", ignore_result=True)
 def health_tick() -> int:
-    """Queue every (cluster, kind) that is due; returns how many runs were queued."""
+    """End runs no worker took in 5 × their interval, then queue every (cluster, kind) that
+    is due; returns how many runs were queued."""
+    services.runs_sweep_unclaimed()
     return len(services.schedules_claim_due())
 
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("health/runs/", api.RunListView.as_view(), name="api-health-runs"),
     path("health/runs/<int:pk>/", api.RunDetailView.as_view(), name="api-health-run-detail"),
     path("health/results/", api.ResultListView.as_view(), name="api-health-results"),
+    path("pipeline/", api.PipelineView.as_view(), name="api-pipeline"),
     path("jobs/<int:pk>/preflight/", api.PreflightView.as_view(), name="api-job-preflight"),
     path(
         "nodes/<str:hostname>/admission/",

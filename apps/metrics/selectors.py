@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from apps.fleet.models import Node
 from apps.health.models import CheckRun
+from apps.health.pipeline import pipeline_status
 from apps.incidents.choices import ACTIVE_STATUSES
 from apps.incidents.models import Incident, UnroutedAlert
 from apps.jobs.choices import JobStatus
@@ -87,3 +88,26 @@ class FleetCollector:
                     (now - run_row["last"]).total_seconds(),
                 )
         yield age
+        yield from _pipeline_gauges()
+
+
+def _pipeline_gauges() -> Iterator[Metric]:
+    """`kuae_pipeline_part_age_seconds` and `kuae_pipeline_part_ok` per part and cluster
+    (docs/operations.md, Watching the watcher); a part that never worked has no age sample."""
+    age = GaugeMetricFamily(
+        "kuae_pipeline_part_age_seconds",
+        "Seconds since each of KUAE's own parts last worked",
+        labels=["part", "cluster"],
+    )
+    ok = GaugeMetricFamily(
+        "kuae_pipeline_part_ok",
+        "1 while the part is within its limit (twice its interval), else 0",
+        labels=["part", "cluster"],
+    )
+    for part in pipeline_status().parts:
+        labels = [part.name, part.cluster or ""]
+        if part.age_s is not None:
+            age.add_metric(labels, part.age_s)
+        ok.add_metric(labels, 1.0 if part.ok else 0.0)
+    yield age
+    yield ok

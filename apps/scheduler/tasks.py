@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from apps.common.heartbeats import heartbeats_record
 from apps.fleet.models import Cluster
 from apps.scheduler.services import actuations_deliver, cluster_sync, clusters_to_sync
 
@@ -19,6 +20,8 @@ def sync_round() -> int:
         sync_cluster.apply_async(
             (cluster.pk,), expires=settings.KUAE_SLURM_SYNC_S, **cluster.task_options()
         )
+    if ids:  # the `slurm_sync` part (docs/operations.md, Watching the watcher)
+        heartbeats_record(["slurm_sync"])
     return len(ids)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from apps.common.heartbeats import heartbeats_record
 from apps.fleet.models import Node
 from apps.telemetry.services import rollups_prune, scrape_nodes
 
@@ -20,6 +21,8 @@ def scrape_round() -> int:
     for chunk in chunks:
         # expires: a chunk still queued when the next round starts is dropped, not piled up
         scrape_chunk.apply_async((chunk,), expires=settings.KUAE_SCRAPE_INTERVAL)
+    if chunks:  # the `scraper` part (docs/operations.md, Watching the watcher)
+        heartbeats_record(["scraper"])
     return len(chunks)
 
 

@@ -62,6 +62,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-health-runs": {"GET": READ},
     "api-health-run-detail": {"GET": READ},
     "api-health-results": {"GET": READ},
+    "api-pipeline": {"GET": READ},
     "api-reliability": {"GET": READ},
     "api-weekly": {"GET": READ},
     "api-availability": {"GET": READ},

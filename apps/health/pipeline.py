@@ -1,0 +1,313 @@
+"""Pipeline status: when each of KUAE's own parts last worked, and whether that is too long
+ago (docs/operations.md, Watching the watcher; docs/api.md, Pipeline). Reads only."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Max, Min, OuterRef, Subquery
+from django.utils import timezone
+
+from apps.common.heartbeats import heartbeats
+from apps.common.models import Heartbeat
+from apps.fleet.models import Cluster
+from apps.health.checks import CHECKS
+from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
+from apps.health.models import CheckResult, CheckRun, CheckSchedule
+
+# Parts shown and exported but not part of `ok`: detection does not wait on them.
+NOT_DETECTION = ("scraper", "slurm_sync", "telemetry_source")
+BEAT_INTERVAL_S = 10  # beat's fastest entry (health-tick): it ticks at least this often
+CACHE_KEY = "kuae-pipeline-status"
+CACHE_S = 10
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part: when it last worked, how old that is, its limit and whether it is within."""
+
+    name: str
+    cluster: str | None
+    last_ok_at: dt.datetime | None
+    age_s: float | None
+    limit_s: float | None
+    ok: bool
+    detail: str
+    detection: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        """The API's shape (docs/api.md, Pipeline)."""
+        row = asdict(self)
+        row.pop("detection")
+        if row["cluster"] is None:
+            row.pop("cluster")
+        return row
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    """Every part; `ok` when every part detection depends on is within its limit."""
+
+    ok: bool
+    parts: list[Part]
+    at: dt.datetime
+
+    def stale(self) -> list[Part]:
+        """The detection parts past their limits, oldest first."""
+        return sorted(
+            (p for p in self.parts if p.detection and not p.ok),
+            key=lambda p: -(p.age_s if p.age_s is not None else float("inf")),
+        )
+
+    def workers_live(self) -> bool:
+        """Whether any worker answered its ping within its limit."""
+        return any(p.ok for p in self.parts if p.name.startswith("worker:"))
+
+
+def _part(
+    name: str,
+    last: dt.datetime | None,
+    interval_s: float,
+    now: dt.datetime,
+    *,
+    cluster: str | None = None,
+    detail: str = "",
+    factor: float = 2.0,
+    detection: bool = True,
+) -> Part:
+    age = max(0.0, (now - last).total_seconds()) if last else None
+    limit = factor * interval_s
+    ok = age is not None and age <= limit
+    return Part(name, cluster, last, age, limit, ok, detail, detection)
+
+
+def _check_parts(now: dt.datetime) -> list[Part]:
+    """`check:<kind>` per cluster and enabled scheduled kind: its last completed run (one
+    that a worker started and finished), stale past 2 × the schedule (3 queries)."""
+    names = dict(Cluster.objects.values_list("pk", "name"))
+    schedules = list(
+        CheckSchedule.objects.filter(enabled=True, kind__in=list(CHECKS)).values_list(
+            "cluster_id", "kind", "interval_s"
+        )
+    )
+    last = {
+        (c, k): at
+        for c, k, at in CheckRun.objects.filter(
+            status__in=[RunStatus.DONE, RunStatus.ERROR], started_at__isnull=False
+        )
+        .values("cluster_id", "kind")
+        .annotate(at=Max("started_at"))
+        .values_list("cluster_id", "kind", "at")
+    }
+    parts = []
+    for cluster_id, kind, interval in sorted(schedules, key=lambda s: (names.get(s[0], ""), s[1])):
+        at = last.get((cluster_id, kind))
+        detail = f"every {interval} s" if at else f"every {interval} s; none has completed"
+        parts.append(
+            _part(f"check:{kind}", at, interval, now, cluster=names.get(cluster_id), detail=detail)
+        )
+    return parts
+
+
+def _queued_part(now: dt.datetime) -> Part:
+    """`queued_runs`: the oldest run still queued, stale once older than its kind's interval
+    (2 queries)."""
+    oldest = list(
+        CheckRun.objects.filter(status=RunStatus.QUEUED)
+        .values("cluster_id", "kind")
+        .annotate(at=Min("queued_at"))
+        .values_list("cluster_id", "kind", "at")
+    )
+    if not oldest:
+        return Part("queued_runs", None, now, 0.0, None, True, "no run is waiting")
+    intervals = {
+        (c, k): i
+        for c, k, i in CheckSchedule.objects.values_list("cluster_id", "kind", "interval_s")
+    }
+    worst: tuple[float, float, dt.datetime, str] | None = None
+    for cluster_id, kind, at in oldest:
+        spec = CHECKS.get(kind)
+        interval = intervals.get((cluster_id, kind), spec.interval_s if spec else 60)
+        age = max(0.0, (now - at).total_seconds())
+        if worst is None or age / interval > worst[0] / worst[1]:
+            worst = (age, float(interval), at, kind)
+    assert worst is not None
+    age, limit, at, kind = worst
+    return Part(
+        "queued_runs",
+        None,
+        at,
+        age,
+        limit,
+        age <= limit,
+        f"oldest queued run: {kind}, waiting {round(age)} s",
+    )
+
+
+def _worker_parts(beats: dict[str, dt.datetime], now: dt.datetime) -> list[Part]:
+    """`worker:<name>` for each worker seen within KUAE_WORKER_FORGET_S; `worker:*` (never
+    ok) when none is."""
+    interval = settings.KUAE_HEARTBEAT_S
+    forget = now - dt.timedelta(seconds=settings.KUAE_WORKER_FORGET_S)
+    parts = [
+        _part(name, at, interval, now, detail="answers the broadcast ping")
+        for name, at in sorted(beats.items())
+        if name.startswith("worker:") and at >= forget
+    ]
+    if not parts:
+        parts.append(
+            Part("worker:*", None, None, None, 2.0 * interval, False, "no worker has answered")
+        )
+    return parts
+
+
+def _source_parts(now: dt.datetime) -> list[Part]:
+    """`telemetry_source` per cluster whose checks read a Prometheus (1 query)."""
+    parts = []
+    for name, status, at, since, message in CheckResult.objects.filter(
+        target=SOURCE_TARGET
+    ).values_list("cluster__name", "status", "at", "since", "message"):
+        ok = status != ResultStatus.ERROR
+        last = at if ok else since
+        age = max(0.0, (now - last).total_seconds()) if last else None
+        parts.append(Part("telemetry_source", name, last, age, None, ok, message, detection=False))
+    return parts
+
+
+def pipeline_status(*, now: dt.datetime | None = None) -> PipelineStatus:
+    """Every part of KUAE with its last success, age, limit and verdict (about 8 queries)."""
+    now = now or timezone.now()
+    beats = heartbeats()
+    parts = [_part("beat", beats.get("beat"), BEAT_INTERVAL_S, now, detail="beat's own tick")]
+    parts += _worker_parts(beats, now)
+    parts.append(_queued_part(now))
+    parts += _check_parts(now)
+    if settings.KUAE_SCRAPE_INTERVAL and "scraper" in beats:
+        parts.append(
+            _part("scraper", beats["scraper"], settings.KUAE_SCRAPE_INTERVAL, now, detection=False)
+        )
+    if settings.KUAE_SLURM_SYNC_S and "slurm_sync" in beats:
+        parts.append(
+            _part(
+                "slurm_sync", beats["slurm_sync"], settings.KUAE_SLURM_SYNC_S, now, detection=False
+            )
+        )
+    parts += _source_parts(now)
+    return PipelineStatus(ok=all(p.ok for p in parts if p.detection), parts=parts, at=now)
+
+
+def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
+    """The parts detection depends on, in one query (what every page's banner reads): each
+    enabled schedule with its last completed and oldest queued run and, as scalar subqueries,
+    beat's tick and the newest and oldest remembered worker answers. Workers are summed up:
+    `worker:*` for the newest answer (none live when it is stale), `worker:?` for the oldest
+    remembered one. A second query only when there is no schedule at all."""
+    now = now or timezone.now()
+    forget = now - dt.timedelta(seconds=settings.KUAE_WORKER_FORGET_S)
+    same = {"cluster_id": OuterRef("cluster_id"), "kind": OuterRef("kind")}
+    done = [RunStatus.DONE, RunStatus.ERROR]
+    workers = Heartbeat.objects.filter(part__startswith="worker:", at__gte=forget)
+    rows = list(
+        CheckSchedule.objects.filter(enabled=True, kind__in=list(CHECKS))
+        .annotate(
+            last=Subquery(
+                CheckRun.objects.filter(**same, status__in=done, started_at__isnull=False)
+                .order_by("-started_at")
+                .values("started_at")[:1]
+            ),
+            queued=Subquery(
+                CheckRun.objects.filter(**same, status=RunStatus.QUEUED)
+                .order_by("queued_at")
+                .values("queued_at")[:1]
+            ),
+            beat=Subquery(Heartbeat.objects.filter(part="beat").values("at")[:1]),
+            newest=Subquery(workers.order_by("-at").values("at")[:1]),
+            oldest=Subquery(workers.order_by("at").values("at")[:1]),
+        )
+        .values_list(
+            "cluster__name", "kind", "interval_s", "last", "queued", "beat", "newest", "oldest"
+        )
+    )
+    if rows:
+        beat, newest, oldest = rows[0][5], rows[0][6], rows[0][7]
+    else:
+        beats = heartbeats()
+        seen = [at for name, at in beats.items() if name.startswith("worker:") and at >= forget]
+        beat, newest, oldest = beats.get("beat"), max(seen, default=None), min(seen, default=None)
+    interval = settings.KUAE_HEARTBEAT_S
+    parts = [
+        _part("beat", beat, BEAT_INTERVAL_S, now),
+        _part("worker:*", newest, interval, now),
+        _part("worker:?", oldest, interval, now),
+    ]
+    for cluster, kind, every, last, queued, *_ in rows:
+        parts.append(_part(f"check:{kind}", last, every, now, cluster=cluster))
+        if queued is not None:
+            parts.append(_part("queued_runs", queued, every, now, cluster=cluster, factor=1.0))
+    return PipelineStatus(ok=all(p.ok for p in parts), parts=parts, at=now)
+
+
+def pipeline_status_cached() -> PipelineStatus:
+    """`detection_status`, kept `CACHE_S` seconds per process: what every page's banner
+    reads."""
+    status = cache.get(CACHE_KEY)
+    if not isinstance(status, PipelineStatus):
+        status = detection_status()
+        cache.set(CACHE_KEY, status, CACHE_S)
+    return status
+
+
+def _age_words(seconds: float | None) -> str:
+    if seconds is None:
+        return "ever"
+    if seconds < 120:
+        return f"{round(seconds)} s"
+    if seconds < 2 * 3600:
+        return f"{round(seconds / 60)} min"
+    return f"{round(seconds / 3600)} h"
+
+
+def stale_words(status: PipelineStatus) -> str | None:
+    """The banner's words for what is stale and for how long, or None when nothing
+    detection depends on is: "No health check has completed for 4 min — the worker is not
+    running. What you see may be out of date." """
+    stale = status.stale()
+    if not stale:
+        return None
+    said: list[str] = []
+    for part in stale:
+        age = _age_words(part.age_s)
+        if part.name == "beat":
+            said.append(
+                "beat (which starts KUAE's checks) has not ticked "
+                + ("yet" if part.age_s is None else f"for {age}")
+            )
+        elif part.name.startswith("worker:"):
+            if part.name == "worker:*":
+                said.append(
+                    "no worker has answered"
+                    + ("" if part.age_s is None else f" for {_age_words(part.age_s)}")
+                )
+            elif part.name == "worker:?":
+                if status.workers_live():
+                    said.append(f"a worker has not answered for {age}")
+            else:
+                said.append(f"worker {part.name[7:]} has not answered for {age}")
+        elif part.name == "queued_runs":
+            said.append(f"a check run has waited {age} for a worker")
+        elif part.name.startswith("check:"):
+            what = f"No {part.name[6:]} check has completed on {part.cluster}"
+            said.append(what if part.age_s is None else f"{what} for {age}")
+    checks = [p for p in stale if p.name.startswith("check:")]
+    if len(checks) == len(stale) == len(said) and len(checks) > 1:
+        oldest = checks[0]
+        since = "yet" if oldest.age_s is None else f"for {_age_words(oldest.age_s)}"
+        said = [f"No health check has completed {since} ({len(checks)} checks are late)"]
+    text = "; ".join(said)
+    text = text[0].upper() + text[1:]
+    if not status.workers_live():
+        text += " — the worker is not running"
+    return text + ". What you see may be out of date."

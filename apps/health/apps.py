@@ -10,10 +10,13 @@ class HealthConfig(AppConfig):
     label = "health"
 
     def ready(self) -> None:
-        """Lend telemetry what the checks need of it (`apps.telemetry.monitored`), and the
-        node page (fleet) its check results."""
+        """Lend telemetry what the checks need of it (`apps.telemetry.monitored`), the node
+        page (fleet) its check results, and the alerts out (incidents) the watchdog."""
+        from apps.health.alert_watchdog import watchdog_alerts
         from apps.health.checks import lend_to_telemetry
         from apps.health.panels import panels_lend
+        from apps.incidents.alerts_out import producer_add
 
         lend_to_telemetry()
         panels_lend()
+        producer_add(watchdog_alerts)

@@ -133,7 +133,7 @@ def _pages(world: dict[str, int]) -> list[str]:
         f"/maintenance/{world['window']}/",
         "/repairs/",
         f"/repairs/{world['repair']}/",
-        "/search/?q=gpu001",
+        "/search/?q=gpu00",
         "/api/docs/",
     ]
 

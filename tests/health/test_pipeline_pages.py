@@ -1,0 +1,56 @@
+"""What the pages say while KUAE's own pipeline is stale (docs/operations.md, Watching the
+watcher): "Run checks now" with no worker, "Last run" as completed runs only, the
+overview's data age and nodes not shown healthy on stale evidence."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+
+from apps.common.heartbeats import heartbeats_record
+from apps.health.services import runs_execute_now
+from tests.health.test_pipeline import _fresh
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_status():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+NO_WORKER = "No worker is taking runs"
+
+
+def test_run_now_says_no_worker_takes_runs(client, users, cluster, fleet):
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert "Run all checks now" in html and NO_WORKER in html
+    response = client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True)
+    html = response.content.decode()
+    assert f"{NO_WORKER}: 1 check run(s) (heartbeat) will wait until one starts." in html
+    assert "Queued 1 check run" not in html
+
+
+def test_run_now_with_a_live_worker_says_queued(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert "Run all checks now" in html and NO_WORKER not in html
+    html = client.post(
+        "/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True
+    ).content.decode()
+    assert "Queued 1 check run(s): heartbeat." in html and NO_WORKER not in html
+
+
+def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, cluster, fleet):
+    heartbeats_record(["beat", "worker:celery@w1"])
+    runs_execute_now(cluster=cluster, kinds=["heartbeat"], requested_by="test")
+    client.force_login(users["otto"])
+    client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"})
+    html = client.get("/health/?cluster=c1").content.decode()
+    row = html.split('id="live-checks"')[1].split("</tr>")[1]
+    assert "Heartbeat" in row or "heartbeat" in row.lower()
+    assert "run-done" in row and "run-queued" not in row and "never" not in row

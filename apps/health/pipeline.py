@@ -260,6 +260,25 @@ def pipeline_status_cached() -> PipelineStatus:
     return status
 
 
+def data_age(status: PipelineStatus, cluster: str) -> dt.datetime | None:
+    """When the newest evidence on `cluster` was taken: its freshest `check:<kind>` part's
+    last completed run, or None when none has completed (the overview's "data from" line,
+    docs/operations.md, Watching the watcher). Reads the status: no query."""
+    return max(
+        (
+            p.last_ok_at
+            for p in status.parts
+            if p.name.startswith("check:") and p.cluster == cluster and p.last_ok_at
+        ),
+        default=None,
+    )
+
+
+def age_words(seconds: float | None) -> str:
+    """An age in words for a line a person reads: "40 s", "4 min", "3 h" ("ever" for none)."""
+    return _age_words(seconds)
+
+
 def _age_words(seconds: float | None) -> str:
     if seconds is None:
         return "ever"

@@ -8,8 +8,9 @@ import pytest
 from django.core.cache import cache
 
 from apps.common.heartbeats import heartbeats_record
-from apps.health.services import runs_execute_now
-from tests.health.test_pipeline import _fresh
+from apps.health.models import CheckRun
+from apps.health.services import runs_execute_now, schedules_ensure
+from tests.health.test_pipeline import _done, _fresh
 
 pytestmark = pytest.mark.django_db
 
@@ -54,3 +55,26 @@ def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, clus
     row = html.split('id="live-checks"')[1].split("</tr>")[1]
     assert "Heartbeat" in row or "heartbeat" in row.lower()
     assert "run-done" in row and "run-queued" not in row and "never" not in row
+
+
+def _updated_line(html: str) -> str:
+    start = html.index('<span class="updated')
+    return html[start : html.index("</span>", start)]
+
+
+def test_overview_names_the_age_of_the_data_red_while_stale(client, users, cluster, fleet):
+    # Evidence 4 min old, no worker: the line says how old the data is, in red.
+    schedules_ensure()
+    CheckRun.objects.all().delete()
+    _done(cluster, "heartbeat", 240)
+    client.force_login(users["mia"])
+    line = _updated_line(client.get("/?cluster=c1").content.decode())
+    assert "data from 4 min ago" in line and "data-stale" in line
+    assert "updated just now" not in line
+
+
+def test_overview_data_line_while_fresh(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["mia"])
+    line = _updated_line(client.get("/?cluster=c1").content.decode())
+    assert "data from 1 s ago" in line and "data-stale" not in line

@@ -274,6 +274,19 @@ def data_age(status: PipelineStatus, cluster: str) -> dt.datetime | None:
     )
 
 
+def unverified_words(status: PipelineStatus, cluster: str) -> str | None:
+    """The words "unverified: checks stale 4 min" while `cluster`'s `check:heartbeat`
+    part is stale, so a healthy node is not shown healthy on old evidence
+    (docs/operations.md, Watching the watcher); None while it is fresh or not scheduled.
+    Reads the status: no query."""
+    for part in status.parts:
+        if part.name == "check:heartbeat" and part.cluster == cluster and not part.ok:
+            if part.age_s is None:
+                return "unverified: no heartbeat check has completed"
+            return f"unverified: checks stale {_age_words(part.age_s)}"
+    return None
+
+
 def age_words(seconds: float | None) -> str:
     """An age in words for a line a person reads: "40 s", "4 min", "3 h" ("ever" for none)."""
     return _age_words(seconds)

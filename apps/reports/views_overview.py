@@ -12,7 +12,12 @@ from django.utils import timezone
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
-from apps.health.pipeline import age_words, data_age, pipeline_status_cached
+from apps.health.pipeline import (
+    age_words,
+    data_age,
+    pipeline_status_cached,
+    unverified_words,
+)
 from apps.health.selectors import checks_waiting, telemetry_source_down
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
@@ -41,6 +46,8 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         data_at = data_age(status, cluster.name)
         context["data_at"] = data_at
         context["data_ok"] = status.ok
+        # healthy tiles on stale heartbeat evidence look unverified, not healthy
+        context["unverified"] = unverified_words(status, cluster.name)
         context["data_words"] = (
             f"data from {age_words((now - data_at).total_seconds())} ago"
             if data_at

@@ -78,3 +78,27 @@ def test_overview_data_line_while_fresh(client, users, cluster, fleet):
     client.force_login(users["mia"])
     line = _updated_line(client.get("/?cluster=c1").content.decode())
     assert "data from 1 s ago" in line and "data-stale" not in line
+
+
+def _stale_heartbeat(cluster) -> None:  # noqa: ANN001
+    """Everything fresh but the heartbeat check, last completed 10 min ago."""
+    _fresh(cluster)
+    CheckRun.objects.filter(kind="heartbeat").delete()
+    _done(cluster, "heartbeat", 600)
+
+
+def test_healthy_nodes_on_stale_heartbeat_evidence_look_unverified(client, users, cluster, fleet):
+    _stale_heartbeat(cluster)
+    client.force_login(users["mia"])
+    html = client.get("/?cluster=c1").content.decode()
+    assert "tile state-healthy" in html and "unverified: checks stale 10 min" in html
+    assert html.count(" unverified") >= 16  # every healthy tile, in class and title
+    html = client.get("/nodes/?cluster=c1").content.decode()
+    assert "Healthy (unverified: checks stale 10 min)" in html
+
+
+def test_healthy_nodes_on_fresh_evidence_are_plainly_healthy(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["mia"])
+    assert "unverified" not in client.get("/?cluster=c1").content.decode()
+    assert "unverified" not in client.get("/nodes/?cluster=c1").content.decode()

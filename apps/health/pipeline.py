@@ -260,6 +260,38 @@ def pipeline_status_cached() -> PipelineStatus:
     return status
 
 
+def data_age(status: PipelineStatus, cluster: str) -> dt.datetime | None:
+    """When the newest evidence on `cluster` was taken: its freshest `check:<kind>` part's
+    last completed run, or None when none has completed (the overview's "data from" line,
+    docs/operations.md, Watching the watcher). Reads the status: no query."""
+    return max(
+        (
+            p.last_ok_at
+            for p in status.parts
+            if p.name.startswith("check:") and p.cluster == cluster and p.last_ok_at
+        ),
+        default=None,
+    )
+
+
+def unverified_words(status: PipelineStatus, cluster: str) -> str | None:
+    """The words "unverified: checks stale 4 min" while `cluster`'s `check:heartbeat`
+    part is stale, so a healthy node is not shown healthy on old evidence
+    (docs/operations.md, Watching the watcher); None while it is fresh or not scheduled.
+    Reads the status: no query."""
+    for part in status.parts:
+        if part.name == "check:heartbeat" and part.cluster == cluster and not part.ok:
+            if part.age_s is None:
+                return "unverified: no heartbeat check has completed"
+            return f"unverified: checks stale {_age_words(part.age_s)}"
+    return None
+
+
+def age_words(seconds: float | None) -> str:
+    """An age in words for a line a person reads: "40 s", "4 min", "3 h" ("ever" for none)."""
+    return _age_words(seconds)
+
+
 def _age_words(seconds: float | None) -> str:
     if seconds is None:
         return "ever"

@@ -32,10 +32,16 @@ class KindStatus:
 
 
 def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
-    """Each check's newest run, failing/warning counts and schedule (4 queries), in the
-    order the plug-ins are registered; a check not run on the schedule has no interval."""
+    """Each check's newest completed run (done or error, one a worker started: a queued run
+    is no "Last run", docs/operations.md, Watching the watcher), failing/warning counts and
+    schedule (4 queries), in the order the plug-ins are registered; a check not run on the
+    schedule has no interval."""
     newest = dict(
-        CheckRun.objects.filter(cluster=cluster)
+        CheckRun.objects.filter(
+            cluster=cluster,
+            status__in=[RunStatus.DONE, RunStatus.ERROR],
+            started_at__isnull=False,
+        )
         .values("kind")
         .annotate(last=Max("id"))
         .values_list("kind", "last")

@@ -18,6 +18,7 @@ from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
+from apps.health.pipeline import pipeline_status_cached
 from apps.health.selectors import (
     health_grid,
     kind_statuses,
@@ -90,6 +91,9 @@ def health_page(request: HttpRequest) -> HttpResponse:
             form=ThresholdsForm(instance=thresholds),
             thresholds=thresholds,
             can_operate=user_has_role(request.user, OPERATORS),
+            # Whether a worker takes runs: "Run checks now" says plainly when none does
+            # (docs/operations.md, Watching the watcher); the banner's cached status.
+            workers_live=pipeline_status_cached().workers_live(),
         )
     return render(request, "health/health.html", context)
 
@@ -97,7 +101,9 @@ def health_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 @role_required(OPERATORS)
 def run_now(request: HttpRequest) -> HttpResponse:
-    """Queue checks now (one kind, or every scheduled kind)."""
+    """Queue checks now (one kind, or every scheduled kind). With no live worker the message
+    says the runs will wait for one, not that they are queued (docs/operations.md, Watching
+    the watcher)."""
     cluster = _posted_cluster(request)
     if not isinstance(cluster, Cluster):
         return cluster
@@ -110,10 +116,21 @@ def run_now(request: HttpRequest) -> HttpResponse:
     queued = runs_queue(cluster=cluster, kinds=kinds, requested_by=request.user.get_username())
     waiting = {r.kind for r in queued.runs if r.pk in queued.already_queued}
     fresh = [k for k in kinds if k not in waiting]
-    said = [f"Queued {len(fresh)} check run(s): {', '.join(fresh)}."] if fresh else []
+    live = pipeline_status_cached().workers_live()
+    said = []
+    if fresh and live:
+        said.append(f"Queued {len(fresh)} check run(s): {', '.join(fresh)}.")
+    elif fresh:
+        said.append(
+            f"No worker is taking runs: {len(fresh)} check run(s) ({', '.join(fresh)}) "
+            "will wait until one starts."
+        )
     if waiting:
         said.append(f"Already queued, not queued again: {', '.join(sorted(waiting))}.")
-    messages.success(request, " ".join(said))
+    if live:
+        messages.success(request, " ".join(said))
+    else:
+        messages.warning(request, " ".join(said))
     return redirect(f"/health/?cluster={cluster.name}")
 
 

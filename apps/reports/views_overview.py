@@ -12,6 +12,12 @@ from django.utils import timezone
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
+from apps.health.pipeline import (
+    age_words,
+    data_age,
+    pipeline_status_cached,
+    unverified_words,
+)
 from apps.health.selectors import checks_waiting, telemetry_source_down
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
@@ -34,6 +40,19 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         context["telemetry_down"] = telemetry_source_down(cluster=cluster)
         context["checks_waiting"] = checks_waiting(cluster=cluster, now=now)
         context["can_pause"] = user_has_role(request.user, OPERATORS)
+        # "updated" names the age of the data, not of the page (docs/operations.md, Watching
+        # the watcher): the newest completed check run, red while the pipeline is not ok.
+        status = pipeline_status_cached()
+        data_at = data_age(status, cluster.name)
+        context["data_at"] = data_at
+        context["data_ok"] = status.ok
+        # healthy tiles on stale heartbeat evidence look unverified, not healthy
+        context["unverified"] = unverified_words(status, cluster.name)
+        context["data_words"] = (
+            f"data from {age_words((now - data_at).total_seconds())} ago"
+            if data_at
+            else "no health check has completed yet"
+        )
         # the windows in progress (the maintenance app lends them)
         context["panels"] = panels.render(slot=panels.OVERVIEW, request=request, cluster=cluster)
     template = (

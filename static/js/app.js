@@ -19,7 +19,13 @@
     var stalest = 0;
     document.querySelectorAll("[data-updated]").forEach(function (el) {
       var age = (Date.now() - Number(el.getAttribute("data-loaded") || Date.now())) / 1000;
-      el.textContent = "updated " + Math.floor(age) + " s ago";
+      if (el.hasAttribute("data-data-at")) {
+        // the overview names the age of its data, not of the page (docs/operations.md)
+        var at = el.getAttribute("data-data-at");
+        if (at) el.textContent = "data from " + ago(at) + " (" + el.getAttribute("data-data-time") + ")";
+      } else {
+        el.textContent = "updated " + Math.floor(age) + " s ago";
+      }
       el.classList.toggle("stale", age > 120);
       stalest = Math.max(stalest, age);
     });

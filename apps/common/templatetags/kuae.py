@@ -95,11 +95,14 @@ def glyph(state: str) -> str:
 
 
 @register.simple_tag
-def node_tiles(tiles: list, busy: bool | None = None) -> str:
+def node_tiles(tiles: list, busy: bool | None = None, unverified: str | None = None) -> str:
     """One rack's node tiles (state colour and glyph, worst check result, busy mark, hover
     text), built in one pass: 1,280 tiles through template tags took most of a page's time.
     Tiles have `hostname` and `state`, and may have `reason`, `busy`, `worst`, `why`;
-    `busy` given here applies to every tile."""
+    `busy` given here applies to every tile. `unverified` (e.g. "unverified: checks stale
+    4 min") marks every healthy tile as shown on stale evidence
+    (docs/operations.md, Watching the watcher): a hatched look and the words in its
+    title, not a state."""
     prefix = reverse("node-list")
     parts = []
     for t in tiles:
@@ -112,6 +115,9 @@ def node_tiles(tiles: list, busy: bool | None = None) -> str:
         )
         classes = f"tile state-{t.state}" + (" busy" if in_job else "")
         classes += f" worst-{worst}" if worst != "pass" else ""
+        if unverified and t.state == "healthy":
+            classes += " unverified"
+            title += f" · {unverified}"
         mark = "!" if worst == "fail" else STATE_GLYPHS.get(t.state, "")
         parts.append(
             f'<a class="{escape(classes)}" href="{prefix}{quote(t.hostname)}/" '

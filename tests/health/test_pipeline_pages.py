@@ -1,0 +1,104 @@
+"""What the pages say while KUAE's own pipeline is stale (docs/operations.md, Watching the
+watcher): "Run checks now" with no worker, "Last run" as completed runs only, the
+overview's data age and nodes not shown healthy on stale evidence."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+
+from apps.common.heartbeats import heartbeats_record
+from apps.health.models import CheckRun
+from apps.health.services import runs_execute_now, schedules_ensure
+from tests.health.test_pipeline import _done, _fresh
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_status():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+NO_WORKER = "No worker is taking runs"
+
+
+def test_run_now_says_no_worker_takes_runs(client, users, cluster, fleet):
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert "Run all checks now" in html and NO_WORKER in html
+    response = client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True)
+    html = response.content.decode()
+    assert f"{NO_WORKER}: 1 check run(s) (heartbeat) will wait until one starts." in html
+    assert "Queued 1 check run" not in html
+
+
+def test_run_now_with_a_live_worker_says_queued(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert "Run all checks now" in html and NO_WORKER not in html
+    html = client.post(
+        "/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True
+    ).content.decode()
+    assert "Queued 1 check run(s): heartbeat." in html and NO_WORKER not in html
+
+
+def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, cluster, fleet):
+    heartbeats_record(["beat", "worker:celery@w1"])
+    runs_execute_now(cluster=cluster, kinds=["heartbeat"], requested_by="test")
+    client.force_login(users["otto"])
+    client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"})
+    html = client.get("/health/?cluster=c1").content.decode()
+    row = html.split('id="live-checks"')[1].split("</tr>")[1]
+    assert "Heartbeat" in row or "heartbeat" in row.lower()
+    assert "run-done" in row and "run-queued" not in row and "never" not in row
+
+
+def _updated_line(html: str) -> str:
+    start = html.index('<span class="updated')
+    return html[start : html.index("</span>", start)]
+
+
+def test_overview_names_the_age_of_the_data_red_while_stale(client, users, cluster, fleet):
+    # Evidence 4 min old, no worker: the line says how old the data is, in red.
+    schedules_ensure()
+    CheckRun.objects.all().delete()
+    _done(cluster, "heartbeat", 240)
+    client.force_login(users["mia"])
+    line = _updated_line(client.get("/?cluster=c1").content.decode())
+    assert "data from 4 min ago" in line and "data-stale" in line
+    assert "updated just now" not in line
+
+
+def test_overview_data_line_while_fresh(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["mia"])
+    line = _updated_line(client.get("/?cluster=c1").content.decode())
+    assert "data from 1 s ago" in line and "data-stale" not in line
+
+
+def _stale_heartbeat(cluster) -> None:  # noqa: ANN001
+    """Everything fresh but the heartbeat check, last completed 10 min ago."""
+    _fresh(cluster)
+    CheckRun.objects.filter(kind="heartbeat").delete()
+    _done(cluster, "heartbeat", 600)
+
+
+def test_healthy_nodes_on_stale_heartbeat_evidence_look_unverified(client, users, cluster, fleet):
+    _stale_heartbeat(cluster)
+    client.force_login(users["mia"])
+    html = client.get("/?cluster=c1").content.decode()
+    assert "tile state-healthy" in html and "unverified: checks stale 10 min" in html
+    assert html.count(" unverified") >= 16  # every healthy tile, in class and title
+    html = client.get("/nodes/?cluster=c1").content.decode()
+    assert "Healthy (unverified: checks stale 10 min)" in html
+
+
+def test_healthy_nodes_on_fresh_evidence_are_plainly_healthy(client, users, cluster, fleet):
+    _fresh(cluster)
+    client.force_login(users["mia"])
+    assert "unverified" not in client.get("/?cluster=c1").content.decode()
+    assert "unverified" not in client.get("/nodes/?cluster=c1").content.decode()

@@ -35,7 +35,7 @@ def test_overview_shows_kpis_grid_jobs(browser, sim, django_assert_max_num_queri
     from apps.reports.tasks import refresh_snapshots
 
     refresh_snapshots()  # as beat does every minute
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(21):  # 20, and the pipeline banner's status read
         response = browser.get("/")
     html = response.content.decode()
     assert response.status_code == 200

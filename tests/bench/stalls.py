@@ -11,15 +11,6 @@ import datetime as dt
 import json
 import time
 
-from django.test import Client
-from django.utils import timezone
-
-from apps.fleet.models import Node
-from apps.health.services import run_execute, runs_request
-from apps.incidents.models import Incident
-from apps.jobs.choices import JobStatus
-from apps.jobs.models import Job
-
 RANKS = 10_000
 CULPRIT = 4_242
 WAIT = [
@@ -41,7 +32,16 @@ def _stack(stack: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def bench_stalls(token: str) -> None:
-    """Print the figures."""
+    """Print the figures (Django set up: its imports are here, so `main` can set it up)."""
+    from django.test import Client
+    from django.utils import timezone
+
+    from apps.fleet.models import Node
+    from apps.health.services import run_execute, runs_request
+    from apps.incidents.models import Incident
+    from apps.jobs.choices import JobStatus
+    from apps.jobs.models import Job
+
     nodes = list(Node.objects.order_by("hostname").values_list("hostname", flat=True))
     per_node = max(1, -(-RANKS // len(nodes)))
     hosts = [nodes[r // per_node] for r in range(RANKS)]

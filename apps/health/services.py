@@ -110,9 +110,11 @@ def source_down_store(*, run: CheckRun, down: SourceDown, now: dt.datetime) -> i
 # --- runs ------------------------------------------------------------------------------
 
 
-# A run queued longer ago than this is taken as lost by the broker: a request queues a new
-# one rather than answering with it for ever (docs/checks.md, How a check run works).
-QUEUED_MERGE_WITHIN = dt.timedelta(hours=1)
+# A run still queued one schedule interval after it was queued (this long for a kind with
+# no schedule) is taken as lost by the broker — a broker restarted without its messages
+# loses it — so a request or the schedule queues a new one rather than waiting on it; the
+# lost one ends as `error` later (docs/checks.md, How a check run works).
+QUEUED_MERGE_WITHIN = dt.timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -135,13 +137,22 @@ def runs_queue(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -> 
     with transaction.atomic():
         Cluster.objects.select_for_update(no_key=True).filter(pk=cluster.pk).exists()
         waiting: dict[str, CheckRun] = {}
+        intervals = dict(
+            CheckSchedule.objects.filter(cluster=cluster, kind__in=kinds).values_list(
+                "kind", "interval_s"
+            )
+        )
+        now = timezone.now()
         for run in CheckRun.objects.filter(
-            cluster=cluster,
-            kind__in=kinds,
-            status=RunStatus.QUEUED,
-            queued_at__gte=timezone.now() - QUEUED_MERGE_WITHIN,
+            cluster=cluster, kind__in=kinds, status=RunStatus.QUEUED
         ).order_by("queued_at", "id"):
-            waiting.setdefault(run.kind, run)
+            within = (
+                dt.timedelta(seconds=intervals[run.kind])
+                if run.kind in intervals
+                else QUEUED_MERGE_WITHIN
+            )
+            if run.queued_at >= now - within:
+                waiting.setdefault(run.kind, run)
         runs = [
             waiting.get(k)
             or CheckRun.objects.create(cluster=cluster, kind=k, requested_by=requested_by)

@@ -54,6 +54,9 @@ def test_kiosk_has_no_chrome_and_says_when_data_is_stale(chromium, live_server):
     assert not page.locator(".stale-note").is_visible()
     # the network goes away: the panels stop refreshing (every 20 s), and once the data is
     # older than two periods (+5 s) it says so — not after one
+    # (no request of the page's own still in flight: one answered after this would count
+    # as fresh data on a loaded machine)
+    page.wait_for_load_state("networkidle")
     page.route("**/*", lambda route: route.abort())
     page.clock.run_for(20_000)
     assert not page.locator(".stale-note").is_visible()

@@ -25,13 +25,12 @@ from apps.health.detectors import (
 )
 from apps.health.models import CheckResult, CheckRun
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
+from apps.jobs.selectors import job_step_times
 from apps.jobs.selectors import running_jobs as jobs_running
 from apps.telemetry.models import TelemetryEvent
 
 # Per-node timings older than this are not "recent" for the slow-node check.
 TIMING_WINDOW = dt.timedelta(minutes=30)
-# A job's step times for the hang limit come from samples this close to its progress.
-STEP_TIME_WINDOW = dt.timedelta(minutes=30)
 # The first run of an event-driven check looks this far back.
 FIRST_WINDOW = dt.timedelta(minutes=10)
 IN_SERVICE = (NodeState.HEALTHY, NodeState.SUSPECT)
@@ -70,21 +69,9 @@ def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
     whose ranks report only per node — its per-node samples near its progress."""
     out = []
     for job in jobs:
-        times = list(
-            JobMetric.objects.filter(job=job)
-            .order_by("-ts")
-            .values_list("step_time_s", flat=True)[:window]
-        )
-        if not times and job.progress_at is not None:
-            times = list(
-                NodeStepMetric.objects.filter(job=job, ts__gte=job.progress_at - STEP_TIME_WINDOW)
-                .order_by("-ts")
-                .values_list("step_time_s", flat=True)[:window]
-            )
+        times = job_step_times(job, window)  # the jobs app's reading, oldest first
         out.append(
-            JobProgress(
-                job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times[::-1]
-            )
+            JobProgress(job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times)
         )
     return out
 

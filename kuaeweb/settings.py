@@ -178,6 +178,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 # Beat records its own tick (docs/operations.md, Watching the watcher).
 CELERY_BEAT_SCHEDULER = "apps.common.beat:RecordingScheduler"
+# The worker survives a broker restart while it holds a task (docs/operations.md, Broker
+# restarts).
+CELERY_WORKER_CONSUMER = "apps.common.consumer:Consumer"
 # Watching the watcher (docs/operations.md): every worker answers a broadcast ping this
 # often, seconds; a part is stale past twice its interval. A worker silent for
 # KUAE_WORKER_FORGET_S is taken as removed and no longer shown.

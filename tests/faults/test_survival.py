@@ -1,8 +1,8 @@
 """Faults survived, nothing lost (issue 7): the app on its own PostgreSQL and Redis, started
 here on free ports, while an agent posts telemetry and job metrics without pause — the
-Celery worker is SIGKILLed and restarted, Redis restarted, PostgreSQL restarted. Afterwards
-every sample answered 2xx is stored exactly once, the scheduled checks run again, and the
-silent node has one incident, not one per restart.
+Celery worker is SIGKILLed and restarted, Redis restarted,
+PostgreSQL restarted. Afterwards every sample answered 2xx is stored exactly once, the
+scheduled checks run again, and the silent node has one incident, not one per restart.
 
 Needs PostgreSQL's server binaries (initdb, pg_ctl) and redis-server, as this machine and
 CI have; run by `make test` (marked `faults`, about a minute).
@@ -283,8 +283,61 @@ class Agent(threading.Thread):
             time.sleep(0.2)
 
 
+def _heartbeat_runs_since(pg: Postgres, moment: dt.datetime) -> int:
+    with psycopg.connect(pg.url) as c:
+        return c.execute(
+            "SELECT count(*) FROM health_checkrun WHERE kind='heartbeat' AND status='done' "
+            "AND started_at > %s",
+            (moment,),
+        ).fetchone()[0]
+
+
+def _show_logs(app: App) -> None:
+    """What the worker and beat said: the only clue to a timeout."""
+    for name in ("worker", "beat"):
+        log = app.base / f"{name}.log"
+        tail = log.read_text(errors="replace")[-6000:] if log.exists() else "(none)"
+        print(f"\n--- {name}.log (end) ---\n{tail}")
+
+
+def test_worker_survives_long_redis_outages(stack):
+    """Redis down 12 s, twice: beat's sends fail and a worker's ping is in flight each time.
+    Celery 5.7's own consumer ended the worker ("Unrecoverable error") on the second loss,
+    every time here; with apps/common/consumer.py it reconnects and checks run again."""
+    pg, redis, app = stack
+    app.run("-m", "tests.faults.world")
+    for name in ("worker", "beat"):
+        app.start(name)
+    try:
+        started = dt.datetime.now(dt.UTC)
+        _wait(lambda: _heartbeat_runs_since(pg, started) >= 1, 60, "a first heartbeat check")
+        for attempt in (1, 2):
+            time.sleep(1)
+            redis.stop()
+            down_at = dt.datetime.now(dt.UTC)
+            time.sleep(12)
+            redis.start()
+            _wait(
+                lambda since=down_at: _heartbeat_runs_since(pg, since) >= 1,
+                60,
+                f"checks after Redis was down 12 s (outage {attempt})",
+            )
+        assert app.procs["worker"].poll() is None, "the worker exited over a Redis outage"
+    except (TimeoutError, AssertionError):
+        _show_logs(app)
+        raise
+
+
 def test_faults_survived_nothing_lost(stack):
     pg, redis, app = stack
+    try:
+        _survive(pg, redis, app)
+    except (TimeoutError, AssertionError):
+        _show_logs(app)
+        raise
+
+
+def _survive(pg: Postgres, redis: Redis, app: App) -> None:
     world = json.loads(app.run("-m", "tests.faults.world").strip().splitlines()[-1])
     for name in ("web", "worker", "beat"):
         app.start(name)
@@ -293,12 +346,7 @@ def test_faults_survived_nothing_lost(stack):
     agent.start()
 
     def heartbeat_runs_since(moment: dt.datetime) -> int:
-        with psycopg.connect(pg.url) as c:
-            return c.execute(
-                "SELECT count(*) FROM health_checkrun WHERE kind='heartbeat' AND status='done' "
-                "AND started_at > %s",
-                (moment,),
-            ).fetchone()[0]
+        return _heartbeat_runs_since(pg, moment)
 
     started = dt.datetime.now(dt.UTC)
     _wait(lambda: heartbeat_runs_since(started) >= 1, 60, "a first scheduled heartbeat check")

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.common.dbconflicts import atomic_with_retry
 from apps.common.retention import delete_in_batches
 from apps.fleet.models import Cluster
 from apps.health import detectors as d
@@ -170,9 +171,27 @@ def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -
     return runs_queue(cluster=cluster, kinds=kinds, requested_by=requested_by).runs
 
 
+def _findings_apply_locked(
+    *,
+    run: CheckRun,
+    findings: Sequence[d.Finding],
+    job_of_node: dict[str, int],
+    now: dt.datetime,
+    limits: Limits,
+) -> dict[str, int]:
+    """Apply a run's findings holding its cluster's row: one applier at a time per cluster,
+    the cluster first in the one lock order (docs/architecture.md, Locks)."""
+    Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
+    return findings_apply(
+        run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
+    )
+
+
 def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | None:
     """Claim a queued run (a conditional update: two workers never both run it), run its
-    detector and apply the outcomes. A failure marks the run `error` with the reason."""
+    detector and apply the outcomes — in a transaction retried on a write conflict (a
+    deadlock, a serialisation failure, a lock not available), so another writer winning a
+    row is not the run's error. A failure marks the run `error` with the reason."""
     now = now or timezone.now()
     claimed = CheckRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
         status=RunStatus.RUNNING, started_at=now
@@ -184,12 +203,9 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
     try:
         limits = limits_for(run.cluster)
         findings, job_of_node = detect(run.kind, run.cluster, now, limits)
-        with transaction.atomic():
-            # one applier at a time per cluster
-            Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
-            counts = findings_apply(
-                run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
-            )
+        counts = atomic_with_retry(_findings_apply_locked)(
+            run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
+        )
         run.status, run.counts = RunStatus.DONE, counts
     except SourceDown as down:  # no verdict without the data: errors, not passes
         log.warning("check run %s (%s): %s", run.pk, run.kind, down)

@@ -14,13 +14,16 @@ from apps.accounts.choices import OPERATORS, READERS
 from apps.common.dbconflicts import atomic_with_retry
 from apps.maintenance.filters import WindowFilter
 from apps.maintenance.models import MaintenanceWindow
-from apps.maintenance.selectors import window_list
+from apps.maintenance.selectors import jobs_touched, window_list
 from apps.maintenance.serializers import (
+    JobsNotConfirmedSerializer,
     SilencedAlertSerializer,
+    StoppedJobSerializer,
+    WindowBookedSerializer,
     WindowSerializer,
     WindowWriteSerializer,
 )
-from apps.maintenance.services import Booking, window_book, window_end
+from apps.maintenance.services import Booking, JobsNotConfirmed, window_book, window_end
 
 
 class WindowListView(generics.ListAPIView):
@@ -37,15 +40,35 @@ class WindowListView(generics.ListAPIView):
     def get_queryset(self):  # noqa: ANN201
         return window_list()
 
-    @extend_schema(request=WindowWriteSerializer, responses={201: WindowSerializer})
+    @extend_schema(
+        request=WindowWriteSerializer,
+        responses={201: WindowBookedSerializer, 409: JobsNotConfirmedSerializer},
+    )
     def post(self, request: Request) -> Response:
+        """Book a window. The answer names the running jobs on its nodes (`stops_jobs`),
+        as the page does before it books; a client that sends `confirm_jobs` is refused
+        (409, nothing booked) unless those are exactly the jobs.
+        (docs/maintenance.md, Booking a window)"""
         data = WindowWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        window = atomic_with_retry(window_book)(
-            booking=Booking(**data.validated_data), by=request.user.get_username()
-        )
+        try:
+            window = atomic_with_retry(window_book)(
+                booking=Booking(**data.validated_data), by=request.user.get_username()
+            )
+        except JobsNotConfirmed as refused:
+            named = ", ".join(f"{t.job.name} (#{t.job.pk}, {t.gpus} GPUs)" for t in refused.touched)
+            body = {
+                "confirm_jobs": [
+                    f"the window stops these running jobs: {named}"
+                    if refused.touched
+                    else "the window stops no running job: confirm []"
+                ],
+                "stops_jobs": StoppedJobSerializer(refused.touched, many=True).data,
+            }
+            return Response(body, status=status.HTTP_409_CONFLICT)
         window = window_list().get(pk=window.pk)
-        return Response(WindowSerializer(window).data, status=status.HTTP_201_CREATED)
+        window.stops_jobs = jobs_touched(list(window.nodes.all()))  # type: ignore[attr-defined]
+        return Response(WindowBookedSerializer(window).data, status=status.HTTP_201_CREATED)
 
 
 class WindowDetailView(APIView):

@@ -58,6 +58,18 @@ class WindowWriteSerializer(serializers.Serializer):
     )
     end = serializers.DateTimeField(help_text="after start")
     reason = serializers.CharField(max_length=2000)
+    confirm_jobs = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        max_length=10_000,
+        help_text=(
+            "ids of the running jobs the window stops, as the client was told them (a "
+            "409's `stops_jobs`); [] confirms it stops none. When they are not exactly "
+            "the jobs running on the nodes: 409, nothing booked. Left out: booked, and the "
+            "jobs answered in `stops_jobs`"
+        ),
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs.setdefault("start", timezone.now())
@@ -139,3 +151,32 @@ class SilencedAlertSerializer(serializers.ModelSerializer):
             "deliveries",
         ]
         read_only_fields = fields
+
+
+class StoppedJobSerializer(serializers.Serializer):
+    """A running job on the window's nodes: its id, name, the nodes of it the window takes
+    and the GPUs on them."""
+
+    job = serializers.IntegerField(source="job.pk")
+    name = serializers.CharField(source="job.name")
+    nodes = serializers.ListField(child=serializers.CharField(), source="hostnames")
+    gpus = serializers.IntegerField()
+
+
+class WindowBookedSerializer(WindowSerializer):
+    """`POST maintenance/`'s answer: the window, and the running jobs on its nodes
+    (`stops_jobs`) — a window starting now stops them at once, as planned interruptions;
+    a later one stops those still running when it starts."""
+
+    stops_jobs = StoppedJobSerializer(many=True, read_only=True)
+
+    class Meta(WindowSerializer.Meta):
+        fields = [*WindowSerializer.Meta.fields, "stops_jobs"]
+        read_only_fields = fields
+
+
+class JobsNotConfirmedSerializer(serializers.Serializer):
+    """The 409 of a booking whose `confirm_jobs` are not the jobs the window would stop."""
+
+    confirm_jobs = serializers.ListField(child=serializers.CharField())
+    stops_jobs = StoppedJobSerializer(many=True)

@@ -26,6 +26,7 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.maintenance.choices import WindowStatus
 from apps.maintenance.models import MaintenanceWindow, SilencedAlert, WindowNode
+from apps.maintenance.selectors import TouchedJob, jobs_touched
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,17 @@ class Booking:
     reason: str
     nodes: str | list[str] | None = None
     racks: list[str] | None = None
+    # The running jobs the client was told the window stops (`confirm_jobs`); None: not asked.
+    confirm_jobs: list[int] | None = None
+
+
+class JobsNotConfirmed(Exception):
+    """The window would stop running jobs other than those the booking confirmed: nothing
+    is booked, and the answer names the jobs (docs/maintenance.md, Booking a window)."""
+
+    def __init__(self, touched: list[TouchedJob]) -> None:
+        super().__init__(touched)
+        self.touched = touched
 
 
 def window_nodes_resolve(
@@ -105,7 +117,8 @@ def window_book(*, booking: Booking, by: str, now: dt.datetime | None = None) ->
     """Book a window; one that starts now (or a moment ago) is applied at once. Bad input
     is a ValidationError naming its field: an end not after the start, a window already
     over, a start far in the past, unknown nodes or racks, none at all, or nodes already in
-    another window at that time."""
+    another window at that time. With `confirm_jobs`, JobsNotConfirmed when the jobs
+    running on the nodes are not exactly those."""
     now = now or timezone.now()
     start, end = booking.start, booking.end
     if end <= start:
@@ -115,10 +128,17 @@ def window_book(*, booking: Booking, by: str, now: dt.datetime | None = None) ->
     if not booking.reason.strip():
         raise ValidationError({"reason": ["say what the work is"]})
     nodes = window_nodes_resolve(cluster=booking.cluster, nodes=booking.nodes, racks=booking.racks)
+    # The cluster's row first (docs/architecture.md, Locks): two bookings of its nodes take
+    # turns, so the second sees the first's window in its overlap check — never both booked.
+    Cluster.objects.select_for_update(no_key=True).filter(pk=booking.cluster.pk).exists()
     taken = _overlapping(nodes, start, end)
     if taken:
         shown = ", ".join(f"{h} (#{w})" for h, w in sorted(taken.items())[:20])
         raise ValidationError({"nodes": [f"already in a maintenance window then: {shown}"]})
+    if booking.confirm_jobs is not None:
+        touched = jobs_touched(nodes)
+        if sorted({t.job.pk for t in touched}) != sorted(set(booking.confirm_jobs)):
+            raise JobsNotConfirmed(touched)
     asked = booking.nodes if isinstance(booking.nodes, str) else ",".join(booking.nodes or [])
     window = MaintenanceWindow.objects.create(
         cluster=booking.cluster,

@@ -143,3 +143,56 @@ def test_delete_ends_a_window_now_and_cancels_a_future_one(api, fleet):
     r = otto.delete(f"/api/v1/maintenance/{future['id']}/")
     assert r.json()["status"] == "cancelled"
     assert otto.delete("/api/v1/maintenance/99999/").status_code == 404
+
+
+def test_booking_on_a_running_job_names_it_in_the_answer(api, fleet):
+    """The API tells what the page asks to confirm: the running jobs the window stops, by
+    id, name, nodes and GPUs (docs/maintenance.md, Booking a window)."""
+    job = fleet["job"]
+    r = api("otto").post("/api/v1/maintenance/", body(nodes="n[02-05]"), format="json")
+    assert r.status_code == 201, r.json()
+    assert r.json()["stops_jobs"] == [
+        {"job": job.pk, "name": "train-70b", "nodes": ["n02", "n03"], "gpus": 16}
+    ]
+    r = api("otto").post(
+        "/api/v1/maintenance/",
+        body(
+            nodes="n[06-07]",
+            start=iso(timezone.now() + dt.timedelta(hours=4)),
+            end=iso(timezone.now() + dt.timedelta(hours=5)),
+        ),
+        format="json",
+    )
+    assert r.status_code == 201 and r.json()["stops_jobs"] == []
+
+
+def test_a_client_that_confirms_jobs_is_refused_unless_they_are_the_ones(api, fleet):
+    from apps.maintenance.models import MaintenanceWindow
+
+    job = fleet["job"]
+    otto = api("otto")
+    for confirmed in ([], [999_999], [job.pk, 999_999]):
+        r = otto.post(
+            "/api/v1/maintenance/", body(nodes="n[02-05]", confirm_jobs=confirmed), format="json"
+        )
+        assert r.status_code == 409, r.json()
+        assert "train-70b" in r.json()["confirm_jobs"][0]
+        assert [j["job"] for j in r.json()["stops_jobs"]] == [job.pk]
+    assert not MaintenanceWindow.objects.exists()
+    # Confirming a job on nodes that run none is refused too: the client's picture is wrong.
+    r = otto.post(
+        "/api/v1/maintenance/", body(nodes="n[08-09]", confirm_jobs=[job.pk]), format="json"
+    )
+    assert r.status_code == 409 and r.json()["stops_jobs"] == []
+    r = otto.post("/api/v1/maintenance/", body(nodes="n[08-09]", confirm_jobs=[]), format="json")
+    assert r.status_code == 201, r.json()
+    r = otto.post(
+        "/api/v1/maintenance/",
+        body(nodes="n[02-05]", start=iso(timezone.now()), confirm_jobs=[job.pk]),
+        format="json",
+    )
+    assert r.status_code == 201, r.json()
+    assert r.json()["active"] is True and r.json()["stops_jobs"][0]["job"] == job.pk
+    assert Node.objects.get(hostname="n02").state == "maintenance"
+    r = otto.post("/api/v1/maintenance/", body(confirm_jobs=["x"]), format="json")
+    assert r.status_code == 400 and "confirm_jobs" in r.json()

@@ -162,7 +162,57 @@ def test_a_manager_reads_the_weekly_report_on_a_phone(chromium, live_server):
             b,
             card,
         )
-    assert page.evaluate(WIDE)[0] <= 390
+    # the incidents behind the lost hours: each one's lost GPU·h (this week's and the whole
+    # incident's) in view, with its number and title, and nothing in the card scrolls sideways
+    page.evaluate("() => document.getElementById('inc-h').scrollIntoView()")
+    shot(page, "phone-weekly-incidents")
+    cells = page.evaluate(INCIDENT_CELLS)
+    assert cells["rows"] >= 1 and cells["card_scroll"] <= cells["card_client"], cells
+    assert not cells["outside"], cells
+    seen.assert_clean()
+    page.close()
+
+
+# Every cell of the weekly incidents table that carries a lost GPU·h figure (and the
+# incident's number and title): its box lies within the viewport and the card.
+INCIDENT_CELLS = """() => {
+  const card = document.querySelector('section[aria-labelledby=inc-h]');
+  const c = card.getBoundingClientRect(), vw = window.innerWidth;
+  const rows = [...card.querySelectorAll('tbody tr')].filter(r => !r.querySelector('.empty'));
+  const outside = [];
+  for (const row of rows) {
+    // the number, the title, this week's lost GPU·h and the incident's whole cost
+    const cells = [1, 3, 5, 6].map(n => row.querySelector(`td:nth-child(${n})`));
+    for (const cell of cells) {
+      if (!cell) { outside.push(['missing']); continue; }
+      const b = cell.getBoundingClientRect();
+      const shown = b.width > 0 && getComputedStyle(cell).visibility !== 'hidden';
+      if (!shown || b.left < Math.max(0, c.left) - 0.5 || b.right > Math.min(vw, c.right) + 0.5)
+        outside.push([cell.className, cell.textContent.trim().slice(0, 40), b.left, b.right]);
+    }
+  }
+  return {rows: rows.length, outside, card_scroll: card.scrollWidth, card_client: card.clientWidth};
+}"""
+
+
+def test_the_weekly_incidents_table_keeps_its_columns_on_a_wide_screen(chromium, live_server):
+    """At 1440 px the incidents table is a table: a header row and six columns."""
+    simulate(gpus=64, days=14, seed=5, failure_rate=0.05)
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1440, "height": 900})
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "mia", "pw")
+    page.goto(live_server.url + "/reports/weekly/")
+    page.evaluate("() => document.getElementById('inc-h').scrollIntoView()")
+    shot(page, "wide-weekly-incidents")
+    head = page.locator("section[aria-labelledby=inc-h] thead")
+    assert head.is_visible() and head.locator("th").count() == 6
+    assert "Lost GPU·h this week" in head.inner_text()
+    cells = page.evaluate(INCIDENT_CELLS)
+    assert cells["rows"] >= 1 and not cells["outside"], cells
+    first = page.locator("section[aria-labelledby=inc-h] tbody tr").first.locator("td")
+    tops = {round(first.nth(i).bounding_box()["y"]) for i in range(6)}
+    assert len(tops) == 1, tops  # one line per incident, not stacked
     seen.assert_clean()
     page.close()
 

@@ -302,11 +302,24 @@ def _age_words(seconds: float | None) -> str:
     return f"{round(seconds / 3600)} h"
 
 
+def _unpinged(part: Part, beat: Part | None) -> bool:
+    """Whether a stale `worker:` part's silence follows from beat's: beat, which sends the
+    pings, stopped before the worker had missed its limit's worth of them."""
+    if beat is None or beat.ok or not part.name.startswith("worker:"):
+        return False
+    if beat.last_ok_at is None or part.last_ok_at is None:
+        return beat.last_ok_at is None
+    return (beat.last_ok_at - part.last_ok_at).total_seconds() <= (part.limit_s or 0.0)
+
+
 def stale_words(status: PipelineStatus) -> str | None:
     """The banner's words for what is stale and for how long, or None when nothing
     detection depends on is: "No health check has completed for 4 min — the worker is not
-    running. What you see may be out of date." """
-    stale = status.stale()
+    running. What you see may be out of date." While beat is stale, a worker that stopped
+    answering only when beat stopped pinging is not said to be down: "— nothing is
+    scheduled: no check starts and no worker is pinged"."""
+    beat = next((p for p in status.parts if p.name == "beat"), None)
+    stale = [p for p in status.stale() if not _unpinged(p, beat)]
     if not stale:
         return None
     said: list[str] = []
@@ -331,7 +344,7 @@ def stale_words(status: PipelineStatus) -> str | None:
         elif part.name == "queued_runs":
             said.append(f"a check run has waited {age} for a worker")
         elif part.name.startswith("check:"):
-            what = f"No {part.name[6:]} check has completed on {part.cluster}"
+            what = f"no {part.name[6:]} check has completed on {part.cluster}"
             said.append(what if part.age_s is None else f"{what} for {age}")
     checks = [p for p in stale if p.name.startswith("check:")]
     if len(checks) == len(stale) == len(said) and len(checks) > 1:
@@ -340,6 +353,8 @@ def stale_words(status: PipelineStatus) -> str | None:
         said = [f"No health check has completed {since} ({len(checks)} checks are late)"]
     text = "; ".join(said)
     text = text[0].upper() + text[1:]
-    if not status.workers_live():
+    if not status.workers_live() and any(p.name.startswith("worker:") for p in stale):
         text += " — the worker is not running"
+    elif beat is not None and not beat.ok:
+        text += " — nothing is scheduled: no check starts and no worker is pinged"
     return text + ". What you see may be out of date."

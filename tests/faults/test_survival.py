@@ -12,228 +12,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 
+from tests.faults.stack import App, Postgres, Redis, show_logs, wait
+
 pytestmark = pytest.mark.faults
-ROOT = Path(__file__).resolve().parents[2]
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(check, timeout: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except Exception:  # noqa: BLE001 - not up yet
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(what)
-
-
-class Postgres:
-    """A throwaway PostgreSQL cluster owned by the `postgres` user, on a free port."""
-
-    def __init__(self, base: Path) -> None:
-        self.dir, self.port = base / "pg", _free_port()
-        self.dir.mkdir()
-        shutil.chown(self.dir, "postgres", "postgres")
-        self._as_postgres(
-            [str(PG_BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres"]
-        )
-        self.url = f"postgres://postgres@127.0.0.1:{self.port}/kuae"
-
-    def _as_postgres(self, cmd: list[str]) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", *cmd], check=True, capture_output=True)
-
-    def _ctl(self, action: str, *extra: str) -> None:
-        opts = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir}"
-        self._as_postgres(
-            [
-                str(PG_BIN / "pg_ctl"),
-                "-D",
-                str(self.dir / "data"),
-                "-l",
-                str(self.dir / "log"),
-                "-o",
-                opts,
-                "-w",
-                *extra,
-                action,
-            ]
-        )
-
-    def start(self) -> None:
-        self._ctl("start")
-
-    def stop(self, mode: str = "immediate") -> None:
-        self._ctl("stop", "-m", mode)
-
-
-class Redis:
-    """A redis-server on a free port with an append-only file, so queued tasks survive."""
-
-    def __init__(self, base: Path) -> None:
-        self.dir, self.port = base / "redis", _free_port()
-        self.dir.mkdir()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                str(self.dir),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        _wait(
-            lambda: socket.create_connection(("127.0.0.1", self.port), 0.2).close() or True,
-            10,
-            "redis",
-        )
-
-    def stop(self) -> None:
-        if self.proc:
-            self.proc.terminate()
-            self.proc.wait(10)
-
-
-class App:
-    """gunicorn (2 workers), a Celery worker and beat, all against the test's servers."""
-
-    def __init__(self, base: Path, pg: Postgres, redis: Redis) -> None:
-        self.base, self.port = base, _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": pg.url,
-            "CELERY_BROKER_URL": redis.url,
-            "DJANGO_SETTINGS_MODULE": "kuaeweb.settings",
-            "KUAE_TESTING": "1",
-            "DJANGO_HTTPS": "0",
-            "KUAE_VAR_DIR": str(base / "var"),
-            "KUAE_SCRAPE_INTERVAL": "0",
-            "KUAE_QUEUE": "faults",
-            "PYTHONUNBUFFERED": "1",
-            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        }
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def run(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return out.stdout
-
-    def start(self, name: str) -> None:
-        cmd = {
-            "web": [
-                "gunicorn",
-                "kuaeweb.wsgi",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-                "--access-logfile",
-                "-",
-                "--access-logformat",
-                "%(m)s %(U)s %(s)s",
-            ],
-            "worker": [
-                "celery",
-                "-A",
-                "kuaeweb",
-                "worker",
-                "--concurrency=2",
-                "--without-gossip",
-                "--without-mingle",
-                "-Q",
-                "faults",
-            ],
-            "beat": ["celery", "-A", "kuaeweb", "beat", "-s", str(self.base / "var" / "beat")],
-        }[name]
-        log = open(self.base / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
-        self.procs[name] = subprocess.Popen(
-            cmd, cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True
-        )
-
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs.pop(name)
-        os.killpg(proc.pid, sig)  # the worker's pool children too
-        proc.wait(20)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.kill(name, signal.SIGTERM)
-
-
-@pytest.fixture
-def stack() -> Iterator[tuple[Postgres, Redis, App]]:
-    if not (PG_BIN / "initdb").exists() or not shutil.which("redis-server"):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs PostgreSQL's server binaries and redis-server")
-        pytest.skip("no PostgreSQL server binaries or redis-server here")
-    # Not under pytest's tmp_path: its parents are private to root, and the server runs as
-    # the postgres user.
-    tmp_path = Path(tempfile.mkdtemp(prefix="kuae-faults-"))
-    os.chmod(tmp_path, 0o755)
-    (tmp_path / "var").mkdir()
-    pg, redis = Postgres(tmp_path), Redis(tmp_path)
-    pg.start()
-    redis.start()
-    app = App(tmp_path, pg, redis)
-    try:
-        with psycopg.connect(
-            f"postgres://postgres@127.0.0.1:{pg.port}/postgres", autocommit=True
-        ) as c:
-            c.execute("CREATE DATABASE kuae")
-        app.run("manage.py", "migrate", "--noinput", "-v0")
-        yield pg, redis, app
-    finally:
-        app.stop_all()
-        redis.stop()
-        pg.stop()
-        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 class Agent(threading.Thread):
@@ -292,14 +81,6 @@ def _heartbeat_runs_since(pg: Postgres, moment: dt.datetime) -> int:
         ).fetchone()[0]
 
 
-def _show_logs(app: App) -> None:
-    """What the worker and beat said: the only clue to a timeout."""
-    for name in ("worker", "beat"):
-        log = app.base / f"{name}.log"
-        tail = log.read_text(errors="replace")[-6000:] if log.exists() else "(none)"
-        print(f"\n--- {name}.log (end) ---\n{tail}")
-
-
 def test_worker_survives_long_redis_outages(stack):
     """Redis down 12 s, twice: beat's sends fail and a worker's ping is in flight each time.
     Celery 5.7's own consumer ended the worker ("Unrecoverable error") on the second loss,
@@ -310,21 +91,21 @@ def test_worker_survives_long_redis_outages(stack):
         app.start(name)
     try:
         started = dt.datetime.now(dt.UTC)
-        _wait(lambda: _heartbeat_runs_since(pg, started) >= 1, 60, "a first heartbeat check")
+        wait(lambda: _heartbeat_runs_since(pg, started) >= 1, 60, "a first heartbeat check")
         for attempt in (1, 2):
             time.sleep(1)
             redis.stop()
             down_at = dt.datetime.now(dt.UTC)
             time.sleep(12)
             redis.start()
-            _wait(
+            wait(
                 lambda since=down_at: _heartbeat_runs_since(pg, since) >= 1,
                 60,
                 f"checks after Redis was down 12 s (outage {attempt})",
             )
         assert app.procs["worker"].poll() is None, "the worker exited over a Redis outage"
     except (TimeoutError, AssertionError):
-        _show_logs(app)
+        show_logs(app)
         raise
 
 
@@ -333,7 +114,7 @@ def test_faults_survived_nothing_lost(stack):
     try:
         _survive(pg, redis, app)
     except (TimeoutError, AssertionError):
-        _show_logs(app)
+        show_logs(app)
         raise
 
 
@@ -341,7 +122,7 @@ def _survive(pg: Postgres, redis: Redis, app: App) -> None:
     world = json.loads(app.run("-m", "tests.faults.world").strip().splitlines()[-1])
     for name in ("web", "worker", "beat"):
         app.start(name)
-    _wait(lambda: httpx.get(app.url + "/healthz", timeout=1).status_code == 200, 30, "gunicorn")
+    wait(lambda: httpx.get(app.url + "/healthz", timeout=1).status_code == 200, 30, "gunicorn")
     agent = Agent(app.url, world)
     agent.start()
 
@@ -349,7 +130,7 @@ def _survive(pg: Postgres, redis: Redis, app: App) -> None:
         return _heartbeat_runs_since(pg, moment)
 
     started = dt.datetime.now(dt.UTC)
-    _wait(lambda: heartbeat_runs_since(started) >= 1, 60, "a first scheduled heartbeat check")
+    wait(lambda: heartbeat_runs_since(started) >= 1, 60, "a first scheduled heartbeat check")
     faults: list[tuple[str, dt.datetime]] = []
 
     time.sleep(2)
@@ -357,20 +138,20 @@ def _survive(pg: Postgres, redis: Redis, app: App) -> None:
     faults.append(("worker SIGKILL", dt.datetime.now(dt.UTC)))
     time.sleep(2)
     app.start("worker")
-    _wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the worker restart")
+    wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the worker restart")
 
     redis.stop()
     faults.append(("redis restart", dt.datetime.now(dt.UTC)))
     time.sleep(2)
     redis.start()
-    _wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the Redis restart")
+    wait(lambda: heartbeat_runs_since(faults[-1][1]) >= 1, 60, "checks after the Redis restart")
 
     retries_before = agent.retries
     pg.stop("fast")
     faults.append(("postgres down 3 s", dt.datetime.now(dt.UTC)))
     time.sleep(3)
     pg.start()
-    _wait(
+    wait(
         lambda: heartbeat_runs_since(faults[-1][1]) >= 2, 60, "checks after the PostgreSQL restart"
     )
     time.sleep(2)

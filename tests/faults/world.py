@@ -1,11 +1,14 @@
 """Set up the fault test's world in its own database: a cluster of 12 nodes, a running job,
 an agent token, checks every few seconds. Prints one JSON line for the test.
 
-Run as `python -m tests.faults.world` with DATABASE_URL pointing at the test's PostgreSQL.
+Run as `python -m tests.faults.world` with DATABASE_URL pointing at the test's PostgreSQL;
+`--check-interval S` sets the heartbeat check's interval (3 s), `--operator PASSWORD` adds an
+operator who signs in as `fault-operator` and a reader's (manager's) API token.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -14,7 +17,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kuaeweb.settings")
 
 
 def main() -> None:
-    """Create the world and print {token, job, nodes, silent}."""
+    """Create the world and print {token, job, nodes, silent} (and reader_token)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check-interval", type=int, default=3)
+    parser.add_argument("--operator", metavar="PASSWORD")
+    args = parser.parse_args()
     import django
 
     django.setup()
@@ -48,19 +55,20 @@ def main() -> None:
     schedules_ensure()
     CheckSchedule.objects.filter(cluster=cluster).update(enabled=False)
     CheckSchedule.objects.filter(cluster=cluster, kind="heartbeat").update(
-        enabled=True, interval_s=3
+        enabled=True, interval_s=args.check_interval
     )
     agent = user_create_or_update(username="fault-agent", role="agent")
-    print(
-        json.dumps(
-            {
-                "token": token_issue(user=agent),
-                "job": job.pk,
-                "nodes": [n.hostname for n in nodes],
-                "silent": nodes[-1].hostname,
-            }
-        )
-    )
+    world: dict[str, object] = {
+        "token": token_issue(user=agent),
+        "job": job.pk,
+        "nodes": [n.hostname for n in nodes],
+        "silent": nodes[-1].hostname,
+    }
+    if args.operator:
+        user_create_or_update(username="fault-operator", role="operator", password=args.operator)
+        reader = user_create_or_update(username="fault-manager", role="manager")
+        world["reader_token"] = token_issue(user=reader)
+    print(json.dumps(world))
 
 
 if __name__ == "__main__":

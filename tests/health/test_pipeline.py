@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.common.heartbeats import heartbeats_record
 from apps.health.choices import RunStatus
 from apps.health.models import CheckRun, CheckSchedule
-from apps.health.pipeline import pipeline_status, stale_words
+from apps.health.pipeline import detection_status, pipeline_status, stale_words
 from apps.health.services import NO_WORKER, runs_sweep_unclaimed, schedules_ensure
 
 pytestmark = pytest.mark.django_db
@@ -81,14 +81,32 @@ def test_a_check_past_twice_its_schedule_is_stale(cluster):
 def test_silent_workers_and_beat_are_stale(cluster):
     _fresh(cluster)
     old = timezone.now() - dt.timedelta(seconds=120)
-    heartbeats_record(["worker:celery@w1", "beat"], at=old)
+    # the worker fell silent 8 min before beat stopped pinging it: it is down
+    heartbeats_record(["worker:celery@w1"], at=old - dt.timedelta(minutes=8))
+    heartbeats_record(["beat"], at=old)
     status = pipeline_status()
     parts = _parts(status)
     assert not parts[("worker:celery@w1", None)].ok and not parts[("beat", None)].ok
     assert not status.workers_live()
     words = stale_words(status)
-    assert "Beat" in words and "celery@w1 has not answered for 2 min" in words
+    assert "beat (which starts KUAE's checks) has not ticked for 2 min" in words
+    assert "celery@w1 has not answered for 10 min" in words
     assert "the worker is not running" in words
+
+
+def test_workers_unpinged_since_beat_stopped_are_not_said_down(cluster):
+    """Beat sends the pings: a worker silent only since beat stopped is not said to be down
+    (a real beat killed showed "the worker is not running" of a running worker)."""
+    _fresh(cluster)
+    now = timezone.now()
+    heartbeats_record(["beat"], at=now - dt.timedelta(seconds=120))
+    heartbeats_record(["worker:celery@w1"], at=now - dt.timedelta(seconds=118))
+    for status in (pipeline_status(), detection_status()):
+        assert not status.ok and not status.workers_live()
+        words = stale_words(status)
+        assert words.startswith("Beat (which starts KUAE's checks) has not ticked for 2 min")
+        assert "the worker is not running" not in words and "answered" not in words
+        assert "nothing is scheduled: no check starts and no worker is pinged" in words
 
 
 def test_no_worker_ever_is_stale(cluster):

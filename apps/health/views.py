@@ -18,7 +18,7 @@ from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
 from apps.health.models import Thresholds
-from apps.health.pipeline import pipeline_status_cached
+from apps.health.pipeline import pipeline_status_cached, unverified_words
 from apps.health.selectors import (
     health_grid,
     kind_statuses,
@@ -78,6 +78,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
             cluster=cluster
         )
         query.pop("page", None)
+        status = pipeline_status_cached()
         context.update(
             kinds=kind_statuses(cluster=cluster),
             racks=health_grid(cluster=cluster),
@@ -93,7 +94,10 @@ def health_page(request: HttpRequest) -> HttpResponse:
             can_operate=user_has_role(request.user, OPERATORS),
             # Whether a worker takes runs: "Run checks now" says plainly when none does
             # (docs/operations.md, Watching the watcher); the banner's cached status.
-            workers_live=pipeline_status_cached().workers_live(),
+            workers_live=status.workers_live(),
+            # healthy tiles on stale heartbeat evidence look unverified, not healthy
+            # (docs/operations.md, Watching the watcher)
+            unverified=unverified_words(status, cluster.name),
         )
     return render(request, "health/health.html", context)
 

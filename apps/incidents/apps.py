@@ -9,9 +9,11 @@ class IncidentsConfig(AppConfig):
         # Jobs and the fleet may not import incidents: they read open incidents through these.
         from apps.fleet import readers as fleet_readers
         from apps.incidents import checks  # noqa: F401 - registers the deploy checks
+        from apps.incidents.alerts_soon import connect
         from apps.incidents.conditions import job_incidents, node_incidents
         from apps.incidents.selectors import job_interruptions
         from apps.jobs import readers as job_readers
 
         fleet_readers.lend(node_incidents=node_incidents)
         job_readers.lend(job_incidents=job_incidents, interruptions=job_interruptions)
+        connect()  # an incident's alert goes out when it commits, not on the next tick

@@ -124,7 +124,22 @@
   function refreshPanel(el) {
     return fetch(el.getAttribute("data-refresh"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
-      .then(function (html) { el.innerHTML = html; markLoaded(); tickRelative(el); rovingTiles(); });
+      .then(function (html) { el.innerHTML = html; dataLine(el); markLoaded(); tickRelative(el); rovingTiles(); });
+  }
+
+  // The overview's "data from" line sits in the page's head, outside the polled panels; each
+  // panel brings the newest evidence's time with it, so the line refreshes with the panels
+  // (docs/operations.md, Watching the watcher).
+  function dataLine(root) {
+    var src = root.querySelector("[data-data-source]");
+    var line = document.querySelector("[data-updated][data-data-at]");
+    if (!src || !line) return;
+    var at = src.getAttribute("data-data-at"), ok = src.getAttribute("data-data-ok") === "1";
+    line.setAttribute("data-data-at", at);
+    line.setAttribute("data-data-time", src.getAttribute("data-data-time"));
+    line.classList.toggle("data-stale", !ok);
+    line.title = "the newest completed health check run" + (ok ? "" : "; KUAE's pipeline is not working");
+    if (!at) line.textContent = src.getAttribute("data-data-words");
   }
 
   // One Plotly template for light and dark, from the page's own CSS palette (--fg, --muted,

@@ -73,6 +73,20 @@ def test_overview_health_line(client, users, checked):
     assert "/health/summary/" in client.get("/").content.decode()
 
 
+def test_overview_health_line_before_any_check_says_so(client, users, cluster, fleet):
+    """No check has completed on the cluster: the line says so and does not claim that
+    every check passes (docs/operations.md, Watching the watcher); once a sweep passes,
+    it does."""
+    client.force_login(users["mia"])
+    html = client.get("/health/summary/?cluster=c1").content.decode()
+    assert "no check has completed yet" in html
+    assert "all passing" not in html and "last sweep" not in html
+    runs_execute_now(cluster=cluster, kinds=["heartbeat"], requested_by="test")
+    html = client.get("/health/summary/?cluster=c1").content.decode()
+    assert "all passing" in html and "last sweep" in html
+    assert "no check has completed yet" not in html
+
+
 def test_run_now_and_thresholds_without_a_cluster_say_so(client, users, db):
     """No cluster at all, none chosen, or one that does not exist: a 400 naming the
     field, and nothing written (these once ended in a NOT NULL IntegrityError, a 500)."""

@@ -97,8 +97,26 @@ def test_healthy_nodes_on_stale_heartbeat_evidence_look_unverified(client, users
     assert "Healthy (unverified: checks stale 10 min)" in html
 
 
+def test_health_page_grid_shows_unverified_nodes_with_a_legend(client, users, cluster, fleet):
+    """The Health page's grid draws healthy nodes on stale evidence as the overview does:
+    hatched and outlined, the words in each tile's title and in the legend."""
+    _stale_heartbeat(cluster)
+    client.force_login(users["mia"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    grid = html.split('id="live-grid"')[1].split("</section>")[0]
+    tiles = [t for t in grid.split("<a ")[1:] if "state-healthy" in t]
+    assert tiles and all(" unverified" in t.split(">")[0] for t in tiles)
+    assert all("unverified: checks stale 10 min" in t for t in tiles)
+    legend = html.split('id="live-legend"')[1].split("</ul>")[0]
+    assert "healthy, unverified: checks stale 10 min" in legend
+    # the overview's legend says it too
+    html = client.get("/?cluster=c1").content.decode()
+    assert "healthy, unverified: checks stale 10 min" in html
+
+
 def test_healthy_nodes_on_fresh_evidence_are_plainly_healthy(client, users, cluster, fleet):
     _fresh(cluster)
     client.force_login(users["mia"])
     assert "unverified" not in client.get("/?cluster=c1").content.decode()
     assert "unverified" not in client.get("/nodes/?cluster=c1").content.decode()
+    assert "unverified" not in client.get("/health/?cluster=c1").content.decode()

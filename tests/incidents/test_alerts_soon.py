@@ -1,0 +1,116 @@
+"""Alerts out at once (docs/alertmanager.md, Alerts out): opening, resolving or re-noding an
+incident queues a round of alerts out when its transaction commits — a real message on the
+broker — instead of waiting for the 10-s tick; the round posts each alert once."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.incidents.models import Incident
+from apps.incidents.services import incident_update
+from apps.incidents.tasks import alerts_out
+from tests.incidents.test_notify import BODY
+
+pytestmark = pytest.mark.django_db
+
+TASK = "apps.incidents.tasks.alerts_out"
+
+
+class _AM(http.server.BaseHTTPRequestHandler):
+    """A stand-in Alertmanager: keeps every `POST /api/v2/alerts` body."""
+
+    received: list[list[dict]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        type(self).received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def am(settings) -> Iterator[type[_AM]]:  # noqa: ANN001
+    _AM.received = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AM)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.KUAE_ALERTMANAGER_URL = [f"http://127.0.0.1:{server.server_address[1]}"]
+    settings.KUAE_BASE_URL = "https://ops.example"
+    yield _AM
+    server.shutdown()
+    server.server_close()
+
+
+def _rounds_on_broker() -> set[Path]:
+    """The alerts-out tasks waiting on the (filesystem) broker, as its message files."""
+    folder = Path(django_settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    return {f for f in folder.iterdir() if f.is_file() and TASK in f.read_text(errors="replace")}
+
+
+def _open(api) -> int:  # noqa: ANN001
+    body = {**BODY, "detected_at": timezone.now().isoformat()}
+    return api("erin").post("/api/v1/incidents/", body, format="json").json()["id"]
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: the round is queued by each one
+@pytest.mark.skipif(
+    not django_settings.CELERY_BROKER_URL.startswith("filesystem://"),
+    reason="reads the filesystem broker's queue",
+)
+def test_opening_an_incident_queues_its_alert_at_once(api, nodes, am):
+    before = _rounds_on_broker()
+    pk = _open(api)
+    assert len(_rounds_on_broker() - before) == 1  # one round on the broker, on commit
+    alerts_out()  # what the worker runs
+    (posted,) = am.received
+    assert [a["labels"]["incident"] for a in posted] == [str(pk)]
+    alerts_out()  # the tick after it: nothing new, nothing posted again
+    assert len(am.received) == 1
+    # Resolving it queues the round that posts its end.
+    with transaction.atomic():
+        incident = Incident.objects.get(pk=pk)
+        incident_update(incident=incident, changes={"status": "resolved"}, actor="erin")
+    queued = _rounds_on_broker() - before
+    assert len(queued) == 2
+    alerts_out()
+    assert len(am.received) == 2 and am.received[1][0]["labels"]["incident"] == str(pk)
+    assert am.received[1][0]["endsAt"] <= timezone.now().isoformat()  # posted as ended
+    for message in queued:  # what no worker here will take
+        message.unlink()
+
+
+def test_one_round_per_transaction_and_none_without_an_alertmanager(
+    api, nodes, settings, django_capture_on_commit_callbacks
+):
+    settings.KUAE_ALERTMANAGER_URL = ["http://127.0.0.1:9"]
+    with django_capture_on_commit_callbacks() as queued, transaction.atomic():
+        first = Incident.objects.create(
+            cluster=nodes[0].cluster,
+            title="a",
+            category="gpu",
+            severity="sev2",
+            detected_at=timezone.now(),
+        )
+        first.nodes.set(nodes[:2])
+        Incident.objects.create(
+            cluster=nodes[0].cluster,
+            title="b",
+            category="gpu",
+            severity="sev2",
+            detected_at=timezone.now(),
+        )
+    assert sum(getattr(f, "__name__", "") == "_queue_round" for f in queued) == 1
+    settings.KUAE_ALERTMANAGER_URL = []
+    with django_capture_on_commit_callbacks() as queued:
+        _open(api)
+    assert not [f for f in queued if getattr(f, "__name__", "") == "_queue_round"]

@@ -6,6 +6,7 @@ nothing, so an early round sends no alert twice."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.db import transaction
@@ -13,6 +14,8 @@ from django.db.models.signals import m2m_changed, post_save
 
 from apps.incidents.alerts_out import alertmanagers
 from apps.incidents.models import Incident
+
+log = logging.getLogger(__name__)
 
 
 def alerts_out_soon() -> None:
@@ -23,13 +26,18 @@ def alerts_out_soon() -> None:
     pending = transaction.get_connection().run_on_commit
     if any(entry[1] is _queue_round for entry in pending):
         return
-    transaction.on_commit(_queue_round)
+    transaction.on_commit(_queue_round, robust=True)
 
 
 def _queue_round() -> None:
+    """Queue the round; a broker that is down is no error of the incident's writer (the
+    tick posts it once the broker is back)."""
     from apps.incidents.tasks import alerts_out
 
-    alerts_out.delay()
+    try:
+        alerts_out.delay()
+    except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
+        log.warning("alerts out: round not queued, the tick will post it: %s", exc)
 
 
 def _saved(sender: type[Incident], **kwargs: Any) -> None:  # noqa: ANN401

@@ -114,3 +114,20 @@ def test_one_round_per_transaction_and_none_without_an_alertmanager(
     with django_capture_on_commit_callbacks() as queued:
         _open(api)
     assert not [f for f in queued if getattr(f, "__name__", "") == "_queue_round"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_is_down_does_not_fail_the_incidents_writer(api, nodes, am, monkeypatch):
+    """The round is queued after the commit; a broker refusing it (as Redis down does, after
+    kombu's retries) leaves the filing answered 201 and the incident stored — the tick
+    posts its alert once the broker is back."""
+    from kombu.exceptions import OperationalError
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(alerts_out, "delay", refused)
+    body = {**BODY, "detected_at": timezone.now().isoformat()}
+    response = api("erin").post("/api/v1/incidents/", body, format="json")
+    assert response.status_code == 201, response.content
+    assert Incident.objects.filter(pk=response.json()["id"]).exists()

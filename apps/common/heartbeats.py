@@ -19,6 +19,24 @@ def heartbeats_record(parts: Iterable[str], *, at: dt.datetime | None = None) ->
     return len(names)
 
 
+def workers_record(workers: dict[str, list[str] | None], *, at: dt.datetime | None = None) -> int:
+    """Mark each worker (`celery@host`) as `worker:<name>` having answered at `at` (now),
+    with the queues it consumes; None keeps the queues it last said. Returns how many."""
+    at = at or timezone.now()
+    for name, queues in workers.items():
+        defaults: dict[str, object] = {"at": at}
+        if queues is not None:
+            defaults["queues"] = queues_wrap(queues)
+        Heartbeat.objects.update_or_create(part=f"worker:{name}"[:200], defaults=defaults)
+    return len(workers)
+
+
+def queues_wrap(queues: Iterable[str]) -> str:
+    """Queue names as stored: sorted, comma-wrapped (",celery,checks.big,"), "" for none."""
+    names = sorted({q for q in queues if q})
+    return f",{','.join(names)}," if names else ""
+
+
 def heartbeats() -> dict[str, dt.datetime]:
     """Every recorded part with when it last worked (one query)."""
     return dict(Heartbeat.objects.values_list("part", "at"))

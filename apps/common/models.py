@@ -12,6 +12,9 @@ class Heartbeat(models.Model):
 
     part = models.CharField(max_length=200, unique=True)
     at = models.DateTimeField()
+    # A worker's answer also says which queues it consumes, comma-wrapped (",celery,checks.big,")
+    # so "who takes this queue" is one LIKE; empty for other parts and not yet answered.
+    queues = models.CharField(max_length=2000, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.part} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -22,15 +22,20 @@ def ensure_partitions() -> dict[str, int]:
 
 @shared_task(name="apps.common.tasks.ping_workers", ignore_result=True)
 def ping_workers(timeout_s: float = 2.0) -> int:
-    """Broadcast a control ping (`celery inspect ping`) and record `worker:<name>` for every
-    worker that answers, and for the one running this task (a solo-pool worker cannot answer
-    while it runs it); returns how many were recorded."""
+    """Broadcast a control message asking each worker which queues it consumes (`celery
+    inspect active_queues`, an answer as good as a ping) and record `worker:<name>` with
+    those queues for every worker that answers, and for the one running this task (a
+    solo-pool worker cannot answer while it runs it: its own -Q selection stands in);
+    returns how many were recorded."""
     from celery import current_app, current_task
 
-    from apps.common.heartbeats import heartbeats_record
+    from apps.common.heartbeats import workers_record
 
-    names = [name for reply in current_app.control.ping(timeout=timeout_s) for name in reply]
+    replies = current_app.control.inspect(timeout=timeout_s).active_queues() or {}
+    workers: dict[str, list[str] | None] = {
+        name: [q["name"] for q in queues or [] if q.get("name")] for name, queues in replies.items()
+    }
     own = getattr(current_task.request, "hostname", None) if current_task else None
-    if own:
-        names.append(own)
-    return heartbeats_record(f"worker:{name}" for name in names)
+    if own and own not in workers:
+        workers[own] = list(current_app.amqp.queues.consume_from)
+    return workers_record(workers)

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Max, Min, OuterRef, Subquery
+from django.db.models import CharField, Max, Min, OuterRef, Subquery, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from apps.common.heartbeats import heartbeats
@@ -164,6 +165,24 @@ def _worker_parts(beats: dict[str, dt.datetime], now: dt.datetime) -> list[Part]
     return parts
 
 
+def _queue_parts(now: dt.datetime) -> list[Part]:
+    """`queue` per cluster with a Celery queue of its own: when a worker consuming it last
+    answered, stale (2 × KUAE_HEARTBEAT_S) when no live worker consumes it (2 queries)."""
+    forget = now - dt.timedelta(seconds=settings.KUAE_WORKER_FORGET_S)
+    takers = list(
+        Heartbeat.objects.filter(part__startswith="worker:", at__gte=forget)
+        .exclude(queues="")
+        .values_list("queues", "at")
+    )
+    parts = []
+    for name, queue in (
+        Cluster.objects.exclude(queue="").order_by("name").values_list("name", "queue")
+    ):
+        at = max((a for q, a in takers if f",{queue}," in q), default=None)
+        parts.append(_part("queue", at, settings.KUAE_HEARTBEAT_S, now, cluster=name, detail=queue))
+    return parts
+
+
 def _source_parts(now: dt.datetime) -> list[Part]:
     """`telemetry_source` per cluster whose checks read a Prometheus (1 query)."""
     parts = []
@@ -178,11 +197,12 @@ def _source_parts(now: dt.datetime) -> list[Part]:
 
 
 def pipeline_status(*, now: dt.datetime | None = None) -> PipelineStatus:
-    """Every part of KUAE with its last success, age, limit and verdict (about 8 queries)."""
+    """Every part of KUAE with its last success, age, limit and verdict (about 10 queries)."""
     now = now or timezone.now()
     beats = heartbeats()
     parts = [_part("beat", beats.get("beat"), BEAT_INTERVAL_S, now, detail="beat's own tick")]
     parts += _worker_parts(beats, now)
+    parts += _queue_parts(now)
     parts.append(_queued_part(now))
     parts += _check_parts(now)
     if settings.KUAE_SCRAPE_INTERVAL and "scraper" in beats:
@@ -202,7 +222,8 @@ def pipeline_status(*, now: dt.datetime | None = None) -> PipelineStatus:
 def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
     """The parts detection depends on, in one query (what every page's banner reads): each
     enabled schedule with its last completed and oldest queued run and, as scalar subqueries,
-    beat's tick and the newest and oldest remembered worker answers. Workers are summed up:
+    beat's tick, the newest and oldest remembered worker answers and, for a cluster with a
+    queue of its own, the newest answer of a worker consuming it. Workers are summed up:
     `worker:*` for the newest answer (none live when it is stale), `worker:?` for the oldest
     remembered one. A second query only when there is no schedule at all."""
     now = now or timezone.now()
@@ -226,9 +247,28 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
             beat=Subquery(Heartbeat.objects.filter(part="beat").values("at")[:1]),
             newest=Subquery(workers.order_by("-at").values("at")[:1]),
             oldest=Subquery(workers.order_by("at").values("at")[:1]),
+            # the newest answer of a worker consuming the cluster's own queue, if it has one
+            taken=Subquery(
+                workers.filter(
+                    queues__contains=Concat(
+                        Value(","), OuterRef("cluster__queue"), Value(","), output_field=CharField()
+                    )
+                )
+                .order_by("-at")
+                .values("at")[:1]
+            ),
         )
         .values_list(
-            "cluster__name", "kind", "interval_s", "last", "queued", "beat", "newest", "oldest"
+            "cluster__name",
+            "kind",
+            "interval_s",
+            "last",
+            "queued",
+            "beat",
+            "newest",
+            "oldest",
+            "cluster__queue",
+            "taken",
         )
     )
     if rows:
@@ -243,7 +283,11 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
         _part("worker:*", newest, interval, now),
         _part("worker:?", oldest, interval, now),
     ]
-    for cluster, kind, every, last, queued, *_ in rows:
+    queues: dict[str, Part] = {}
+    for cluster, kind, every, last, queued, _beat, _new, _old, queue, taken in rows:
+        if queue and cluster not in queues:
+            queues[cluster] = _part("queue", taken, interval, now, cluster=cluster, detail=queue)
+            parts.append(queues[cluster])
         parts.append(_part(f"check:{kind}", last, every, now, cluster=cluster))
         if queued is not None:
             parts.append(_part("queued_runs", queued, every, now, cluster=cluster, factor=1.0))
@@ -341,6 +385,11 @@ def stale_words(status: PipelineStatus) -> str | None:
                     said.append(f"a worker has not answered for {age}")
             else:
                 said.append(f"worker {part.name[7:]} has not answered for {age}")
+        elif part.name == "queue":
+            said.append(
+                f"no worker takes cluster {part.cluster}'s queue {part.detail}"
+                + ("" if part.age_s is None else f" (none has for {age})")
+            )
         elif part.name == "queued_runs":
             said.append(f"a check run has waited {age} for a worker")
         elif part.name.startswith("check:"):

@@ -356,6 +356,29 @@ def _unpinged(part: Part, beat: Part | None) -> bool:
     return (beat.last_ok_at - part.last_ok_at).total_seconds() <= (part.limit_s or 0.0)
 
 
+def _checks_words(checks: list[Part], *, alone: bool) -> list[str]:
+    """Late checks in words: one sentence per cluster, its checks counted when several are
+    late ("no health check has completed on c1 for 10 min (6 checks are late)"); the
+    cluster left unnamed when the checks of one cluster are all that is stale."""
+    by_cluster: dict[str | None, list[Part]] = {}
+    for part in checks:
+        by_cluster.setdefault(part.cluster, []).append(part)
+    said = []
+    for cluster, late in by_cluster.items():
+        ages = [p.age_s for p in late if p.age_s is not None]
+        since = f"for {_age_words(max(ages))}" if ages else "yet"
+        if len(late) == 1:
+            what = f"no {late[0].name[6:]} check has completed on {cluster}"
+            said.append(what if late[0].age_s is None else f"{what} for {_age_words(ages[0])}")
+        elif alone and len(by_cluster) == 1:
+            said.append(f"no health check has completed {since} ({len(late)} checks are late)")
+        else:
+            said.append(
+                f"no health check has completed on {cluster} {since} ({len(late)} checks are late)"
+            )
+    return said
+
+
 def stale_words(status: PipelineStatus) -> str | None:
     """The banner's words for what is stale and for how long, or None when nothing
     detection depends on is: "No health check has completed for 4 min — the worker is not
@@ -392,14 +415,8 @@ def stale_words(status: PipelineStatus) -> str | None:
             )
         elif part.name == "queued_runs":
             said.append(f"a check run has waited {age} for a worker")
-        elif part.name.startswith("check:"):
-            what = f"no {part.name[6:]} check has completed on {part.cluster}"
-            said.append(what if part.age_s is None else f"{what} for {age}")
     checks = [p for p in stale if p.name.startswith("check:")]
-    if len(checks) == len(stale) == len(said) and len(checks) > 1:
-        oldest = checks[0]
-        since = "yet" if oldest.age_s is None else f"for {_age_words(oldest.age_s)}"
-        said = [f"No health check has completed {since} ({len(checks)} checks are late)"]
+    said += _checks_words(checks, alone=len(checks) == len(stale))
     text = "; ".join(said)
     text = text[0].upper() + text[1:]
     if not status.workers_live() and any(p.name.startswith("worker:") for p in stale):

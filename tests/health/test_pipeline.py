@@ -45,6 +45,27 @@ def _parts(status) -> dict[tuple[str, str | None], object]:  # noqa: ANN001
     return {(p.name, p.cluster): p for p in status.parts}
 
 
+def test_late_checks_are_one_sentence_per_cluster(cluster):
+    """A new cluster none of whose checks has run yet is one sentence naming it, not one
+    per check; a single late check elsewhere keeps its own words."""
+    from apps.fleet.services import cluster_create
+
+    _fresh(cluster)
+    empty = cluster_create(
+        name="empty", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
+    )
+    schedules_ensure()
+    interval = CheckSchedule.objects.get(cluster=cluster, kind="heartbeat").interval_s
+    CheckRun.objects.filter(cluster=cluster, kind="heartbeat").delete()
+    _done(cluster, "heartbeat", 2 * interval + 240)
+    words = stale_words(pipeline_status())
+    late = CheckSchedule.objects.filter(cluster=empty, enabled=True).count()
+    assert words is not None and late > 1
+    assert f"No health check has completed on empty yet ({late} checks are late)" in words
+    assert "no heartbeat check has completed on c1 for" in words
+    assert words.count("check has completed") == 2, words
+
+
 def test_fresh_rows_are_ok(cluster):
     _fresh(cluster)
     status = pipeline_status()

@@ -160,12 +160,23 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
 def summary_fragment(request: HttpRequest) -> HttpResponse:
     """The overview's health line, as an HTML fragment."""
     cluster = _cluster(request)
+    # Checks past twice their schedule: "all passing" would be a claim on old evidence.
+    late = (
+        [
+            p.name[6:]
+            for p in pipeline_status_cached().stale()
+            if p.name.startswith("check:") and p.cluster == cluster.name
+        ]
+        if cluster
+        else []
+    )
     return render(
         request,
         "health/_summary.html",
         {
             "cluster": cluster,
             "s": summary(cluster=cluster) if cluster else None,
+            "late": late,
             "now": timezone.now(),
         },
     )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from apps.fleet.services import cluster_create
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.forms import ThresholdsForm
 from apps.health.models import CheckRun, Thresholds
-from apps.health.services import runs_execute_now
+from apps.health.services import runs_execute_now, schedules_ensure
 from tests.health.conftest import backdate
 
 pytestmark = pytest.mark.django_db
@@ -81,10 +83,18 @@ def test_overview_health_line_before_any_check_says_so(client, users, cluster, f
     html = client.get("/health/summary/?cluster=c1").content.decode()
     assert "no check has completed yet" in html
     assert "all passing" not in html and "last sweep" not in html
+    schedules_ensure()  # as beat's first tick does
     runs_execute_now(cluster=cluster, kinds=["heartbeat"], requested_by="test")
+    cache.clear()  # the pipeline status is cached for 10 s
     html = client.get("/health/summary/?cluster=c1").content.decode()
-    assert "all passing" in html and "last sweep" in html
-    assert "no check has completed yet" not in html
+    # one check passed, the others never ran: late, not "all passing"
+    late = len(SCHEDULED_KINDS) - 1
+    assert f"{late} checks late" in html and "all passing" not in html, html
+    assert "last sweep" in html and "no check has completed yet" not in html
+    runs_execute_now(cluster=cluster, kinds=list(SCHEDULED_KINDS), requested_by="test")
+    cache.clear()
+    html = client.get("/health/summary/?cluster=c1").content.decode()
+    assert "checks late" not in html and "no check has completed yet" not in html, html
 
 
 def test_run_now_and_thresholds_without_a_cluster_say_so(client, users, db):

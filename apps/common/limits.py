@@ -18,6 +18,9 @@ NEW_NODES_PER_HOUR = 2_000
 TOPOLOGY_NODES = 20_000
 # Distinct metric names one GPU keeps (its latest values), whatever the intake.
 METRIC_NAMES_PER_GPU = 200
+# NIC ports one node has (device, port), and the metric names one port's reading may carry.
+PORTS_PER_NODE = 64
+METRIC_NAMES_PER_PORT = 64
 # Nesting of a JSON body (objects and arrays), for every JSON parser of the API.
 JSON_DEPTH = 64
 # Pages (incident notifications) sent per cluster per channel in any minute; past it a

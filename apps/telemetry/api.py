@@ -3,6 +3,8 @@ from nodes' kernel logs."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -14,15 +16,22 @@ from apps.accounts.choices import AGENTS
 from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.scope import require_nodes
-from apps.telemetry.intake import parse_event_batch, parse_telemetry_batch
+from apps.telemetry.intake import parse_event_batch
+from apps.telemetry.ports import parse_telemetry_with_ports
 from apps.telemetry.prometheus import ExpositionError, parse_dcgm
-from apps.telemetry.services import events_ingest, telemetry_ingest
+from apps.telemetry.services import events_ingest, telemetry_ingest, telemetry_with_ports_ingest
 
 
 class TelemetryBatchSerializer(serializers.Serializer):
-    """`{samples: [{node, gpu, ts, metrics: {name: number}}]}` (documentation only)."""
+    """`{samples: [{node, gpu, ts, metrics: {name: number}}], ports: [{node, device, port,
+    ts, metrics: {state?, phys_state?, rate_gbps?, counter: integer}, switch?,
+    switch_port?}]}` (documentation only): either list may be absent, not both empty. A NIC
+    port (`device` such as `mlx5_0`, `port` number) is made on its first reading, at most
+    64 per node; `state` is ACTIVE, DOWN, INIT or ARMED (sysfs's `4: ACTIVE` is read too),
+    `phys_state` LinkUp, Polling, Disabled, …, counters are non-negative integers."""
 
-    samples = serializers.ListField(child=serializers.DictField())
+    samples = serializers.ListField(child=serializers.DictField(), required=False)
+    ports = serializers.ListField(child=serializers.DictField(), required=False)
 
 
 class IngestResultSerializer(serializers.Serializer):
@@ -32,6 +41,15 @@ class IngestResultSerializer(serializers.Serializer):
     applied = serializers.IntegerField()
     stale = serializers.IntegerField()
     events = serializers.IntegerField()
+
+
+class TelemetryResultSerializer(IngestResultSerializer):
+    """`{accepted, applied, stale, events, ports, ports_stale}`: `ports` port readings
+    applied, `ports_stale` not newer than the port's stored reading (a re-post, an older
+    one)."""
+
+    ports = serializers.IntegerField()
+    ports_stale = serializers.IntegerField()
 
 
 class EventBatchSerializer(serializers.Serializer):
@@ -51,18 +69,19 @@ class EventResultSerializer(serializers.Serializer):
 
 
 class TelemetryIngestView(APIView):
-    """`POST ingest/telemetry/`: per-GPU samples, all or nothing."""
+    """`POST ingest/telemetry/`: per-GPU samples and NIC ports' readings, all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True
     parser_classes = [FastJSONParser]
 
-    @extend_schema(request=TelemetryBatchSerializer, responses={202: IngestResultSerializer})
+    @extend_schema(request=TelemetryBatchSerializer, responses={202: TelemetryResultSerializer})
     def post(self, request: Request) -> Response:
-        samples = parse_telemetry_batch(request.data, now=timezone.now())
-        require_nodes(request.user, {s.node for s in samples})
-        result = telemetry_ingest(samples=samples)
-        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+        samples, readings = parse_telemetry_with_ports(request.data, now=timezone.now())
+        require_nodes(request.user, {s.node for s in samples} | {r.node for r in readings})
+        result, ports = telemetry_with_ports_ingest(samples=samples, readings=readings)
+        data = {**asdict(result), "ports": ports.applied, "ports_stale": ports.stale}
+        return Response(TelemetryResultSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
 class PrometheusIngestView(APIView):

@@ -15,6 +15,7 @@ from django.db.models.functions import Now
 from apps.fleet.models import Node
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.names import ROLLUP_METRICS
+from apps.telemetry.ports import Growth, counter_growth
 
 
 class TelemetryEvent(models.Model):
@@ -168,3 +169,47 @@ class NodeRollup(NodeRollupBase):
         """Mean of `metric` over the bucket."""
         n = getattr(self, f"{metric}_n")
         return getattr(self, f"{metric}_sum") / n if n else None
+
+
+class Port(models.Model):
+    """A NIC port of a node (InfiniBand or RoCE: `device` such as mlx5_0, `port` number),
+    the switch and switch port at its cable's far end when reported, and its latest reading
+    with the previous reading's counters, so growth since then can be shown
+    (docs/integrations.md, NIC ports). Made by the telemetry intake; at most
+    `PORTS_PER_NODE` per node."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="ports")
+    device = models.CharField(max_length=40)
+    port = models.PositiveSmallIntegerField()
+    switch = models.CharField(max_length=253, blank=True, default="")
+    switch_port = models.CharField(max_length=64, blank=True, default="")
+    # The latest reading: `ts` is also the port's high-water mark (older readings ignored).
+    ts = models.DateTimeField(null=True, blank=True, help_text="latest reading's ts")
+    state = models.CharField(max_length=8, blank=True, default="")  # ACTIVE, DOWN, INIT, ARMED
+    phys_state = models.CharField(max_length=32, blank=True, default="")  # LinkUp, Polling, …
+    rate_gbps = models.FloatField(null=True, blank=True)
+    counters = models.JSONField(default=dict, blank=True)
+    # The reading before the latest one: its counters and time.
+    prev_counters = models.JSONField(default=dict, blank=True)
+    prev_ts = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["node", "device", "port"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "device", "port"], name="port_node_device")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}/{self.device}/{self.port}"
+
+    @property
+    def state_tone(self) -> str:
+        """The result colour its state badge takes (pass, warn, fail; '' when unreported)."""
+        return {"ACTIVE": "pass", "DOWN": "fail", "INIT": "warn", "ARMED": "warn"}.get(
+            self.state, ""
+        )
+
+    @property
+    def growth(self) -> list[Growth]:
+        """The counters that grew (or were reset) since the previous reading."""
+        return counter_growth(self.prev_counters, self.counters)

@@ -1,6 +1,6 @@
 """Telemetry on the node page (fleet's), lent to `common/panels.py` at start-up: its GPUs'
-latest values and what they never reported, its charts, its events. The fleet knows no
-telemetry (docs/architecture.md); these panels only read."""
+latest values and what they never reported, its NIC ports, its charts, its events. The
+fleet knows no telemetry (docs/architecture.md); these panels only read."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.utils.http import urlencode
 from apps.common import panels
 from apps.fleet.models import Node
 from apps.telemetry.gpu_history import RANGES, Window, window_from
+from apps.telemetry.models import Port
 from apps.telemetry.monitored import reporting_gaps
 from apps.telemetry.names import GPU_COLUMNS
 from apps.telemetry.selectors import node_event_rows
@@ -31,6 +32,12 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
         "silent_gpus": silent,
         "now": timezone.now(),
     }
+
+
+def node_ports(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
+    """The node's NIC ports with their latest reading and the counters that grew since the
+    previous one (one query)."""
+    return {"ports": list(Port.objects.filter(node=node)), "now": timezone.now()}
 
 
 def node_charts(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
@@ -61,9 +68,13 @@ def window_query(window: Window) -> str:
 
 def panels_lend() -> None:
     """Lend the panels (from `TelemetryConfig.ready()`). In the node page's body the GPU
-    table comes first and the charts last; the health app lends its checks between."""
+    table comes first, its NIC ports next and the charts last; the health app lends its
+    checks between."""
     panels.lend(
         slot=panels.NODE_BODY, template="telemetry/_node_gpus.html", context=node_gpus, order=10
+    )
+    panels.lend(
+        slot=panels.NODE_BODY, template="telemetry/_node_ports.html", context=node_ports, order=15
     )
     panels.lend(
         slot=panels.NODE_BODY,

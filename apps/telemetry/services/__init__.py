@@ -1,7 +1,13 @@
 """Every write of telemetry: samples posted or scraped (`samples`), events from nodes'
-kernel logs (`events`), pull-mode scraping (`scrape`), retention of rollups (`retention`)."""
+kernel logs (`events`), NIC ports' readings (`ports`), pull-mode scraping (`scrape`),
+retention of rollups (`retention`)."""
 
 from apps.telemetry.services.events import EventIngestResult, events_ingest
+from apps.telemetry.services.ports import (
+    PortIngestResult,
+    ports_ingest,
+    telemetry_with_ports_ingest,
+)
 from apps.telemetry.services.retention import rollups_prune
 from apps.telemetry.services.samples import IngestResult, telemetry_ingest
 from apps.telemetry.services.scrape import scrape_nodes
@@ -9,8 +15,11 @@ from apps.telemetry.services.scrape import scrape_nodes
 __all__ = [
     "EventIngestResult",
     "IngestResult",
+    "PortIngestResult",
     "events_ingest",
+    "ports_ingest",
     "rollups_prune",
     "scrape_nodes",
     "telemetry_ingest",
+    "telemetry_with_ports_ingest",
 ]

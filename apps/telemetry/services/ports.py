@@ -1,0 +1,183 @@
+"""NIC ports' readings from the telemetry intake: the ports made on first report, each
+port's latest and previous reading kept — in bulk, a few statements per batch."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from apps.common.bulk import insert_ignore, update_many
+from apps.common.errors import BatchError
+from apps.common.limits import PORTS_PER_NODE
+from apps.fleet.models import Node
+from apps.telemetry.intake import TelemetrySample
+from apps.telemetry.models import Port
+from apps.telemetry.ports import PortReading
+from apps.telemetry.services.samples import IngestResult, telemetry_ingest
+
+_COLUMNS = (
+    "switch",
+    "switch_port",
+    "ts",
+    "state",
+    "phys_state",
+    "rate_gbps",
+    "counters",
+    "prev_counters",
+    "prev_ts",
+)
+_STORED = ("pk", "node_id", "device", "port", *_COLUMNS)
+
+
+@dataclass(frozen=True)
+class PortIngestResult:
+    """What a batch's port readings did: applied, and stale (not newer than the stored one)."""
+
+    applied: int
+    stale: int
+
+
+@transaction.atomic
+def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
+    """Store validated port readings, all or nothing; BatchError (nothing written) for an
+    unknown node or a node that would have more than PORTS_PER_NODE ports.
+
+    Each (node, device, port, ts) is applied once: a port's `ts` is its high-water mark, so
+    a reading not newer than it (a re-post, an older one) changes nothing. Of the newer
+    ones, the newest becomes the latest reading and the one before it (in the batch, or
+    the stored latest) the previous."""
+    if not readings:
+        return PortIngestResult(0, 0)
+    node_ids = dict(
+        Node.objects.filter(hostname__in={r.node for r in readings}).values_list("hostname", "pk")
+    )
+    _check_nodes(readings, node_ids)
+    stored_rows = Port.objects.filter(node_id__in=sorted(set(node_ids.values())))
+    if connection.vendor == "postgresql":
+        stored_rows = stored_rows.select_for_update()
+    stored = {(row[1], row[2], row[3]): row for row in stored_rows.values_list(*_STORED)}
+    by_port: dict[tuple[int, str, int], list[tuple[int, PortReading]]] = defaultdict(list)
+    for i, reading in enumerate(readings):
+        by_port[(node_ids[reading.node], reading.device, reading.port)].append((i, reading))
+    _check_bound(by_port, stored)
+
+    new_rows, changed_rows = [], []
+    applied = stale = 0
+    for key, items in by_port.items():
+        row = stored.get(key)
+        latest = _Latest.of(row)
+        for _, reading in sorted(items, key=lambda item: item[1].ts):
+            if latest.ts is not None and reading.ts <= latest.ts:
+                stale += 1
+                continue
+            latest = latest.then(reading)
+            applied += 1
+        values = latest.values()
+        if row is None:
+            if latest.ts is not None:
+                new_rows.append((*key, *values))
+        elif latest.ts != row[_STORED.index("ts")]:
+            changed_rows.append((row[0], *values))
+    if new_rows:
+        insert_ignore(Port._meta.db_table, ("node_id", "device", "port", *_COLUMNS), new_rows)
+    update_many(Port._meta.db_table, ("id",), _COLUMNS, changed_rows)
+    return PortIngestResult(applied, stale)
+
+
+@transaction.atomic
+def telemetry_with_ports_ingest(
+    *, samples: Sequence[TelemetrySample], readings: Sequence[PortReading]
+) -> tuple[IngestResult, PortIngestResult]:
+    """A telemetry batch's samples and port readings, together all or nothing."""
+    ports = ports_ingest(readings=readings)
+    result = telemetry_ingest(samples=samples) if samples else IngestResult(0, 0, 0, 0)
+    return result, ports
+
+
+@dataclass(frozen=True, slots=True)
+class _Latest:
+    """A port's latest reading as it is being built from the stored one and the batch's."""
+
+    switch: str = ""
+    switch_port: str = ""
+    ts: dt.datetime | None = None
+    state: str = ""
+    phys_state: str = ""
+    rate_gbps: float | None = None
+    counters: dict | None = None
+    prev_counters: dict | None = None
+    prev_ts: dt.datetime | None = None
+
+    @classmethod
+    def of(cls, row: tuple | None) -> _Latest:
+        """The stored reading (a row of `_STORED`), or none."""
+        return cls() if row is None else cls(*row[4:])
+
+    def then(self, reading: PortReading) -> _Latest:
+        """This reading, newer, on top: what it does not say (state, rate, switch) is kept."""
+        return _Latest(
+            reading.switch or self.switch,
+            reading.switch_port or self.switch_port,
+            reading.ts,
+            reading.state or self.state,
+            reading.phys_state or self.phys_state,
+            self.rate_gbps if reading.rate_gbps is None else reading.rate_gbps,
+            reading.counters,
+            self.counters or {},
+            self.ts,
+        )
+
+    def values(self) -> tuple:
+        """The row's `_COLUMNS`, JSON as text (a 64-bit counter stays an exact integer)."""
+        return (
+            self.switch,
+            self.switch_port,
+            self.ts,
+            self.state,
+            self.phys_state,
+            self.rate_gbps,
+            json.dumps(self.counters or {}),
+            json.dumps(self.prev_counters or {}),
+            self.prev_ts,
+        )
+
+
+def _check_nodes(readings: Sequence[PortReading], node_ids: dict[str, int]) -> None:
+    errors: dict[str, list[str]] = {}
+    for i, reading in enumerate(readings):
+        if reading.node not in node_ids:
+            errors[f"ports[{i}].node"] = [f"unknown node {reading.node!r}; register it first"]
+            if len(errors) >= 100:
+                break
+    if errors:
+        raise BatchError(errors)
+
+
+def _check_bound(
+    by_port: dict[tuple[int, str, int], list[tuple[int, PortReading]]],
+    stored: dict[tuple[int, str, int], tuple],
+) -> None:
+    """docs/operations.md, Limits: a node has at most PORTS_PER_NODE ports, stored ones and
+    the batch's new ones together; past it the batch is refused naming the first reading of
+    a port past the bound."""
+    count: dict[int, int] = defaultdict(int)
+    for node_id, _, _ in stored:
+        count[node_id] += 1
+    errors: dict[str, list[str]] = {}
+    for key, items in by_port.items():
+        if key in stored:
+            continue
+        count[key[0]] += 1
+        if count[key[0]] == PORTS_PER_NODE + 1:
+            i, reading = items[0]
+            errors[f"ports[{i}]"] = [
+                f"node {reading.node} would have more than {PORTS_PER_NODE} ports: past the "
+                f"bound of {PORTS_PER_NODE} ports per node"
+            ]
+    if errors:
+        raise BatchError(errors)

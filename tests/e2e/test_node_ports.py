@@ -1,0 +1,87 @@
+"""The node page's Ports card in real Chromium, wide and at 390 px: each port's state with
+its word and glyph, the counters that grew, and the table scrolling inside its card rather
+than the page. Screenshots go to KUAE_SCREENSHOTS (a folder) when it is set, to be looked at."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from apps.accounts.services import user_create_or_update
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+from apps.telemetry.ports import PortReading
+from apps.telemetry.services import ports_ingest
+from tests.e2e.support import sign_in, watch
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def setup(db):  # noqa: ANN001, ANN201
+    cluster = cluster_create(
+        name="c1", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
+    )
+    nodes_register(
+        cluster=cluster, specs=[NodeSpec(hostname=h, rack="r0") for h in ("gpu000", "gpu001")]
+    )
+    now = timezone.now()
+    before, after = now - dt.timedelta(minutes=2), now - dt.timedelta(seconds=40)
+    readings = []
+    for i in range(4):
+        base = {"link_downed": 1, "symbol_error": 120, "port_rcv_errors": 0, "port_xmit_wait": 5000}
+        later = dict(base)
+        if i == 1:
+            later |= {"link_downed": 2, "port_xmit_wait": 98_000}
+        if i == 2:
+            later |= {"symbol_error": 3}  # reset
+        state = "DOWN" if i == 3 else "ACTIVE"
+        phys = "Polling" if i == 3 else "LinkUp"
+        for at, counters in ((before, base), (after, later)):
+            readings.append(
+                PortReading(
+                    "gpu000",
+                    f"mlx5_{i}",
+                    1,
+                    at,
+                    state=state,
+                    phys_state=phys,
+                    rate_gbps=400.0,
+                    counters=counters,
+                    switch="leaf-07",
+                    switch_port=str(17 + i),
+                )  # fmt: skip
+            )
+    ports_ingest(readings=readings)
+    user_create_or_update(username="mia", role="manager", password="pw", check_password=False)
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_ports_card(chromium, live_server, setup, width):  # noqa: ANN001
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "mia", "pw")  # waits for the wide header's links
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(live_server.url + "/nodes/gpu000/")
+    card = page.locator("section[aria-labelledby=ports-h]")
+    rows = card.locator("tbody tr")
+    assert rows.count() == 4
+    assert "✗ DOWN" in rows.nth(3).inner_text() and "✓ ACTIVE" in rows.nth(0).inner_text()
+    assert "link_downed +1" in rows.nth(1).inner_text()
+    assert "symbol_error reset, now 3" in rows.nth(2).inner_text()
+    # Wide or narrow, the page itself never scrolls sideways: the table does, in its card.
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shots = os.environ.get("KUAE_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        card.scroll_into_view_if_needed()
+        page.screenshot(path=f"{shots}/node-ports-{width}.png")
+        card.screenshot(path=f"{shots}/node-ports-card-{width}.png")
+    page.goto(live_server.url + "/nodes/gpu001/")
+    assert "No fabric telemetry for this node" in page.content()
+    seen.assert_clean()
+    context.close()

@@ -57,7 +57,10 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
         Node.objects.filter(hostname__in={r.node for r in readings}).values_list("hostname", "pk")
     )
     _check_nodes(readings, node_ids)
-    stored_rows = Port.objects.filter(node_id__in=sorted(set(node_ids.values())))
+    # In one order (node, device, port), so two batches sharing ports never deadlock.
+    stored_rows = Port.objects.filter(node_id__in=sorted(set(node_ids.values()))).order_by(
+        "node_id", "device", "port"
+    )
     if connection.vendor == "postgresql":
         stored_rows = stored_rows.select_for_update()
     stored = {(row[1], row[2], row[3]): row for row in stored_rows.values_list(*_STORED)}

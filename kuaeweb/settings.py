@@ -297,6 +297,7 @@ SPECTACULAR_SETTINGS = {
         "CheckKindEnum": "apps.health.checks.KIND_CHOICES",
         "TimelineKindEnum": "apps.incidents.models.TimelineEntry.Kind",
         "RepairStatusEnum": "apps.repairs.choices.RepairStatus",
+        "WindowStatusEnum": "apps.maintenance.choices.WindowStatus",
     },
     # The schema and Swagger UI are for signed-in users, not the open network.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

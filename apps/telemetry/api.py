@@ -1,5 +1,5 @@
-"""Intake endpoints: JSON telemetry samples, dcgm-exporter's Prometheus text, and events
-from nodes' kernel logs."""
+"""Intake endpoints: JSON telemetry samples, dcgm-exporter's (and node_exporter's InfiniBand)
+Prometheus text, and events from nodes' kernel logs."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from apps.accounts.choices import AGENTS
 from apps.common.parsers import FastJSONParser, PlainTextParser
 from apps.common.timeutil import not_future, parse_ts
 from apps.fleet.scope import require_nodes
+from apps.telemetry.infiniband import NoHostError
 from apps.telemetry.intake import parse_event_batch
 from apps.telemetry.ports import parse_telemetry_with_ports
-from apps.telemetry.prometheus import ExpositionError, parse_dcgm
-from apps.telemetry.services import events_ingest, telemetry_ingest, telemetry_with_ports_ingest
+from apps.telemetry.prometheus import ExpositionError, parse_exposition
+from apps.telemetry.services import events_ingest, telemetry_with_ports_ingest
 
 
 class TelemetryBatchSerializer(serializers.Serializer):
@@ -85,7 +86,8 @@ class TelemetryIngestView(APIView):
 
 
 class PrometheusIngestView(APIView):
-    """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is."""
+    """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is, and node_exporter's
+    `node_infiniband_*` series (NIC ports, filed under `?node=`), all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True
@@ -94,10 +96,14 @@ class PrometheusIngestView(APIView):
     @extend_schema(
         request={"text/plain": str},
         parameters=[
-            OpenApiParameter("node", str, description="host, when the text has no Hostname label"),
+            OpenApiParameter(
+                "node",
+                str,
+                description="host, when the text has no Hostname label (node_exporter's never has)",
+            ),
             OpenApiParameter("ts", str, description="scrape time (default: receive time)"),
         ],
-        responses={202: IngestResultSerializer},
+        responses={202: TelemetryResultSerializer},
     )
     def post(self, request: Request) -> Response:
         ts = now = timezone.now()
@@ -107,19 +113,28 @@ class PrometheusIngestView(APIView):
             except ValueError as exc:
                 raise serializers.ValidationError({"ts": [str(exc)]}) from exc
         text = request.data if isinstance(request.data, str) else ""
+        node = request.query_params.get("node") or None
         try:
-            samples = parse_dcgm(text, ts=ts, node=request.query_params.get("node") or None)
+            samples, readings = parse_exposition(text, ts=ts, node=node)
         except ExpositionError as exc:
             raise serializers.ValidationError(
                 {"body": [str(exc)], "line": [str(exc.line)]}
             ) from exc
-        if not samples:
+        except NoHostError as exc:
+            raise serializers.ValidationError({"node": [str(exc)]}) from exc
+        if not samples and not readings:
             raise serializers.ValidationError(
-                {"body": ["no per-GPU samples with a Hostname/hostname label (or ?node=)"]}
+                {
+                    "body": [
+                        "no per-GPU samples with a Hostname/hostname label (or ?node=), "
+                        "nor node_infiniband_* ports"
+                    ]
+                }
             )
-        require_nodes(request.user, {s.node for s in samples})
-        result = telemetry_ingest(samples=samples)
-        return Response(IngestResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+        require_nodes(request.user, {s.node for s in samples} | {r.node for r in readings})
+        result, ports = telemetry_with_ports_ingest(samples=samples, readings=readings)
+        data = {**asdict(result), "ports": ports.applied, "ports_stale": ports.stale}
+        return Response(TelemetryResultSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
 class EventIngestView(APIView):

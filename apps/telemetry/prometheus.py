@@ -1,4 +1,5 @@
-"""dcgm-exporter's `/metrics` text → telemetry samples.
+"""dcgm-exporter's `/metrics` text → telemetry samples, and node_exporter's InfiniBand series
+in it → NIC ports' readings.
 
 Series names and label sets are parsed by prometheus_client's parser. A scrape repeats
 each GPU's label set on every one of its ~26 metrics, so each distinct label set is parsed
@@ -15,9 +16,12 @@ from collections.abc import Iterator
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.common.limits import METRIC_NAMES_PER_GPU
+from apps.telemetry.infiniband import PREFIX as INFINIBAND
+from apps.telemetry.infiniband import InfinibandPorts
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.names import DCGM_FIELDS, DCGM_NOT_SUPPORTED
 from apps.telemetry.pcibus import pci_bus_or_blank
+from apps.telemetry.ports import PortReading
 
 HOST_LABELS = ("Hostname", "hostname")
 _CACHED = 4096  # distinct series names, and label sets, remembered per text
@@ -77,6 +81,31 @@ def parse_lines(text: str) -> Iterator[tuple[int, str, dict[str, str], float]]:
         yield number, series, labels, value
 
 
+def parse_exposition(
+    text: str, *, ts: dt.datetime, node: str | None = None
+) -> tuple[list[TelemetrySample], list[PortReading]]:
+    """parse_dcgm's samples, and a reading per NIC port of node_exporter's `node_infiniband_*`
+    series, filed under `node` (NoHostError when there are ports and no `node`), in one
+    pass; ExpositionError names a bad line, and the series of a bad port value."""
+    ports = InfinibandPorts()
+    samples = _samples(_diverting(parse_lines(text), ports), ts=ts, node=node)
+    return samples, ports.readings(node=node, ts=ts)
+
+
+def _diverting(
+    lines: Iterator[tuple[int, str, dict[str, str], float]], ports: InfinibandPorts
+) -> Iterator[tuple[int, str, dict[str, str], float]]:
+    """`lines` less node_exporter's InfiniBand ones, which go to `ports`."""
+    for number, name, labels, value in lines:
+        if not name.startswith(INFINIBAND):
+            yield number, name, labels, value
+            continue
+        try:
+            ports.add(name, labels, value)
+        except ValueError as exc:
+            raise ExpositionError(number, str(exc)) from exc
+
+
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
     """One sample per (host, GPU): KUAE's names for known DCGM fields, the raw name for
     others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
@@ -84,9 +113,15 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
     `node` overrides the host label (pull mode knows whose exporter it scraped). The GPU's
     `UUID`, `modelName` and `pci_bus_id` labels are kept (the PCI address in one spelling).
     """
+    return _samples(parse_lines(text), ts=ts, node=node)
+
+
+def _samples(
+    lines: Iterator[tuple[int, str, dict[str, str], float]], *, ts: dt.datetime, node: str | None
+) -> list[TelemetrySample]:
     values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     identity: dict[tuple[str, int], tuple[str, str, str]] = {}
-    for number, name, labels, value in parse_lines(text):
+    for number, name, labels, value in lines:
         host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
         gpu = labels.get("gpu")
         if host is None or gpu is None or not gpu.isdigit():

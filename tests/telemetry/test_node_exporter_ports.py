@@ -1,0 +1,231 @@
+"""NIC ports from node_exporter's `infiniband` collector through the Prometheus intake: the
+real Debian `prometheus-node-exporter` reads a fake sysfs tree laid out as the kernel lays
+out `/sys/class/infiniband`, its `/metrics` text is posted with `?node=`, and the stored
+ports carry the states, rate and counters by KUAE's names; then a counter grows and a port
+goes down. Bad series are refused naming them, and GPU samples of the same text are stored
+with the ports or not at all."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from django.utils import timezone
+
+from apps.fleet.models import GPU
+from apps.telemetry.models import Port
+from apps.telemetry.ports import counter_growth
+from tests.support import DCGM_SAMPLE, closed_port
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/ingest/prometheus/"
+DEADLINE_S = 15.0
+T0 = timezone.now().replace(microsecond=0) - dt.timedelta(minutes=10)
+# The counters/ files node_exporter 1.5 reads, and a distinct value each, so that a series
+# mapped to the wrong name shows.
+COUNTERS = {
+    "link_downed": 1,
+    "link_error_recovery": 2,
+    "symbol_error": 3,
+    "local_link_integrity_errors": 4,
+    "excessive_buffer_overrun_errors": 5,
+    "port_rcv_errors": 6,
+    "port_xmit_discards": 7,
+    "port_rcv_remote_physical_errors": 8,
+    "port_xmit_wait": 9_000_000_000,
+}
+# Read by node_exporter, not by KUAE (data and packet counts, the rest of counters/).
+OTHERS = {
+    "port_rcv_data": 100,
+    "port_xmit_data": 100,
+    "port_rcv_packets": 100,
+    "port_xmit_packets": 100,
+    "VL15_dropped": 11,
+    "port_rcv_constraint_errors": 12,
+}
+
+
+def iso(t: dt.datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def _binary() -> str:
+    found = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+    if found is None and Path("/usr/bin/prometheus-node-exporter").exists():
+        found = "/usr/bin/prometheus-node-exporter"
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Debian's prometheus-node-exporter (.ci/run installs it)")
+        pytest.skip("no node_exporter here (apt-get install prometheus-node-exporter)")
+    return found
+
+
+def write_port(sysfs: Path, device: str, port: int, **files: object) -> Path:
+    """`<sysfs>/class/infiniband/<device>/ports/<port>/`: `state`, `phys_state`, `rate` and
+    `counters/<name>` as the kernel writes them."""
+    base = sysfs / "class" / "infiniband" / device
+    where = base / "ports" / str(port)
+    (where / "counters").mkdir(parents=True, exist_ok=True)
+    (base / "fw_ver").write_text("28.39.1002\n")
+    (base / "board_id").write_text("MT_0000000838\n")
+    (base / "hca_type").write_text("MT4129\n")
+    for name, value in files.items():
+        path = (
+            where / name if name in ("state", "phys_state", "rate") else where / "counters" / name
+        )
+        path.write_text(f"{value}\n")
+    return where
+
+
+class NodeExporter:
+    """The real node_exporter, only its infiniband collector, on a fake sysfs tree."""
+
+    def __init__(self, binary: str, sysfs: Path, log: Path) -> None:
+        self.url = f"http://127.0.0.1:{closed_port()}/metrics"
+        self.log = log
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                f"--path.sysfs={sysfs}",
+                "--collector.disable-defaults",
+                "--collector.infiniband",
+                f"--web.listen-address={self.url.split('/')[2]}",
+            ],
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def scrape(self) -> str:
+        """Its /metrics text, once it answers (at most DEADLINE_S)."""
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"node_exporter exited {self.proc.returncode}: {self.log.read_text()}")
+            try:
+                response = httpx.get(self.url, timeout=2)
+                if response.status_code == 200:
+                    return response.text
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        pytest.fail(f"node_exporter did not answer: {self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def exporter(tmp_path: Path) -> Iterator[tuple[NodeExporter, Path]]:
+    binary = _binary()
+    sysfs = tmp_path / "sys"
+    write_port(sysfs, "mlx5_0", 1, state="4: ACTIVE", phys_state="5: LinkUp",
+               rate="400 Gb/sec (4X NDR)", **COUNTERS, **OTHERS)  # fmt: skip
+    write_port(sysfs, "mlx5_1", 1, state="1: DOWN", phys_state="3: Disabled",
+               rate="10 Gb/sec (4X SDR)", link_downed=0, symbol_error=0)  # fmt: skip
+    running = NodeExporter(binary, sysfs, tmp_path / "node_exporter.log")
+    yield running, sysfs
+    running.stop()
+
+
+def post(client, text: str, query: str = "?node=gpu000"):  # noqa: ANN001, ANN201
+    return client.post(URL + query, text, content_type="text/plain")
+
+
+def test_the_real_node_exporter_ports_are_stored(api, nodes, exporter):
+    node_exporter, sysfs = exporter
+    client = api("ada")
+    text = node_exporter.scrape()
+    assert 'node_infiniband_state_id{device="mlx5_0",port="1"} 4' in text
+    first = post(client, text, f"?node=gpu000&ts={iso(T0)}")
+    assert first.status_code == 202, first.content
+    assert first.json() == {
+        "accepted": 0, "applied": 0, "stale": 0, "events": 0, "ports": 2, "ports_stale": 0,
+    }  # fmt: skip
+    port = Port.objects.get(node__hostname="gpu000", device="mlx5_0", port=1)
+    assert (port.state, port.phys_state, port.rate_gbps, port.ts) == ("ACTIVE", "LinkUp", 400, T0)
+    assert port.counters == COUNTERS  # by KUAE's names; data, packets and VL15 not kept
+    down = Port.objects.get(node__hostname="gpu000", device="mlx5_1", port=1)
+    assert (down.state, down.phys_state, down.rate_gbps) == ("DOWN", "Disabled", 10)
+    assert down.counters == {"link_downed": 0, "symbol_error": 0}
+    # The same scrape again is stale; then symbol errors grow and the first port goes down.
+    assert post(client, text, f"?node=gpu000&ts={iso(T0)}").json()["ports_stale"] == 2
+    write_port(sysfs, "mlx5_0", 1, state="1: DOWN", phys_state="2: Polling", symbol_error=40,
+               link_downed=2)  # fmt: skip
+    later = post(
+        client, node_exporter.scrape(), f"?node=gpu000&ts={iso(T0 + dt.timedelta(minutes=1))}"
+    )
+    assert later.status_code == 202 and later.json()["ports"] == 2, later.content
+    port.refresh_from_db()
+    assert (port.state, port.phys_state, port.rate_gbps) == ("DOWN", "Polling", 400)
+    assert port.prev_counters == COUNTERS and port.prev_ts == T0
+    growth = {g.name: g.growth for g in counter_growth(port.prev_counters, port.counters)}
+    assert growth == {"link_downed": 1, "symbol_error": 37}
+
+
+def test_dcgm_and_node_exporter_text_together_all_or_nothing(api, nodes):
+    client = api("ada")
+    ib = 'node_infiniband_state_id{device="mlx5_0",port="1"} 4\n'
+    both = post(client, DCGM_SAMPLE.read_text() + ib)
+    assert both.status_code == 202, both.content
+    assert (both.json()["accepted"], both.json()["ports"]) == (8, 1)
+    assert Port.objects.get(node__hostname="gpu000").state == "ACTIVE"
+    # A bad port value refuses the GPU samples of the same text too.
+    bad = DCGM_SAMPLE.read_text() + 'node_infiniband_state_id{device="mlx5_0",port="2"} 9\n'
+    refused = post(client, bad, "?node=gpu001")
+    assert refused.status_code == 400
+    assert "node_infiniband_state_id" in refused.json()["body"][0]
+    assert not GPU.objects.filter(node__hostname="gpu001").exclude(metrics={}).exists()
+    assert not Port.objects.filter(node__hostname="gpu001").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "field", "words"),
+    [
+        ('node_infiniband_state_id{device="mlx5_0",port="1"} 4\n', "", "node", "?node="),
+        ('node_infiniband_state_id{device="mlx5_0",port="1"} 5\n', "?node=gpu000", "body",
+         "node_infiniband_state_id (state) of mlx5_0/1: must be one of 1 DOWN"),
+        ('node_infiniband_physical_state_id{device="mlx5_0",port="1"} 0\n', "?node=gpu000",
+         "body", "node_infiniband_physical_state_id (phys_state)"),
+        ('node_infiniband_symbol_error_total{device="mlx5_0",port="1"} -1\n', "?node=gpu000",
+         "body", "node_infiniband_symbol_error_total (symbol_error) of mlx5_0/1: must be ≥ 0"),
+        ('node_infiniband_link_downed_total{device="mlx5_0",port="1"} 1.5\n', "?node=gpu000",
+         "body", "(link_downed) of mlx5_0/1: must be an integer"),
+        ('node_infiniband_rate_bytes_per_second{device="mlx5_0",port="1"} NaN\n', "?node=gpu000",
+         "body", "(rate_gbps) of mlx5_0/1: must be a finite number"),
+        ('node_infiniband_link_downed_total{device="mlx5_0"} 1\n', "?node=gpu000", "body",
+         "node_infiniband_link_downed_total: label port"),
+        ('node_infiniband_link_downed_total{device="a b",port="1"} 1\n', "?node=gpu000", "body",
+         "label device"),
+        ('node_infiniband_state_id{device="mlx5_0",port="1"} 4\n', "?node=ghost", "ports[0].node",
+         "unknown node 'ghost'"),
+        ('node_exporter_build_info{version="1.5.0"} 1\n'
+         'node_infiniband_info{device="mlx5_0",board_id="x"} 1\n', "?node=gpu000", "body",
+         "nor node_infiniband_* ports"),
+    ],
+)  # fmt: skip
+def test_bad_series_are_refused_naming_them(api, nodes, text, query, field, words):
+    response = post(api("ada"), text, query)
+    assert response.status_code == 400, response.content
+    assert words in response.json()[field][0]
+    assert not Port.objects.exists()
+
+
+def test_at_most_64_ports_in_one_text(api, nodes):
+    many = "".join(f'node_infiniband_state_id{{device="mlx5_{i}",port="1"}} 4\n' for i in range(65))
+    response = post(api("ada"), many)
+    assert response.status_code == 400 and response.json()["line"] == ["65"]
+    assert "64 ports per node" in response.json()["body"][0]
+    assert post(api("ada"), "".join(many.splitlines(True)[:64])).json()["ports"] == 64

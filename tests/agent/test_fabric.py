@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import kuae_agent
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.fleet.models import GPU
 from apps.fleet.services import NodeSpec, nodes_register
@@ -207,3 +214,44 @@ def test_without_infiniband_the_gpus_are_still_reported(
         f"fabric: no InfiniBand or RoCE ports under {tmp_path / 'class/infiniband'}; none sent"
     ]
     assert Spool(spool).pending() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_sends_the_ports_every_round_and_says_no_ports_once(
+    live_server, exporter, token, sysfs, tmp_path
+):
+    """`kuae-agent run --fabric` as a service runs it: a process of its own, until SIGTERM."""
+    agent_dir = Path(kuae_agent.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(agent_dir), "KUAE_TOKEN": token}
+    args = ["run", "--server", live_server.url, "--node", "gpu-a017", "--interval", "0.2"]
+    args += ["--exporter", f"{exporter}/metrics", "--fabric"]
+
+    def run(root: Path, spool: str, two_rounds_in: Callable[[], bool]) -> str:
+        command = [sys.executable, "-m", "kuae_agent.cli", *args, "--sysfs", str(root)]
+        proc = subprocess.Popen(
+            [*command, "--spool", str(tmp_path / spool)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not two_rounds_in():
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        return err
+
+    def ports_twice() -> bool:
+        port = Port.objects.filter(node__hostname="gpu-a017", device="mlx5_bond_0").first()
+        return port is not None and port.prev_ts is not None
+
+    def gpus_twice() -> bool:
+        return GPU.objects.get(node__hostname="gpu-a017", index=2).prev_at is not None
+
+    run(sysfs, "spool-a", ports_twice)
+    roce = Port.objects.get(node__hostname="gpu-a017", device="mlx5_bond_0", port=1)
+    assert roce.counters["rnr_nak_retry_err"] == 17 and roce.prev_ts < roce.ts
+
+    GPU.objects.filter(node__hostname="gpu-a017").update(updated_at=None, prev_at=None)
+    err = run(tmp_path / "empty", "spool-b", gpus_twice)  # no class/infiniband at all
+    assert gpus_twice() and err.count("no InfiniBand or RoCE ports") == 1, err

@@ -1,7 +1,7 @@
 """`kuae-agent`: collect on this node, spool to disk, deliver to KUAE Ops.
 
     kuae-agent run   --server URL --node HOST [--exporter URL | --nvidia-smi] [--interval 15]
-                     [--kmsg | --kmsg-file PATH]
+                     [--kmsg | --kmsg-file PATH] [--fabric [--sysfs ROOT]]
     kuae-agent once  … (collect and deliver one round, for cron or a test)
     kuae-agent probe --server URL --node HOST [--gpus 0-7]
     kuae-agent flush --server URL (deliver what is spooled; a Reporter's spool too)
@@ -12,6 +12,9 @@
 --kmsg follows the kernel log for XIDs (`journalctl -k`, or /dev/kmsg where there is no
 journal) and sends every `NVRM: Xid` line once, keeping its position in --kmsg-cursor;
 --kmsg-file reads a file instead (a kern.log, a kmsg dump, a test's file).
+
+--fabric also sends the InfiniBand/RoCE ports of ROOT/class/infiniband (--sysfs, default
+/sys): state, rate and error counters, as `ports` in a telemetry batch of their own.
 
 The server is --server or KUAE_SERVER; the token comes from --token-file, or the KUAE_TOKEN
 environment variable (kept out of `ps`), or the file KUAE_TOKEN_FILE names.
@@ -35,6 +38,7 @@ import httpx
 
 from kuae_agent import config
 from kuae_agent.client import Client
+from kuae_agent.fabric import FabricReader
 from kuae_agent.kernellog import FileLog, Journal, KmsgDevice, XidFollower
 from kuae_agent.probe import run_probe
 from kuae_agent.sources import read_exporter, read_nvidia_smi
@@ -55,9 +59,16 @@ def _gpus(spec: str) -> list[int]:
     return out
 
 
-def collect(args: argparse.Namespace, spool: Spool) -> bool:
-    """Read the node's source once and spool what it said; False when it could not be read."""
+def collect(args: argparse.Namespace, spool: Spool, fabric: FabricReader | None = None) -> bool:
+    """Read the node's source once and spool what it said; False when it could not be read.
+    With `fabric`, its ports go in a batch of their own, whether or not the GPUs could be read
+    (and a port the server refuses never costs the GPUs' samples)."""
     now = dt.datetime.now(dt.UTC)
+    if fabric is not None:
+        ports = fabric.read(node=args.node, ts=now)
+        if ports:
+            body = json.dumps({"ports": ports})
+            spool.put("/api/v1/ingest/telemetry/", body, "application/json")
     try:
         if args.nvidia_smi:
             samples = read_nvidia_smi(node=args.node, ts=now)
@@ -132,9 +143,10 @@ def run(args: argparse.Namespace, spool: Spool, client: Client) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     next_probe = time.monotonic() + args.probe_every if args.probe_every else None
     follower = kernel_log(args, spool)
+    fabric = FabricReader(args.sysfs) if args.fabric else None
     while not stop["now"]:
         started = time.monotonic()
-        collect(args, spool)
+        collect(args, spool, fabric)
         if follower is not None:
             follower.poll()
         if next_probe is not None and started >= next_probe:
@@ -183,6 +195,12 @@ def parser() -> argparse.ArgumentParser:
         default=3600,
         help="on a first start, XIDs at most this many seconds old are sent ('inf': all)",
     )
+    p.add_argument(
+        "--fabric", action="store_true", help="also send the InfiniBand/RoCE ports' state"
+    )
+    p.add_argument(
+        "--sysfs", type=Path, default=Path("/sys"), help="where sysfs is (a test's tree)"
+    )
     p.add_argument("--journalctl", default="journalctl", help=argparse.SUPPRESS)
     return p
 
@@ -225,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             run(args, spool, client)
         elif args.command == "once":
-            collect(args, spool)
+            collect(args, spool, FabricReader(args.sysfs) if args.fabric else None)
             follower = kernel_log(args, spool)
             if follower is not None:
                 follower.poll()

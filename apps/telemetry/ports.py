@@ -48,7 +48,7 @@ COUNTERS = (
 )
 _COUNTERS = frozenset(COUNTERS)
 _RATE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec\b.*", re.IGNORECASE)
-_NUMBERED = re.compile(r"\s*([0-9]+)\s*:\s*(\S+)\s*")
+_NUMBERED = re.compile(r"\s*([0-9]+)\s*:\s*(\S+(?: \S+)*)\s*")  # the kernel's "7: Phy Test" too
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ def _named(value: object, names: dict[int, str]) -> str:
         return names[value]
     if isinstance(value, str):
         numbered = _NUMBERED.fullmatch(value)
-        word = (numbered.group(2) if numbered else value.strip()).lower()
+        word = (numbered.group(2) if numbered else value.strip()).replace(" ", "").lower()
         if word in by_word:
             return by_word[word]
     choices = ", ".join(names.values())

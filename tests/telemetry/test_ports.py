@@ -45,6 +45,8 @@ def test_the_normal_forms_of_states_and_rates():
     assert state_normal("1: DOWN") == "DOWN" and state_normal(" ARMED ") == "ARMED"
     assert phys_state_normal("5: LinkUp") == phys_state_normal("linkup") == "LinkUp"
     assert phys_state_normal(3) == "Disabled"
+    # the kernel writes phys_state 7 with a space (drivers/infiniband/core/sysfs.c)
+    assert phys_state_normal("7: Phy Test") == phys_state_normal("PhyTest") == "PhyTest"
     assert rate_normal("200 Gb/sec (4X HDR)") == 200.0 and rate_normal(400) == 400.0
     for bad in ("5: ACTIVE_DEFER", "UP", True, 9):
         with pytest.raises(ValueError, match="DOWN, INIT, ARMED, ACTIVE"):

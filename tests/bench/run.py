@@ -151,6 +151,9 @@ def main() -> None:
     from tests.bench.stalls import bench_stalls
 
     bench_stalls(token_issue(user=agent))
+    from tests.bench.ports import bench_ports
+
+    bench_ports(token_issue(user=agent))
     from tests.bench.health import bench_health
 
     bench_health()

@@ -85,6 +85,24 @@ def test_the_health_page_says_fabric_is_not_monitored_and_cannot_run_it(
     assert "fabric" not in set(CheckRun.objects.values_list("kind", flat=True))
 
 
+def test_the_fabric_not_monitored_words_say_whether_ports_report(api, client, users, nodes):
+    """A cluster whose ports report is told so, and that the check does not judge them yet:
+    never a pass, and not "no port reports" either."""
+    reading = {
+        "node": nodes[0].hostname,
+        "device": "mlx5_0",
+        "port": 1,
+        "ts": timezone.now().isoformat(),
+        "metrics": {"state": "4: ACTIVE", "link_downed": 0},
+    }
+    body = {"ports": [reading, {**reading, "device": "mlx5_1"}]}
+    assert api("ada").post("/api/v1/ingest/telemetry/", body, format="json").status_code == 202
+    client.force_login(users["otto"])
+    html = client.get("/health/?cluster=c1").content.decode()
+    assert NOT_MONITORED not in html and "Not monitored" in html
+    assert "2 NIC ports report" in html and "does not judge them yet" in html
+
+
 def test_the_api_refuses_to_run_a_check_that_is_not_scheduled(api, cluster):
     body = {"cluster": "c1", "checks": ["fabric"]}
     response = api("otto").post("/api/v1/health/run/", body, format="json")

@@ -1,10 +1,11 @@
-"""`fabric`: the RDMA fabric's NIC ports (docs/checks.md, `fabric`) — a skeleton.
+"""`fabric`: the RDMA fabric's NIC ports (docs/checks.md, `fabric`) — not run yet.
 
 Declared in full (target, categories, thresholds in `Limits`, the port event kinds, the
-node_exporter series it will read) and its pure detector written and tested
-(`detectors/fabric.py`); what it cannot do yet is load ports: KUAE keeps no NIC port
-inventory or port telemetry so far. Until it does, the check is not scheduled and every
-cluster's health page shows the fabric as "Not monitored" — never a pass.
+node_exporter series it reads) and its pure detector written and tested
+(`detectors/fabric.py`). Ports and their readings are now kept (the telemetry intake, the
+agent's `--fabric`, node_exporter's text), but the check does not load them yet: it is not
+scheduled, and every cluster's health page shows the fabric as "Not monitored", saying
+whether its ports report — never a pass.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding
 from apps.health.detectors.fabric import PortHistory, fabric
 from apps.incidents.choices import Category
+from apps.telemetry.models import Port
 
-NOT_MONITORED = "no NIC port reports to KUAE yet: port telemetry is still to come"
+NOT_MONITORED = "no NIC port of this cluster has reported"
+NOT_JUDGED = (
+    "{ports} NIC ports report (see each node's page), but the fabric check does not judge them yet"
+)
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -26,8 +31,10 @@ def run(ctx: Context) -> list[Finding]:
 
 
 def not_monitored(cluster: Cluster) -> str | None:
-    """Why the cluster's fabric is not judged: it reports no ports (none can yet)."""
-    return NOT_MONITORED
+    """Why the cluster's fabric is not judged: no port reports, or the check does not run
+    yet (one query)."""
+    ports = Port.objects.filter(node__cluster=cluster).count()
+    return NOT_JUDGED.format(ports=f"{ports:,}") if ports else NOT_MONITORED
 
 
 SPEC = CheckSpec(

@@ -167,7 +167,9 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
                 "line": {"width": 1},
                 "opacity": 0.6,
                 "visible": "legendonly" if len(traces) > 4 else True,
-                "hovertemplate": "%{y:.1%}<extra>" + job["name"] + "</extra>",
+                # The trace's own (escaped) name, never the job's name in the template:
+                # Plotly reads HTML and `%{…}` variables in a template, not in what fills it.
+                "hovertemplate": "%{y:.1%}<extra>%{fullData.name}</extra>",
             }
         )
     layout = base_layout(

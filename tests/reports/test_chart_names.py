@@ -30,3 +30,18 @@ def test_job_names_are_text_in_the_mfu_legend_and_checkpoint_axis():
     for text in [*legend, *axis]:
         assert "<" not in text and ">" not in text
     assert any("&lt;a href" in text for text in legend) and "&lt;b&gt;" in axis[0]
+
+
+def test_a_job_name_never_enters_the_mfu_hover_template():
+    """A template reads HTML and `%{…}` variables: a job named `%{y}` or like a link must
+    fill the hover as text (the trace's escaped name), never be part of the template."""
+    name = EVIL + " %{y} %{x}"
+    series = {
+        "hours": [0.0],
+        "cluster": [0.4],
+        "jobs": [{"id": 1, "name": name, "gpu_count": 8, "mfu": [0.4]}],
+    }
+    job_trace = mfu_figure(series, 0.5)["data"][1]
+    assert "evil" not in job_trace["hovertemplate"] and "%{x}" not in job_trace["hovertemplate"]
+    assert job_trace["hovertemplate"] == "%{y:.1%}<extra>%{fullData.name}</extra>"
+    assert "&lt;a href" in job_trace["name"] and "<" not in job_trace["name"]

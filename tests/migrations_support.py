@@ -26,12 +26,17 @@ def tables() -> set[str]:
         return set(connection.introspection.table_names(cursor))
 
 
+def migrate_latest() -> None:
+    """Every app's latest migration (today's models, whatever state the database was in)."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    ContentType.objects.clear_cache()
+
+
 def moved_back(before: list[tuple[str, str | None]]) -> Iterator[Any]:
     """For a fixture: the database as it was at `before` (its models); afterwards, every
     app's latest migration again, whatever the test did."""
     try:
         yield migrate(before)
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
-        ContentType.objects.clear_cache()
+        migrate_latest()

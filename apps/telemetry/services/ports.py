@@ -92,14 +92,18 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     return PortIngestResult(applied, stale)
 
 
-@transaction.atomic
 def telemetry_with_ports_ingest(
     *, samples: Sequence[TelemetrySample], readings: Sequence[PortReading]
 ) -> tuple[IngestResult, PortIngestResult]:
-    """A telemetry batch's samples and port readings, together all or nothing."""
-    ports = ports_ingest(readings=readings)
-    result = telemetry_ingest(samples=samples) if samples else IngestResult(0, 0, 0, 0)
-    return result, ports
+    """A telemetry batch's samples and port readings, together all or nothing (a batch of
+    only one of them costs no transaction of its own beyond that one's)."""
+    if not readings:
+        return telemetry_ingest(samples=samples), PortIngestResult(0, 0)
+    if not samples:
+        return IngestResult(0, 0, 0, 0), ports_ingest(readings=readings)
+    with transaction.atomic():
+        ports = ports_ingest(readings=readings)
+        return telemetry_ingest(samples=samples), ports
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,9 +84,12 @@ def test_ping_learns_which_queues_a_real_worker_consumes(cluster):
     own = f"test-q-{uuid.uuid4().hex[:8]}"
     Cluster.objects.filter(pk=cluster.pk).update(queue=own)
     schedules_ensure()
+    mine = Heartbeat.objects.filter(part__startswith="worker:", queues__contains=f",{own},")
     with worker(own) as output:
-        answered = wait_for(lambda: ping_workers(timeout_s=1.0) > 0, seconds=60)
+        # Until ours is up, other tests' workers on a shared broker may answer the ping:
+        # wait for the answer that names this queue.
+        answered = wait_for(lambda: ping_workers(timeout_s=1.0) > 0 and mine.exists(), seconds=60)
         assert answered, output
-    (row,) = Heartbeat.objects.filter(part__startswith="worker:", queues__contains=f",{own},")
+    (row,) = mine
     assert row.part.startswith("worker:celery@")  # the part name stays the ping's
     assert _queue_part(pipeline_status()).ok and _queue_part(detection_status()).ok

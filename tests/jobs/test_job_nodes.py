@@ -74,5 +74,7 @@ def test_a_small_job_is_one_page_without_a_pager_in_the_same_queries(client, use
     html, small_queries = _page(client, users, small)
     assert [h for _, h in CHIP.findall(html)] == ["small0000", "small0001", "small0002"]
     assert 'aria-label="Pages of nodes"' not in html and "those not healthy first" not in html
-    _, big_queries = _page(client, users, _job(cluster, NODES_PER_PAGE * 3, "many"))
+    many = _job(cluster, NODES_PER_PAGE * 3, "many")
+    _page(client, users, many)  # warmed again: making 768 nodes can outlast the 10 s
+    _, big_queries = _page(client, users, many)
     assert big_queries == small_queries

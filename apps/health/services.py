@@ -171,22 +171,6 @@ def runs_request(*, cluster: Cluster, kinds: Sequence[str], requested_by: str) -
     return runs_queue(cluster=cluster, kinds=kinds, requested_by=requested_by).runs
 
 
-def _findings_apply_locked(
-    *,
-    run: CheckRun,
-    findings: Sequence[d.Finding],
-    job_of_node: dict[str, int],
-    now: dt.datetime,
-    limits: Limits,
-) -> dict[str, int]:
-    """Apply a run's findings holding its cluster's row: one applier at a time per cluster,
-    the cluster first in the one lock order (docs/architecture.md, Locks)."""
-    Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
-    return findings_apply(
-        run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
-    )
-
-
 def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | None:
     """Claim a queued run (a conditional update: two workers never both run it), run its
     detector and apply the outcomes — in a transaction retried on a write conflict (a
@@ -203,9 +187,17 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
     try:
         limits = limits_for(run.cluster)
         findings, job_of_node = detect(run.kind, run.cluster, now, limits)
-        counts = atomic_with_retry(_findings_apply_locked)(
-            run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
-        )
+
+        @atomic_with_retry
+        def apply() -> dict[str, int]:
+            # One applier at a time per cluster, the cluster's row first in the one lock
+            # order (docs/architecture.md, Locks).
+            Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
+            return findings_apply(
+                run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
+            )
+
+        counts = apply()
         run.status, run.counts = RunStatus.DONE, counts
     except SourceDown as down:  # no verdict without the data: errors, not passes
         log.warning("check run %s (%s): %s", run.pk, run.kind, down)

@@ -129,17 +129,43 @@ def _enough(failing: int, size: int) -> bool:
 def groups(findings: Iterable[Finding], places: Mapping[str, Place]) -> list[Group]:
     """The run's failing node findings (fail, with an incident category, on a node) that
     failing components explain, one group per component; findings of a node no component
-    explains are in none."""
+    explains are in none. Findings that name their own component (a NIC port names the
+    switch at its cable's far end) are grouped by it first; the nodes' places then explain
+    what is left."""
     failing: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         if f.status == ResultStatus.FAIL and f.node and f.category:
             failing[f.node].append(f)
     if len(failing) < MIN_NODES:
         return []
-    return [
-        Group(c, tuple(f for h in c.nodes for f in failing[h]))
-        for c in components(list(failing), places)
+    out = _named_groups([f for fs in failing.values() for f in fs if f.component])
+    claimed = grouped_nodes(out)
+    rest = [h for h in failing if h not in claimed]
+    return out + [
+        Group(c, tuple(f for h in c.nodes for f in failing[h])) for c in components(rest, places)
     ]
+
+
+def _named_groups(findings: Sequence[Finding]) -> list[Group]:
+    """The components the failing findings name themselves that pass both bars, most failing
+    nodes first; a node is in at most one (its findings naming other components stay out)."""
+    hit: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
+    size: dict[str, int] = {}
+    for f in findings:
+        if f.node and split_key(f.component):
+            hit[f.component][f.node].append(f)
+            size[f.component] = max(size.get(f.component, 0), f.component_size)
+    out: list[Group] = []
+    claimed: set[str] = set()
+    for key in sorted(hit, key=lambda k: (-len(hit[k]), k)):
+        hosts = sorted(h for h in hit[key] if h not in claimed)
+        if not _enough(len(hosts), size[key]):
+            continue
+        kind, name = key.split(":", 1)
+        claimed.update(hosts)
+        component = Component(kind, name, tuple(hosts), size[key])
+        out.append(Group(component, tuple(f for h in hosts for f in hit[key][h])))
+    return out
 
 
 def grouped_nodes(found: Sequence[Group]) -> set[str]:

@@ -16,6 +16,7 @@ from apps.fleet.models import GPU, Cluster, Node
 from apps.health.blast import KINDS, Place
 from apps.health.choices import RunStatus
 from apps.health.detectors import (
+    FabricPort,
     GpuEvent,
     GpuLatest,
     JobProgress,
@@ -27,7 +28,7 @@ from apps.health.models import CheckResult, CheckRun
 from apps.jobs.models import Job, JobMetric, NodeStepMetric
 from apps.jobs.selectors import job_step_times
 from apps.jobs.selectors import running_jobs as jobs_running
-from apps.telemetry.models import TelemetryEvent
+from apps.telemetry.models import Port, TelemetryEvent
 
 # Per-node timings older than this are not "recent" for the slow-node check.
 TIMING_WINDOW = dt.timedelta(minutes=30)
@@ -183,6 +184,72 @@ def result_counts(cluster: Cluster, kind: str, key: str) -> dict[str, int]:
         for target, details in rows.values_list("target", "details")
         if isinstance(details.get(key), int | float)
     }
+
+
+def fabric_ports(cluster: Cluster) -> list[FabricPort]:
+    """Every NIC port of the cluster with its latest reading, the reading the fabric check
+    judged last, its node's state and last sign of life, and the switch at its cable's far
+    end (the node's own switch when the port names none) — one query."""
+    rows = Port.objects.filter(node__cluster=cluster).values_list(
+        "pk",
+        "node__hostname",
+        "node__state",
+        "node__last_seen_at",
+        "node__switch",
+        "device",
+        "port",
+        "switch",
+        "ts",
+        "state",
+        "counters",
+        "judged_ts",
+        "judged_state",
+        "judged_counters",
+    )
+    return [
+        FabricPort(
+            pk=pk,
+            node=host,
+            node_state=node_state,
+            node_seen=seen,
+            port=f"{device}/{port}",
+            switch=switch or node_switch,
+            ts=ts,
+            state=state,
+            counters=counters or {},
+            judged_ts=judged_ts,
+            judged_state=judged_state,
+            judged_counters=judged_counters or {},
+        )
+        for (
+            pk,
+            host,
+            node_state,
+            seen,
+            node_switch,
+            device,
+            port,
+            switch,
+            ts,
+            state,
+            counters,
+            judged_ts,
+            judged_state,
+            judged_counters,
+        ) in rows
+    ]
+
+
+def result_times(cluster: Cluster, kind: str, key: str) -> dict[str, list[dt.datetime]]:
+    """target → the times stored as a list under `key` in the details of `kind`'s results
+    that hold one (a port's warnings within the hour)."""
+    rows = CheckResult.objects.filter(cluster=cluster, kind=kind, details__has_key=key)
+    out: dict[str, list[dt.datetime]] = {}
+    for target, details in rows.values_list("target", "details"):
+        times = [dt.datetime.fromisoformat(t) for t in details.get(key) or () if isinstance(t, str)]
+        if times:
+            out[target] = times
+    return out
 
 
 def job_of_node(jobs: list[Job]) -> dict[str, int]:

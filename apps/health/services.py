@@ -56,9 +56,10 @@ PULLED_METRICS: dict[str, frozenset[str]] = {
 
 def detect(
     kind: str, cluster: Cluster, now: dt.datetime, limits: Limits
-) -> tuple[list[d.Finding], dict[str, int]]:
-    """Load what `kind` needs and run its detector. Returns findings and node → job.
-    SourceDown when the cluster's Prometheus does not answer a check that reads it."""
+) -> tuple[list[d.Finding], Context]:
+    """Load what `kind` needs and run its detector. Returns findings and the run's context
+    (node → job, the writes to apply with the findings). SourceDown when the cluster's
+    Prometheus does not answer a check that reads it."""
     ctx = Context(kind, cluster, now, limits)
     pulled = bool(cluster.prometheus_url) and kind in PULLED_METRICS
     if pulled:
@@ -69,7 +70,7 @@ def detect(
         message = f"telemetry source {cluster.prometheus_url} answered"
         details = {"source": cluster.prometheus_url}
         findings.append(passed(kind, SOURCE_TARGET, message, details))
-    return findings, ctx.job_of_node
+    return findings, ctx
 
 
 def source_down_store(*, run: CheckRun, down: SourceDown, now: dt.datetime) -> int:
@@ -186,16 +187,19 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
     started = time.perf_counter()
     try:
         limits = limits_for(run.cluster)
-        findings, job_of_node = detect(run.kind, run.cluster, now, limits)
+        findings, ctx = detect(run.kind, run.cluster, now, limits)
 
         @atomic_with_retry
         def apply() -> dict[str, int]:
             # One applier at a time per cluster, the cluster's row first in the one lock
             # order (docs/architecture.md, Locks).
             Cluster.objects.select_for_update(no_key=True).filter(pk=run.cluster_id).first()
-            return findings_apply(
-                run=run, findings=findings, job_of_node=job_of_node, now=now, limits=limits
+            counts = findings_apply(
+                run=run, findings=findings, job_of_node=ctx.job_of_node, now=now, limits=limits
             )
+            for write in ctx.writes:
+                write()
+            return counts
 
         counts = apply()
         run.status, run.counts = RunStatus.DONE, counts

@@ -121,6 +121,9 @@ class Limits:
     fabric_ack_timeouts_per_s: float = _t(
         1.0, "Local ACK timeouts a second over", "/s", check="fabric", hi=10**9
     )
+    fabric_rnr_naks_per_s: float = _t(
+        1.0, "RNR NAK retries a second over", "/s", check="fabric", hi=10**9
+    )
     fabric_warns_to_fail: int = _t(
         3,
         "A port that warned this many times in an hour fails",

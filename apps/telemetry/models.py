@@ -192,6 +192,12 @@ class Port(models.Model):
     # The reading before the latest one: its counters and time.
     prev_counters = models.JSONField(default=dict, blank=True)
     prev_ts = models.DateTimeField(null=True, blank=True)
+    # The reading the fabric check judged last: the next run measures growth from it, not
+    # from the previous reading (docs/checks.md, `fabric`). Written by the check's run.
+    judged_ts = models.DateTimeField(null=True, blank=True)
+    # (database defaults: the intake's bulk insert names only the reading's columns)
+    judged_state = models.CharField(max_length=8, blank=True, default="", db_default="")
+    judged_counters = models.JSONField(default=dict, blank=True, db_default={})
 
     class Meta:
         ordering = ["node", "device", "port"]

@@ -18,7 +18,8 @@ SEEDS = (0, 1)
 def test_the_seeds_cover_every_kind_and_every_fault() -> None:
     end = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
     scripts = [script_for(seed, end) for seed in SEEDS]
-    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS)
+    # The fabric's faults and decoys are not simulated yet (docs/checks.md, `fabric`).
+    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS) - {"fabric"}
     scenarios = {job.scenario for s in scripts for job in s.jobs}
     assert scenarios >= {*WIDE_SCENARIOS, "node_only", "hang_node_only", "starting"} - {"healthy"}
     assert {f.label for s in scripts for f in s.faults} >= {

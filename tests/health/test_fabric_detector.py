@@ -28,7 +28,7 @@ def port(before: dict[str, float], after: dict[str, float], **kw: object) -> Por
 
 
 def judge(history: PortHistory) -> tuple[str, str]:
-    (finding,) = fabric([history], limits=L, in_service=IN_SERVICE)
+    (finding,) = fabric([history], limits=L, in_service=IN_SERVICE, now=NOW)
     assert finding.target == port_target("n1", "mlx5_0/1") == "port:n1/mlx5_0/1"
     return finding.status.value, finding.message
 
@@ -36,7 +36,9 @@ def judge(history: PortHistory) -> tuple[str, str]:
 def test_a_fatal_counter_that_grew_fails_and_drains():
     status, message = judge(port({"link_downed": 3}, {"link_downed": 4}))
     assert status == "fail" and "link_downed +1" in message
-    (finding,) = fabric([port({"link_downed": 3}, {"link_downed": 4})], limits=L, in_service=set())
+    (finding,) = fabric(
+        [port({"link_downed": 3}, {"link_downed": 4})], limits=L, in_service=set(), now=NOW
+    )
     assert finding.outcome.category == "nic" and finding.outcome.node_state == "drained"
     assert finding.interrupts_job
 
@@ -44,7 +46,7 @@ def test_a_fatal_counter_that_grew_fails_and_drains():
 def test_a_port_that_left_active_fails_only_on_a_node_in_service():
     history = port({}, {}, states=("ACTIVE", "DOWN"))
     assert judge(history) == ("fail", "port mlx5_0/1: was ACTIVE, now DOWN")
-    (quiet,) = fabric([history], limits=L, in_service=set())  # drained already: no finding
+    (quiet,) = fabric([history], limits=L, in_service=set(), now=NOW)  # drained already: no finding
     assert quiet.status == "pass"
     assert judge(port({}, {}, states=("DOWN", "DOWN")))[0] == "pass"  # never was ACTIVE
 
@@ -66,18 +68,60 @@ def test_rates_are_growth_over_the_seconds_between_readings():
     assert judge(port({"port_xmit_discards": 0}, {"port_xmit_discards": 6001}))[0] == "warn"
     assert judge(port({"local_ack_timeout_err": 0}, {"local_ack_timeout_err": 61}))[0] == "warn"
     (warn,) = fabric(
-        [port({"port_rcv_errors": 0}, {"port_rcv_errors": 700})], limits=L, in_service=IN_SERVICE
+        [port({"port_rcv_errors": 0}, {"port_rcv_errors": 700})],
+        limits=L,
+        in_service=IN_SERVICE,
+        now=NOW,
     )
     assert warn.outcome.node_state == "suspect" and not warn.interrupts_job
 
 
 def test_the_third_warning_within_an_hour_fails():
     flapping = ({"link_error_recovery": 0}, {"link_error_recovery": 60})
-    assert judge(port(*flapping, warns_last_hour=1))[0] == "warn"
-    status, message = judge(port(*flapping, warns_last_hour=2))
+    once = (NOW - 50 * MINUTE,)
+    assert judge(port(*flapping, warned_at=once))[0] == "warn"
+    twice = (NOW - 50 * MINUTE, NOW - 10 * MINUTE)
+    status, message = judge(port(*flapping, warned_at=twice))
     assert status == "fail" and "3 warnings within an hour" in message
-    (finding,) = fabric([port(*flapping, warns_last_hour=2)], limits=L, in_service=IN_SERVICE)
-    assert finding.details["warns"] == 3
+    (finding,) = fabric(
+        [port(*flapping, warned_at=twice)], limits=L, in_service=IN_SERVICE, now=NOW
+    )
+    assert finding.details["warns"] == 3 and finding.details["warned_at"][-1] == NOW.isoformat()
+    # warnings older than an hour no longer count, and a pass carries the hour's forward
+    stale = (NOW - 70 * MINUTE, NOW - 61 * MINUTE)
+    assert judge(port(*flapping, warned_at=stale))[0] == "warn"
+    (quiet,) = fabric([port({}, {}, warned_at=twice)], limits=L, in_service=IN_SERVICE, now=NOW)
+    assert quiet.status == "pass" and quiet.details["warns"] == 2
+
+
+def test_rnr_nak_retries_warn_by_rate_and_never_drain():
+    assert judge(port({"rnr_nak_retry_err": 0}, {"rnr_nak_retry_err": 60}))[0] == "pass"
+    (finding,) = fabric(
+        [port({"rnr_nak_retry_err": 0}, {"rnr_nak_retry_err": 61})],
+        limits=L,
+        in_service=IN_SERVICE,
+        now=NOW,
+    )
+    assert finding.status == "warn" and "RNR NAK retries" in finding.message
+    assert finding.outcome.node_state == "suspect"
+
+
+def test_a_port_without_readings_for_two_runs_while_its_node_reports_is_down():
+    quiet = port({"link_downed": 0}, {"link_downed": 0}, missing_runs=1)
+    assert judge(quiet)[0] == "pass"
+    status, message = judge(port({}, {}, missing_runs=2))
+    assert status == "fail" and message == "port mlx5_0/1: was ACTIVE, now no reading"
+
+
+def test_a_failing_port_names_the_switch_at_its_far_end():
+    history = port({"link_downed": 0}, {"link_downed": 1}, switch="leaf-07", switch_nodes=4)
+    (finding,) = fabric([history], limits=L, in_service=IN_SERVICE, now=NOW)
+    assert (finding.component, finding.component_size) == ("switch:leaf-07", 4)
+    assert finding.details["switch"] == "leaf-07"
+    (unknown,) = fabric(
+        [port({"link_downed": 0}, {"link_downed": 1})], limits=L, in_service=IN_SERVICE, now=NOW
+    )
+    assert unknown.component == ""
 
 
 def test_one_reading_is_never_a_finding():
@@ -91,5 +135,6 @@ def test_thresholds_are_the_clusters_own():
         [port({"link_error_recovery": 0}, {"link_error_recovery": 2})],
         limits=strict,
         in_service=IN_SERVICE,
+        now=NOW,
     )
     assert finding.status == "warn"

@@ -369,6 +369,7 @@ def test_schedules_are_claimed_once_per_interval(
         "sdc",
         "gpu_errors",
         "thermal",
+        "fabric",
     }
     assert again == []
     CheckSchedule.objects.filter(kind="thermal").update(

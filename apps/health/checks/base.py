@@ -49,6 +49,9 @@ class Context:
     cluster: Cluster
     now: dt.datetime
     limits: Limits
+    # What the run must write besides its findings (what it judged, for the next run): done
+    # in the transaction that applies them, so a run that fails writes neither.
+    writes: list[Callable[[], object]] = field(default_factory=list)
 
     @cached_property
     def jobs(self) -> list[Job]:

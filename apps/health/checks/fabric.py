@@ -1,40 +1,88 @@
-"""`fabric`: the RDMA fabric's NIC ports (docs/checks.md, `fabric`) — not run yet.
+"""`fabric`: the RDMA fabric's NIC ports (docs/checks.md, `fabric`).
 
-Declared in full (target, categories, thresholds in `Limits`, the port event kinds, the
-node_exporter series it reads) and its pure detector written and tested
-(`detectors/fabric.py`). Ports and their readings are now kept (the telemetry intake, the
-agent's `--fabric`, node_exporter's text), but the check does not load them yet: it is not
-scheduled, and every cluster's health page shows the fabric as "Not monitored", saying
-whether its ports report — never a pass.
+Each run judges every port's latest reading against the reading the previous run judged
+(kept on the port, written with the run's findings; a port that left ACTIVE is kept as
+"was ACTIVE" until it is back), counts the port's warnings within the
+hour from its stored result, and names the switch at the cable's far end so a bad leaf is
+one incident. A cluster whose ports never reported shows the fabric as "Not monitored" on
+its health page — never a pass.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from functools import partial
+
 from apps.fleet.models import Cluster
+from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
-from apps.health.detectors import Finding
-from apps.health.detectors.fabric import PortHistory, fabric
+from apps.health.detectors import FabricPort, Finding
+from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
 from apps.incidents.choices import Category
 from apps.telemetry.models import Port
+from apps.telemetry.services import Judged, ports_judged
 
 NOT_MONITORED = "no NIC port of this cluster has reported"
-NOT_JUDGED = (
-    "{ports} NIC ports report (see each node's page), but the fabric check does not judge them yet"
-)
+
+
+def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
+    """What the detector judges of each port that has a reading."""
+    since = inputs.previous_run_start(ctx.cluster, ctx.kind, ctx.now)
+    missing = ctx.streaks("missing_runs")
+    warned = inputs.result_times(ctx.cluster, ctx.kind, "warned_at")
+    nodes_of: dict[str, set[str]] = defaultdict(set)
+    for p in ports:
+        if p.switch:
+            nodes_of[p.switch].add(p.node)
+    out = []
+    for p in ports:
+        if p.ts is None:
+            continue
+        target = port_target(p.node, p.port)
+        # The same reading as the one judged, while its node reported since the last run.
+        stale = p.judged_ts == p.ts and p.node_seen is not None and p.node_seen > since
+        previous = (
+            PortReading(p.judged_ts, p.judged_state or None, p.judged_counters)
+            if p.judged_ts is not None
+            else None
+        )
+        out.append(
+            PortHistory(
+                node=p.node,
+                port=p.port,
+                latest=PortReading(p.ts, p.state or None, p.counters),
+                previous=previous,
+                warned_at=tuple(warned.get(target, ())),
+                missing_runs=missing.get(target, 0) + 1 if stale else 0,
+                switch=p.switch,
+                switch_nodes=len(nodes_of[p.switch]) if p.switch else 0,
+            )
+        )
+    return out
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Every port's two latest readings, judged; no port is known yet, so none is judged."""
-    ports: list[PortHistory] = []
-    in_service: set[str] = set()
-    return fabric(ports, limits=ctx.limits, in_service=in_service)
+    """Every port's latest reading against the one judged last; those readings become the
+    judged ones when the findings are applied."""
+    ports = inputs.fabric_ports(ctx.cluster)
+    in_service = {p.node for p in ports if p.node_state in inputs.IN_SERVICE}
+    findings = fabric(_histories(ctx, ports), limits=ctx.limits, in_service=in_service, now=ctx.now)
+    # A port that left ACTIVE stays judged as "was ACTIVE" until it is back: it keeps
+    # failing while it is down on a node in service, not just on the run that saw it go.
+    judged = [
+        Judged(p.pk, p.ts, "ACTIVE" if p.judged_state == "ACTIVE" else p.state, p.counters)
+        for p in ports
+        if p.ts is not None and p.ts != p.judged_ts
+    ]
+    if judged:
+        ctx.writes.append(partial(ports_judged, judged))
+    return findings
 
 
 def not_monitored(cluster: Cluster) -> str | None:
-    """Why the cluster's fabric is not judged: no port reports, or the check does not run
-    yet (one query)."""
-    ports = Port.objects.filter(node__cluster=cluster).count()
-    return NOT_JUDGED.format(ports=f"{ports:,}") if ports else NOT_MONITORED
+    """Why the cluster's fabric is not judged: none of its NIC ports ever reported (one
+    query); None once one has."""
+    return None if Port.objects.filter(node__cluster=cluster).exists() else NOT_MONITORED
 
 
 SPEC = CheckSpec(
@@ -43,20 +91,9 @@ SPEC = CheckSpec(
     target=Target.PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
-    # node_exporter's infiniband collector, as the Prometheus intake will map it.
-    pulls=frozenset(
-        {
-            "port_state",
-            "link_downed",
-            "link_error_recovery",
-            "symbol_error",
-            "port_rcv_errors",
-            "port_xmit_discards",
-            "local_ack_timeout_err",
-        }
-    ),
+    # Ports come posted, scraped or from node_exporter's text; the cluster's Prometheus
+    # is not read for them yet (docs/integrations.md, NIC ports).
     events={"link_downed": "Port link went down", "port_reset": "Port counters reset"},
     event_target=Target.PORT,
     not_monitored=not_monitored,
-    scheduled=False,
 )

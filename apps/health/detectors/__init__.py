@@ -6,6 +6,7 @@ Every detector returns a finding for every target it looked at — pass included
 condition that clears shows as pass on the next run.
 """
 
+from apps.health.detectors.fabric import FabricPort, fabric
 from apps.health.detectors.findings import Finding, Outcome
 from apps.health.detectors.gpu_errors import GpuEvent, NodeGpus, gpu_errors
 from apps.health.detectors.gpus import GpuLatest
@@ -18,6 +19,7 @@ from apps.health.detectors.thermal import thermal
 from apps.health.thresholds import Limits
 
 __all__ = [
+    "FabricPort",
     "Finding",
     "GpuEvent",
     "GpuLatest",
@@ -27,6 +29,7 @@ __all__ = [
     "NodeSeen",
     "NonFinite",
     "Outcome",
+    "fabric",
     "gpu_errors",
     "heartbeat",
     "job_hang",

@@ -1,8 +1,10 @@
 """`fabric`: NIC ports that went down, lost link integrity or flap (docs/checks.md, `fabric`).
 
-Each port is judged on two readings of its counters (the previous run's and the latest):
-a counter that grew is an error, one that went down was reset (never an error), and a rate
-is its growth over the seconds between the two readings. Pure: plain values in, findings out.
+Each port is judged on two readings of its counters (the one the previous run judged and
+the latest): a counter that grew is an error, one that went down was reset (never an error),
+and a rate is its growth over the seconds between the two readings. A port whose failure is
+its far end's (a switch) names that switch, so a bad leaf is one incident (blast radius).
+Pure: plain values in, findings out.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ from apps.incidents.choices import Category, Severity
 KIND = "fabric"
 DOWN = Outcome(Category.NIC, Severity.SEV2, interrupts_job=True, node_state=NodeState.DRAINED)
 DEGRADED = Outcome(Category.NIC, Severity.SEV3, node_state=NodeState.SUSPECT)
-# Any growth of these takes the port out of service.
+# Any growth of these takes the port out of service. (`rnr_nak_retry_err` counts NAKs
+# within the retry limit: a rate, on the warn row.)
 FATAL_COUNTERS = (
     "link_downed",
     "local_link_integrity_errors",
     "excessive_buffer_overrun_errors",
-    "rnr_nak_retry_err",
 )
+# A port with no new reading for this many runs while its node still reports is not ACTIVE.
+MISSING_RUNS = 2
+# Warnings of a port count towards its escalation for this long.
+WARNS_WINDOW = dt.timedelta(hours=1)
 
 
 def port_target(host: str, port: str) -> str:
@@ -51,7 +57,32 @@ class PortHistory:
     port: str  # device/port, e.g. mlx5_0/1
     latest: PortReading
     previous: PortReading | None = None
-    warns_last_hour: int = 0
+    # When it warned before this run (older than an hour is dropped).
+    warned_at: tuple[dt.datetime, ...] = ()
+    # Runs in a row, this one included, without a new reading while its node reported.
+    missing_runs: int = 0
+    # The switch at its cable's far end ("" unknown) and how many nodes have a port on it.
+    switch: str = ""
+    switch_nodes: int = 0
+
+
+@dataclass(frozen=True)
+class FabricPort:
+    """One port as stored: its latest reading, the one the check judged last, its node's
+    state and last sign of life, and the switch at its cable's far end."""
+
+    pk: int
+    node: str
+    node_state: str
+    node_seen: dt.datetime | None
+    port: str  # device/port
+    switch: str
+    ts: dt.datetime | None
+    state: str
+    counters: Mapping[str, float]
+    judged_ts: dt.datetime | None
+    judged_state: str
+    judged_counters: Mapping[str, float]
 
 
 def _growth(history: PortHistory, name: str) -> float:
@@ -81,6 +112,7 @@ def _rates(history: PortHistory, limits: Limits) -> list[str]:
         ("port_rcv_errors", "receive errors", limits.fabric_rcv_errors_per_s),
         ("port_xmit_discards", "transmit discards", limits.fabric_xmit_discards_per_s),
         ("local_ack_timeout_err", "local ACK timeouts", limits.fabric_ack_timeouts_per_s),
+        ("rnr_nak_retry_err", "RNR NAK retries", limits.fabric_rnr_naks_per_s),
     )
     for name, words, limit in per_second:
         rate = _growth(history, name) / seconds
@@ -89,31 +121,75 @@ def _rates(history: PortHistory, limits: Limits) -> list[str]:
     return out
 
 
-def fabric(ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str]) -> list[Finding]:
-    """A finding for every port: fail when a port of a node in service left ACTIVE or a
-    fatal counter grew, or when it warned `fabric_warns_to_fail` times within an hour; warn
-    when a rate is over its threshold; else pass. `details.warns` counts this run's warn."""
+def fabric(
+    ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str], now: dt.datetime
+) -> list[Finding]:
+    """A finding for every port: fail when a port of a node in service left ACTIVE (or sent
+    no reading for `MISSING_RUNS` runs while its node reported) or a fatal counter grew, or
+    when it warned `fabric_warns_to_fail` times within an hour; warn when a rate is over its
+    threshold; else pass. `details.warned_at` keeps the hour's warnings (this run's too)."""
     out: list[Finding] = []
     for history in ports:
         target = port_target(history.node, history.port)
         grown = {name: _growth(history, name) for name in FATAL_COUNTERS}
         fatal = [f"{name} +{n:g}" for name, n in grown.items() if n > 0]
+        missing = history.missing_runs >= MISSING_RUNS
+        state = "no reading" if missing else history.latest.state or "not reported"
         was_active = history.previous is not None and history.previous.state == "ACTIVE"
-        if was_active and history.latest.state != "ACTIVE" and history.node in in_service:
-            fatal.insert(0, f"was ACTIVE, now {history.latest.state or 'not reported'}")
+        left = missing or history.latest.state != "ACTIVE"
+        if was_active and left and history.node in in_service:
+            fatal.insert(0, f"was ACTIVE, now {state}")
         rates = _rates(history, limits)
-        warns = history.warns_last_hour + (1 if rates and not fatal else 0)
-        details = {"warns": warns}
+        warn_times = [t for t in history.warned_at if now - t < WARNS_WINDOW]
+        if rates and not fatal:
+            warn_times.append(now)
+        details: dict[str, object] = {
+            "warns": len(warn_times),
+            "warned_at": [t.isoformat() for t in warn_times],
+            "missing_runs": history.missing_runs,
+        }
+        if history.switch:
+            details["switch"] = history.switch
         node, where = history.node, f"port {history.port}: "
+        far_end = f"switch:{history.switch}" if history.switch else ""
         if fatal:
             message = where + ", ".join(fatal)
-            out.append(failed(KIND, target, message, details, outcome=DOWN, node=node))
-        elif rates and warns >= limits.fabric_warns_to_fail:
-            message = where + ", ".join(rates) + f" ({warns} warnings within an hour)"
-            out.append(failed(KIND, target, message, details, outcome=DOWN, node=node))
+            out.append(
+                failed(
+                    KIND,
+                    target,
+                    message,
+                    details,
+                    outcome=DOWN,
+                    node=node,
+                    component=far_end,
+                    component_size=history.switch_nodes,
+                )
+            )
+        elif rates and len(warn_times) >= limits.fabric_warns_to_fail:
+            message = where + ", ".join(rates) + f" ({len(warn_times)} warnings within an hour)"
+            out.append(
+                failed(
+                    KIND,
+                    target,
+                    message,
+                    details,
+                    outcome=DOWN,
+                    node=node,
+                    component=far_end,
+                    component_size=history.switch_nodes,
+                )
+            )
         elif rates:
             message = where + ", ".join(rates)
             out.append(warned(KIND, target, message, details, outcome=DEGRADED, node=node))
+        elif history.missing_runs:
+            message = f"no new reading for {history.missing_runs} run(s) while the node reports"
+            out.append(passed(KIND, target, message, details, node=node))
+        elif history.latest.state not in (None, "ACTIVE"):
+            why = "node not in service" if was_active else "not ACTIVE when first judged"
+            message = f"{history.latest.state} ({why}); counters within limits"
+            out.append(passed(KIND, target, message, details, node=node))
         else:
             out.append(passed(KIND, target, "within limits", details, node=node))
     return out

@@ -44,6 +44,10 @@ class Finding:
     # sentence that says why: the incident names them and is localised when it first does.
     culprits: tuple[str, ...] = ()
     localized: str = ""
+    # The component the finding itself points at (`switch:leaf-07`, a port's far end) and
+    # how many nodes hang off it: blast radius groups by it before the nodes' places.
+    component: str = ""
+    component_size: int = 0
 
     @property
     def category(self) -> Category | None:
@@ -127,10 +131,22 @@ def failed(
     node: str | None = None,
     job: int | None = None,
     occurred_at: dt.datetime | None = None,
+    component: str = "",
+    component_size: int = 0,
 ) -> Finding:
-    """A failure and what it causes."""
+    """A failure and what it causes (and the component it points at, if it knows one)."""
     return Finding(
-        kind, target, ResultStatus.FAIL, message, details or {}, node, job, outcome, occurred_at
+        kind,
+        target,
+        ResultStatus.FAIL,
+        message,
+        details or {},
+        node,
+        job,
+        outcome,
+        occurred_at,
+        component=component,
+        component_size=component_size,
     )
 
 

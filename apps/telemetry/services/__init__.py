@@ -1,8 +1,10 @@
 """Every write of telemetry: samples posted or scraped (`samples`), events from nodes'
-kernel logs (`events`), NIC ports' readings (`ports`), pull-mode scraping (`scrape`),
+kernel logs (`events`), NIC ports' readings (`ports`) and
+the readings the fabric check judged (`port_judged`), pull-mode scraping (`scrape`),
 retention of rollups (`retention`)."""
 
 from apps.telemetry.services.events import EventIngestResult, events_ingest
+from apps.telemetry.services.port_judged import Judged, ports_judged
 from apps.telemetry.services.ports import (
     PortIngestResult,
     ports_ingest,
@@ -15,9 +17,11 @@ from apps.telemetry.services.scrape import scrape_nodes
 __all__ = [
     "EventIngestResult",
     "IngestResult",
+    "Judged",
     "PortIngestResult",
     "events_ingest",
     "ports_ingest",
+    "ports_judged",
     "rollups_prune",
     "scrape_nodes",
     "telemetry_ingest",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from apps.common.bulk import insert_ignore, update_many
 from apps.common.errors import BatchError
@@ -89,6 +90,9 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     if new_rows:
         insert_ignore(Port._meta.db_table, ("node_id", "device", "port", *_COLUMNS), new_rows)
     update_many(Port._meta.db_table, ("id",), _COLUMNS, changed_rows)
+    # A port's reading is a sign of life of its node, as a GPU's sample is (last: the
+    # nodes' rows are locked after the ports', in every intake path).
+    Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=timezone.now())
     return PortIngestResult(applied, stale)
 
 

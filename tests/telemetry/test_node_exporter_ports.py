@@ -1,9 +1,10 @@
-"""NIC ports from node_exporter's `infiniband` collector through the Prometheus intake: the
-real Debian `prometheus-node-exporter` reads a fake sysfs tree laid out as the kernel lays
-out `/sys/class/infiniband`, its `/metrics` text is posted with `?node=`, and the stored
-ports carry the states, rate and counters by KUAE's names; then a counter grows and a port
-goes down. Bad series are refused naming them, and GPU samples of the same text are stored
-with the ports or not at all."""
+"""NIC ports from node_exporter's `infiniband` collector through the Prometheus intake and
+the scraper: the real Debian `prometheus-node-exporter` reads a fake sysfs tree laid out as
+the kernel lays out `/sys/class/infiniband`, its `/metrics` text is posted with `?node=`
+(or scraped as a node's `exporter_url`), and the stored ports carry the states, rate and
+counters by KUAE's names; then a counter grows and a port goes down. Bad series are refused
+naming them, and GPU samples of the same text are stored with the ports or not at all.
+From a cluster's Prometheus: tests/telemetry/test_prometheus_ports.py."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from apps.fleet.models import GPU
+from apps.fleet.models import GPU, Node
 from apps.telemetry.models import Port
 from apps.telemetry.ports import counter_growth
+from apps.telemetry.services import scrape_nodes
 from tests.binaries import NodeExporter, write_port
 from tests.support import DCGM_SAMPLE
 
@@ -153,3 +155,27 @@ def test_at_most_64_ports_in_one_text(api, nodes):
     assert response.status_code == 400 and response.json()["line"] == ["65"]
     assert "64 ports per node" in response.json()["body"][0]
     assert post(api("ada"), "".join(many.splitlines(True)[:64])).json()["ports"] == 64
+
+
+def test_one_scrape_of_a_node_exporter_stores_the_scraped_nodes_ports(nodes, exporter):
+    node_exporter, sysfs = exporter
+    node = nodes[2]
+    Node.objects.filter(pk=node.pk).update(exporter_url=node_exporter.url)
+    node_exporter.scrape()  # answering
+    result = scrape_nodes(node_ids=[node.pk])
+    # No GPU sample in node_exporter's text: its ports alone make the target up.
+    assert result == {"targets": 1, "up": 1, "samples": 0, "ports": 2}
+    node.refresh_from_db()
+    assert (node.scrape_ok, node.scrape_error) == (True, "")
+    port = Port.objects.get(node=node, device="mlx5_0", port=1)  # filed under the scraped node
+    assert (port.state, port.phys_state, port.rate_gbps) == ("ACTIVE", "LinkUp", 400)
+    assert port.counters == COUNTERS
+    assert Port.objects.get(node=node, device="mlx5_1").state == "DOWN"
+    assert not Port.objects.exclude(node=node).exists()
+    # The next scrape: symbol errors grow and the port goes down.
+    write_port(sysfs, "mlx5_0", 1, state="1: DOWN", phys_state="2: Polling", symbol_error=40)
+    assert scrape_nodes(node_ids=[node.pk])["ports"] == 2
+    port.refresh_from_db()
+    assert (port.state, port.phys_state, port.prev_counters) == ("DOWN", "Polling", COUNTERS)
+    growth = {g.name: g.growth for g in counter_growth(port.prev_counters, port.counters)}
+    assert growth == {"symbol_error": 37}

@@ -43,15 +43,23 @@ SPEC = CheckSpec(
     target=Target.PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
-    # node_exporter's infiniband collector, as the Prometheus intake will map it.
+    # The ports' names it reads, from node_exporter's infiniband series (KUAE's names, as
+    # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
     pulls=frozenset(
         {
-            "port_state",
+            "state",
+            "phys_state",
+            "rate_gbps",
             "link_downed",
             "link_error_recovery",
             "symbol_error",
             "port_rcv_errors",
             "port_xmit_discards",
+            "local_link_integrity_errors",
+            "excessive_buffer_overrun_errors",
+            "port_rcv_remote_physical_errors",
+            "port_xmit_wait",
+            "rnr_nak_retry_err",
             "local_ack_timeout_err",
         }
     ),

@@ -1,8 +1,10 @@
 """A cluster's Prometheus as its telemetry source (docs/architecture.md, Telemetry sources).
 
 A pull asks the cluster's `prometheus_url` one instant query (`apps.telemetry.promql`) of the
-fields it needs — the same one at 2 nodes or 20,000 — and feeds the latest values it
-answers into the telemetry intake that posted telemetry goes through (`telemetry_ingest`).
+dcgm fields it needs, and one of node_exporter's `node_infiniband_*` series for the NIC
+ports' names it needs (`apps.telemetry.infiniband`) — the same ones at 2 nodes or 20,000 —
+and feeds the latest values it answers into the intake that posted telemetry goes through
+(`telemetry_with_ports_ingest`).
 The checks' loaders then read the same GPU rows and XID/counter events whichever way the
 values came: an XID gauge that changed is an event, a counter that grew is one, a GPU whose
 series vanished stops being fresh.
@@ -25,10 +27,12 @@ import orjson
 from django.conf import settings
 
 from apps.fleet.destinations import DestinationRefused, Unresolvable, url_refusal
-from apps.fleet.models import GPU, Cluster
+from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.pinned import pinned_transport
+from apps.telemetry.infiniband import infiniband_query, instance_index, readings_of_vector
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.names import DCGM_FIELDS
+from apps.telemetry.ports import PortReading
 from apps.telemetry.promql import (
     AnswerError,
     dcgm_fields,
@@ -38,7 +42,8 @@ from apps.telemetry.promql import (
     samples_of,
     vector_of,
 )
-from apps.telemetry.services.samples import IngestResult, telemetry_ingest
+from apps.telemetry.services.ports import PortIngestResult, telemetry_with_ports_ingest
+from apps.telemetry.services.samples import IngestResult
 
 QUERY_PATH = "/api/v1/query"
 QUERY_RANGE_PATH = "/api/v1/query_range"
@@ -179,25 +184,44 @@ def _json(body: bytes) -> Any:
 
 def prometheus_pull(
     cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
-) -> IngestResult:
-    """Read the latest dcgm values of the cluster's GPUs from its Prometheus (one query) —
-    every field, or those stored as `metrics` (KUAE's names) and the temperature with the
-    GPU's identity — and store them as posted telemetry is stored (values, events, rollups,
-    the nodes' last_seen_at). SourceDown when the server does not answer; nothing is
+) -> tuple[IngestResult, PortIngestResult]:
+    """Read the latest values of the cluster's GPUs and NIC ports from its Prometheus and
+    store them as posted telemetry is stored (values, events, rollups, the nodes'
+    last_seen_at; each port's latest and previous reading), together or not at all.
+
+    `metrics` are KUAE's names (None: every one). The dcgm fields among them are one query
+    (with the temperature, which carries the GPU's identity); the ports' among them
+    (`state`, `link_downed` …) one query of node_exporter's series; a query that would ask
+    for nothing is not asked. SourceDown when the server does not answer; nothing is
     written then."""
-    url = cluster.prometheus_url
-    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    samples: list[TelemetrySample] = []
     fields = DCGM_FIELDS if metrics is None else dcgm_fields(metrics)
-    vector = instant_query(
-        url,
-        dcgm_query(fields),
+    if metrics is None or fields:
+        known = set(
+            GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index")
+        )
+        vector = _pull_query(cluster, dcgm_query(fields), now)
+        hosts = host_index({host for host, _ in known})
+        samples = samples_of(vector, hosts=hosts, known=known, ts=now)
+    readings: list[PortReading] = []
+    query = infiniband_query(metrics)
+    if query is not None:
+        nodes = list(Node.objects.filter(cluster=cluster).values_list("hostname", "addresses"))
+        hosts = instance_index(
+            (h for h, _ in nodes), ((h, a) for h, addresses in nodes for a in addresses or ())
+        )
+        readings = readings_of_vector(_pull_query(cluster, query, now), hosts=hosts, ts=now)
+    return telemetry_with_ports_ingest(samples=samples, readings=readings, now=now)
+
+
+def _pull_query(cluster: Cluster, query: str, now: dt.datetime) -> list[tuple[dict, float]]:
+    return instant_query(
+        cluster.prometheus_url,
+        query,
         at=now,
         token=token_for(cluster),
         timeout_s=settings.KUAE_PROMETHEUS_PULL_TIMEOUT_S,
     )
-    hosts = host_index({host for host, _ in known})
-    samples = samples_of(vector, hosts=hosts, known=known, ts=now)
-    return telemetry_ingest(samples=samples, now=now)
 
 
 def prometheus_latest(

@@ -19,6 +19,7 @@ from apps.incidents.choices import Category
 from apps.telemetry import monitored
 from apps.telemetry.models import TelemetryEvent
 from apps.telemetry.names import DCGM_FIELDS, METRIC_NAMES
+from apps.telemetry.ports import COUNTERS
 
 pytestmark = pytest.mark.django_db
 
@@ -31,8 +32,9 @@ def test_every_declaration_is_valid():
         assert isinstance(spec.target, Target) and spec.label and 10 <= spec.interval_s <= 3600
         for needed in spec.needs:
             assert needed.check == spec.kind and set(needed.metrics) <= METRIC_NAMES
-        if spec.scheduled:  # what it pulls is a dcgm field the source can read today
-            assert spec.pulls <= set(DCGM_FIELDS.values()), spec.kind
+        if spec.scheduled:  # what it pulls is a dcgm field or a port's name, read today
+            gpus, ports = set(DCGM_FIELDS.values()), {"state", "phys_state", "rate_gbps", *COUNTERS}
+            assert spec.pulls <= (ports if spec.target == Target.PORT else gpus), spec.kind
     # every threshold belongs to a registered check (or to all) and is bounded above
     for f in FIELDS:
         assert f.metadata["check"] in {"*", *CHECKS}, f.name

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import http.server
-import os
 import re
-import shutil
-import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.utils import timezone
 
@@ -35,44 +30,13 @@ from apps.health.services import run_execute
 from apps.incidents.models import Incident
 from apps.telemetry.gpu_history import GPU_PANELS
 from apps.telemetry.names import DCGM_FIELDS
-from tests.support import closed_port
+from tests.binaries import CountingProxy, debian_binary, find_binary, until
+from tests.binaries import PrometheusServer as Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
-DEADLINE_S = 30.0
 TEMPLATE = (Path(__file__).parents[1] / "data" / "dcgm" / "h100-node.prom").read_text()
 TEMPLATE_HOST = "gpu-a017"
 LINE = re.compile(r'^(?P<name>[A-Z_]+)\{gpu="(?P<gpu>\d+)",(?P<rest>.*)\} (?P<value>\S+)$')
-
-
-def _binary(*names: str) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (
-            f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None
-        )
-        if found:
-            return found
-    return None
-
-
-def _prometheus_binary() -> str:
-    found = _binary("prometheus")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus (.ci/run installs it)")
-        pytest.skip("no Prometheus here (apt-get install prometheus)")
-    return found
-
-
-def until(check: Callable[[], Any], what: str, logs: Sequence[Path] = ()) -> Any:
-    """Poll `check` until it returns something truthy, at most DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    tails = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
-    pytest.fail(f"timed out waiting for {what}\n{tails}")
 
 
 def exposition(hosts: list[str], values: dict[tuple[str, str, int], float]) -> str:
@@ -121,123 +85,9 @@ class FakeExporter:
         self.server.server_close()
 
 
-class CountingProxy:
-    """Forwards every request to `upstream` and counts them: what KUAE asks Prometheus."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        self.requests: list[str] = []
-        owner = self
-
-        class Handler(_Handler):
-            def _forward(self) -> None:
-                owner.requests.append(f"{self.command} {self.path}")
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                headers = {
-                    k: v
-                    for k, v in self.headers.items()
-                    if k.lower() in ("content-type", "authorization")
-                }
-                try:
-                    answer = httpx.request(
-                        self.command,
-                        owner.upstream + self.path,
-                        content=body,
-                        headers=headers,
-                        timeout=10,
-                    )
-                except httpx.HTTPError:
-                    self.send_response(502)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
-
-            do_GET = do_POST = _forward
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class Server:
-    """Prometheus (or VictoriaMetrics) scraping `targets` every second, on a free port."""
-
-    def __init__(self, kind: str, binary: str, base: Path, targets: list[str]) -> None:
-        base.mkdir(parents=True, exist_ok=True)
-        self.port = closed_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = base / f"{kind}.log"
-        config = base / "scrape.yml"
-        listed = ", ".join(f"'{t}'" for t in targets)
-        config.write_text(
-            f"""
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: dcgm
-    static_configs:
-      - targets: [{listed}]
-"""
-        )
-        if kind == "prometheus":
-            args = [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={base / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-            ]
-            ready = "/-/ready"
-        else:
-            args = [
-                binary,
-                f"-promscrape.config={config}",
-                f"-storageDataPath={base / 'data'}",
-                f"-httpListenAddr=127.0.0.1:{self.port}",
-                "-search.latencyOffset=0s",
-                "-search.disableCache",
-            ]
-            ready = "/health"
-        with self.log.open("w") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-        until(lambda: self._ok(ready), f"{kind} to start", [self.log])
-
-    def _ok(self, path: str) -> bool:
-        if self.process.poll() is not None:
-            pytest.fail(f"exited {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
-        try:
-            return httpx.get(self.url + path, timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def value(self, query: str) -> list[dict[str, Any]]:
-        """The instant vector `query` answers now."""
-        answer = httpx.post(self.url + "/api/v1/query", data={"query": query}, timeout=5).json()
-        return answer["data"]["result"]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
 def _servers() -> list[Any]:
     out: list[Any] = ["prometheus"]
-    if _binary("victoria-metrics", "victoria-metrics-prod"):
+    if find_binary("victoria-metrics", "victoria-metrics-prod"):
         out.append("victoria-metrics")
     else:
         out.append(
@@ -253,10 +103,11 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, 
     """An exporter, a server scraping it, and a counting proxy in front of the server."""
     kind = request.param
     if kind == "prometheus":
-        binary = _prometheus_binary()
+        binary = debian_binary("prometheus", package="prometheus")
     else:
-        binary = _binary("victoria-metrics", "victoria-metrics-prod")
-        assert binary is not None
+        binary = debian_binary(
+            "victoria-metrics", "victoria-metrics-prod", package="victoria-metrics"
+        )
     exporter = FakeExporter()
     server = Server(kind, binary, tmp_path / kind, [exporter.address])
     proxy = CountingProxy(server.url)

@@ -8,11 +8,8 @@ notification, which is what a 4xx for the stray host used to cost: the whole gro
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,33 +19,16 @@ import pytest
 from apps.accounts.services import token_issue
 from apps.fleet.services import NodeSpec, nodes_register
 from apps.incidents.models import Incident, UnroutedAlert
+from tests.binaries import debian_binary, until
 from tests.support import closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
-DEADLINE_S = 30.0
 
 
 def _binary() -> str:
-    found = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-    if found is None and Path("/usr/bin/prometheus-alertmanager").exists():
-        found = "/usr/bin/prometheus-alertmanager"
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus-alertmanager (.ci/run installs it)")
-        pytest.skip("no Alertmanager here (apt-get install prometheus-alertmanager)")
-    return found
-
-
-def until(check: Callable[[], Any], what: str, logs: list[Path]) -> Any:
-    """Poll `check` until it returns something truthy, at most DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    tails = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
-    pytest.fail(f"timed out waiting for {what}\n{tails}")
+    return debian_binary(
+        "prometheus-alertmanager", "alertmanager", package="prometheus-alertmanager"
+    )
 
 
 class Alertmanager:

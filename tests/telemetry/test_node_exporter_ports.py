@@ -1,33 +1,30 @@
-"""NIC ports from node_exporter's `infiniband` collector through the Prometheus intake: the
-real Debian `prometheus-node-exporter` reads a fake sysfs tree laid out as the kernel lays
-out `/sys/class/infiniband`, its `/metrics` text is posted with `?node=`, and the stored
-ports carry the states, rate and counters by KUAE's names; then a counter grows and a port
-goes down. Bad series are refused naming them, and GPU samples of the same text are stored
-with the ports or not at all."""
+"""NIC ports from node_exporter's `infiniband` collector through the Prometheus intake and
+the scraper: the real Debian `prometheus-node-exporter` reads a fake sysfs tree laid out as
+the kernel lays out `/sys/class/infiniband`, its `/metrics` text is posted with `?node=`
+(or scraped as a node's `exporter_url`), and the stored ports carry the states, rate and
+counters by KUAE's names; then a counter grows and a port goes down. Bad series are refused
+naming them, and GPU samples of the same text are stored with the ports or not at all.
+From a cluster's Prometheus: tests/telemetry/test_prometheus_ports.py."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from django.utils import timezone
 
-from apps.fleet.models import GPU
+from apps.fleet.models import GPU, Node
 from apps.telemetry.models import Port
 from apps.telemetry.ports import counter_growth
-from tests.support import DCGM_SAMPLE, closed_port
+from apps.telemetry.services import scrape_nodes
+from tests.binaries import NodeExporter, write_port
+from tests.support import DCGM_SAMPLE
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/ingest/prometheus/"
-DEADLINE_S = 15.0
 T0 = timezone.now().replace(microsecond=0) - dt.timedelta(minutes=10)
 # The counters/ files node_exporter 1.5 reads, and a distinct value each, so that a series
 # mapped to the wrong name shows.
@@ -57,85 +54,14 @@ def iso(t: dt.datetime) -> str:
     return t.isoformat().replace("+00:00", "Z")
 
 
-def _binary() -> str:
-    found = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-    if found is None and Path("/usr/bin/prometheus-node-exporter").exists():
-        found = "/usr/bin/prometheus-node-exporter"
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus-node-exporter (.ci/run installs it)")
-        pytest.skip("no node_exporter here (apt-get install prometheus-node-exporter)")
-    return found
-
-
-def write_port(sysfs: Path, device: str, port: int, **files: object) -> Path:
-    """`<sysfs>/class/infiniband/<device>/ports/<port>/`: `state`, `phys_state`, `rate` and
-    `counters/<name>` as the kernel writes them."""
-    base = sysfs / "class" / "infiniband" / device
-    where = base / "ports" / str(port)
-    (where / "counters").mkdir(parents=True, exist_ok=True)
-    (base / "fw_ver").write_text("28.39.1002\n")
-    (base / "board_id").write_text("MT_0000000838\n")
-    (base / "hca_type").write_text("MT4129\n")
-    for name, value in files.items():
-        path = (
-            where / name if name in ("state", "phys_state", "rate") else where / "counters" / name
-        )
-        path.write_text(f"{value}\n")
-    return where
-
-
-class NodeExporter:
-    """The real node_exporter, only its infiniband collector, on a fake sysfs tree."""
-
-    def __init__(self, binary: str, sysfs: Path, log: Path) -> None:
-        self.url = f"http://127.0.0.1:{closed_port()}/metrics"
-        self.log = log
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                f"--path.sysfs={sysfs}",
-                "--collector.disable-defaults",
-                "--collector.infiniband",
-                f"--web.listen-address={self.url.split('/')[2]}",
-            ],
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-
-    def scrape(self) -> str:
-        """Its /metrics text, once it answers (at most DEADLINE_S)."""
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"node_exporter exited {self.proc.returncode}: {self.log.read_text()}")
-            try:
-                response = httpx.get(self.url, timeout=2)
-                if response.status_code == 200:
-                    return response.text
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"node_exporter did not answer: {self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[tuple[NodeExporter, Path]]:
-    binary = _binary()
     sysfs = tmp_path / "sys"
     write_port(sysfs, "mlx5_0", 1, state="4: ACTIVE", phys_state="5: LinkUp",
                rate="400 Gb/sec (4X NDR)", **COUNTERS, **OTHERS)  # fmt: skip
     write_port(sysfs, "mlx5_1", 1, state="1: DOWN", phys_state="3: Disabled",
                rate="10 Gb/sec (4X SDR)", link_downed=0, symbol_error=0)  # fmt: skip
-    running = NodeExporter(binary, sysfs, tmp_path / "node_exporter.log")
+    running = NodeExporter(sysfs, tmp_path / "node_exporter.log")
     yield running, sysfs
     running.stop()
 
@@ -229,3 +155,27 @@ def test_at_most_64_ports_in_one_text(api, nodes):
     assert response.status_code == 400 and response.json()["line"] == ["65"]
     assert "64 ports per node" in response.json()["body"][0]
     assert post(api("ada"), "".join(many.splitlines(True)[:64])).json()["ports"] == 64
+
+
+def test_one_scrape_of_a_node_exporter_stores_the_scraped_nodes_ports(nodes, exporter):
+    node_exporter, sysfs = exporter
+    node = nodes[2]
+    Node.objects.filter(pk=node.pk).update(exporter_url=node_exporter.url)
+    node_exporter.scrape()  # answering
+    result = scrape_nodes(node_ids=[node.pk])
+    # No GPU sample in node_exporter's text: its ports alone make the target up.
+    assert result == {"targets": 1, "up": 1, "samples": 0, "ports": 2}
+    node.refresh_from_db()
+    assert (node.scrape_ok, node.scrape_error) == (True, "")
+    port = Port.objects.get(node=node, device="mlx5_0", port=1)  # filed under the scraped node
+    assert (port.state, port.phys_state, port.rate_gbps) == ("ACTIVE", "LinkUp", 400)
+    assert port.counters == COUNTERS
+    assert Port.objects.get(node=node, device="mlx5_1").state == "DOWN"
+    assert not Port.objects.exclude(node=node).exists()
+    # The next scrape: symbol errors grow and the port goes down.
+    write_port(sysfs, "mlx5_0", 1, state="1: DOWN", phys_state="2: Polling", symbol_error=40)
+    assert scrape_nodes(node_ids=[node.pk])["ports"] == 2
+    port.refresh_from_db()
+    assert (port.state, port.phys_state, port.prev_counters) == ("DOWN", "Polling", COUNTERS)
+    growth = {g.name: g.growth for g in counter_growth(port.prev_counters, port.counters)}
+    assert growth == {"symbol_error": 37}

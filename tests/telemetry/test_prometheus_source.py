@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster
 from apps.health.services import PULLED_METRICS
+from apps.telemetry.infiniband import PORT_METRICS
 from apps.telemetry.names import COUNTERS, DCGM_FIELDS
 from apps.telemetry.prometheus_source import SourceDown, instant_query, token_for
 from apps.telemetry.promql import dcgm_fields, dcgm_query, host_index, samples_of, vector_of
@@ -93,10 +94,12 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
 
 
 def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() -> None:
-    pulled = PULLED_METRICS
-    assert set(pulled) == {"heartbeat", "gpu_errors", "thermal"}  # their plug-ins' `pulls`
+    pulled = dict(PULLED_METRICS)
+    assert set(pulled) == {"heartbeat", "gpu_errors", "thermal", "fabric"}  # plug-ins' `pulls`
     assert {"temp_c", "mem_temp_c"} <= pulled["thermal"]
     assert {"xid", *COUNTERS, "row_remap_failure"} <= pulled["gpu_errors"]
+    # the fabric reads every port name node_exporter publishes (its own query)
+    assert pulled.pop("fabric") >= PORT_METRICS
     kinds = list(pulled.values())
     assert sum(map(len, kinds)) == len(set().union(*kinds))  # no field read twice a minute
     assert set().union(*kinds) == set(DCGM_FIELDS.values())

@@ -91,8 +91,26 @@ SPEC = CheckSpec(
     target=Target.PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
-    # Ports come posted, scraped or from node_exporter's text; the cluster's Prometheus
-    # is not read for them yet (docs/integrations.md, NIC ports).
+    # The ports' names it reads, from node_exporter's infiniband series (KUAE's names, as
+    # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
+    pulls=frozenset(
+        {
+            "state",
+            "phys_state",
+            "rate_gbps",
+            "link_downed",
+            "link_error_recovery",
+            "symbol_error",
+            "port_rcv_errors",
+            "port_xmit_discards",
+            "local_link_integrity_errors",
+            "excessive_buffer_overrun_errors",
+            "port_rcv_remote_physical_errors",
+            "port_xmit_wait",
+            "rnr_nak_retry_err",
+            "local_ack_timeout_err",
+        }
+    ),
     events={"link_downed": "Port link went down", "port_reset": "Port counters reset"},
     event_target=Target.PORT,
     not_monitored=not_monitored,

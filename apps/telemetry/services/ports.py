@@ -97,17 +97,21 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
 
 
 def telemetry_with_ports_ingest(
-    *, samples: Sequence[TelemetrySample], readings: Sequence[PortReading]
+    *,
+    samples: Sequence[TelemetrySample],
+    readings: Sequence[PortReading],
+    now: dt.datetime | None = None,
 ) -> tuple[IngestResult, PortIngestResult]:
     """A telemetry batch's samples and port readings, together all or nothing (a batch of
-    only one of them costs no transaction of its own beyond that one's)."""
+    only one of them costs no transaction of its own beyond that one's); `now` as for
+    `telemetry_ingest`."""
     if not readings:
-        return telemetry_ingest(samples=samples), PortIngestResult(0, 0)
+        return telemetry_ingest(samples=samples, now=now), PortIngestResult(0, 0)
     if not samples:
         return IngestResult(0, 0, 0, 0), ports_ingest(readings=readings)
     with transaction.atomic():
         ports = ports_ingest(readings=readings)
-        return telemetry_ingest(samples=samples), ports
+        return telemetry_ingest(samples=samples, now=now), ports
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,6 @@
-"""Pull mode: scrape nodes' dcgm-exporters, as Prometheus would, and ingest what they say.
+"""Pull mode: scrape nodes' exporters, as Prometheus would, and ingest what they say: a
+dcgm-exporter's per-GPU samples, and a node_exporter's `node_infiniband_*` series as the
+scraped node's NIC ports (docs/integrations.md, 2c. Pull mode: KUAE scrapes the exporters).
 
 An exporter is answered by a node that runs users' code, so the scraper trusts nothing it
 says or where its URL points:
@@ -45,8 +47,9 @@ from apps.fleet.destinations import (
 )
 from apps.fleet.models import Node
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.prometheus import ExpositionError, parse_dcgm
-from apps.telemetry.services.samples import telemetry_ingest
+from apps.telemetry.ports import PortReading
+from apps.telemetry.prometheus import ExpositionError, parse_exposition
+from apps.telemetry.services.ports import telemetry_with_ports_ingest
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,7 @@ class Scrape:
     hostname: str
     ms: float
     samples: list[TelemetrySample]
+    ports: list[PortReading]
     error: str = ""
 
 
@@ -280,6 +284,7 @@ def _fetch(
     start = time.perf_counter()
     deadline = time.monotonic() + timeout_s
     samples: list[TelemetrySample] = []
+    ports: list[PortReading] = []
     try:
         with httpcore.ConnectionPool(
             ssl_context=ssl_context,
@@ -290,28 +295,29 @@ def _fetch(
             text = _get(pool, url, timeout_s)
         if text.count("\n") > MAX_LINES:
             raise ScrapeFailed(f"answer over {MAX_LINES} lines")
-        samples = parse_dcgm(text, ts=ts, node=hostname)
-        error = "" if samples else "no per-GPU samples in the answer"
+        # node_exporter carries no host label: its ports are the scraped node's.
+        samples, ports = parse_exposition(text, ts=ts, node=hostname)
+        error = "" if samples or ports else "no per-GPU samples nor NIC ports in the answer"
     except Exception as exc:  # every failure is this target's, never the round's
         if not isinstance(exc, _EXPECTED):
             log.exception("scrape of %s failed unexpectedly", hostname)
         error = _describe(exc)
-    return Scrape(node_id, hostname, (time.perf_counter() - start) * 1000, samples, error)
+    return Scrape(node_id, hostname, (time.perf_counter() - start) * 1000, samples, ports, error)
 
 
 def scrape_nodes(
     *, node_ids: Sequence[int], timeout_s: float = 5.0, workers: int = 16
 ) -> dict[str, int]:
-    """Scrape the given nodes' exporters concurrently, store their samples, and record each
-    target's health (`scrape_ok`, `scrape_error`, `scrape_ms`). `timeout_s` bounds each
-    target's whole scrape."""
+    """Scrape the given nodes' exporters concurrently, store their samples and NIC ports'
+    readings, and record each target's health (`scrape_ok`, `scrape_error`, `scrape_ms`).
+    `timeout_s` bounds each target's whole scrape."""
     targets = list(
         Node.objects.filter(pk__in=list(node_ids))
         .exclude(exporter_url="")
         .values_list("pk", "hostname", "exporter_url")
     )
     if not targets:
-        return {"targets": 0, "up": 0, "samples": 0}
+        return {"targets": 0, "up": 0, "samples": 0, "ports": 0}
     now = timezone.now()
     allow = parse_allow(tuple(settings.KUAE_SCRAPE_ALLOW))
     ssl_context = httpx.create_ssl_context()
@@ -324,7 +330,7 @@ def scrape_nodes(
                 targets,
             )
         )
-    stored = _store([r for r in results if r.samples])
+    stored, ports = _store([r for r in results if r.samples or r.ports])
     with transaction.atomic():
         update_many(
             Node._meta.db_table,
@@ -332,22 +338,31 @@ def scrape_nodes(
             ("scraped_at", "scrape_ok", "scrape_error", "scrape_ms"),
             [(r.node_id, now, not r.error, r.error, round(r.ms, 1)) for r in results],
         )
-    return {"targets": len(results), "up": sum(not r.error for r in results), "samples": stored}
+    up = sum(not r.error for r in results)
+    return {"targets": len(results), "up": up, "samples": stored, "ports": ports}
 
 
-def _store(results: list[Scrape]) -> int:
-    """One intake for the whole chunk; if the chunk is refused, node by node, so one bad
-    exporter cannot keep the others' samples out."""
+def _store(results: list[Scrape]) -> tuple[int, int]:
+    """One intake for the whole chunk (samples and ports together); if the chunk is refused,
+    node by node, so one bad exporter cannot keep the others' values out. Returns the
+    samples and port readings applied."""
     if not results:
-        return 0
+        return 0, 0
     try:
-        return telemetry_ingest(samples=[s for r in results for s in r.samples]).applied
+        gpus, ports = telemetry_with_ports_ingest(
+            samples=[s for r in results for s in r.samples],
+            readings=[p for r in results for p in r.ports],
+        )
+        return gpus.applied, ports.applied
     except BatchError:
         pass
-    stored = 0
+    stored = applied = 0
     for result in results:
         try:
-            stored += telemetry_ingest(samples=result.samples).applied
+            gpus, ports = telemetry_with_ports_ingest(samples=result.samples, readings=result.ports)
         except BatchError as exc:
             result.error = f"refused: {next(iter(exc.errors.values()))[0]}"[:300]
-    return stored
+            continue
+        stored += gpus.applied
+        applied += ports.applied
+    return stored, applied

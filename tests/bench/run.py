@@ -151,9 +151,11 @@ def main() -> None:
     from tests.bench.stalls import bench_stalls
 
     bench_stalls(token_issue(user=agent))
-    from tests.bench.ports import bench_ports
+    from tests.bench.ports import bench_fabric_check, bench_ports
 
-    bench_ports(token_issue(user=agent))
+    ports_token = token_issue(user=agent)
+    counters = bench_ports(ports_token)
+    bench_fabric_check(ports_token, counters)
     from tests.bench.health import bench_health
 
     bench_health()

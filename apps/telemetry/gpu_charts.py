@@ -34,6 +34,7 @@ PANEL_COLOURS = {
     "sm_clock_mhz": Hue.PURPLE,
     "mem_used_mib": Hue.BROWN,
     "tensor_active": Hue.CYAN,
+    "not_active": Hue.RED,  # a node's ports not ACTIVE (apps/telemetry/port_history.py)
 }
 COLUMNS = 2
 ROW_HEIGHT = 210

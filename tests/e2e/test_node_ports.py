@@ -19,6 +19,7 @@ from apps.telemetry.ports import PortReading
 from apps.telemetry.rollup import bucket_of
 from apps.telemetry.services import ports_ingest
 from tests.e2e.support import sign_in, watch
+from tests.e2e.test_every_page import SCAN, _axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -80,7 +81,12 @@ def setup(db):  # noqa: ANN001, ANN201
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_the_ports_card(chromium, live_server, setup, width):  # noqa: ANN001
+    axe = _axe()
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    context.route(  # from the app's own origin: the pages' CSP allows only 'self' scripts
+        live_server.url + "/__axe.js",
+        lambda route: route.fulfill(body=axe, content_type="application/javascript"),
+    )
     page = context.new_page()
     seen = watch(page, live_server.url)
     sign_in(page, live_server.url, "mia", "pw")  # waits for the wide header's links
@@ -99,6 +105,8 @@ def test_the_ports_card(chromium, live_server, setup, width):  # noqa: ANN001
     assert card.locator("nav[aria-label='Port chart range'] a").count() == 5
     # Wide or narrow, the page itself never scrolls sideways: the table does, in its card.
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.add_script_tag(url=live_server.url + "/__axe.js")
+    assert page.evaluate(SCAN) == []  # no serious or critical accessibility violation
     shots = os.environ.get("KUAE_SCREENSHOTS")
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)

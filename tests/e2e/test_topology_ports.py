@@ -19,6 +19,7 @@ from apps.health.detectors.fabric import port_target
 from apps.health.models import CheckResult
 from apps.telemetry.models import Port
 from tests.e2e.support import sign_in, watch
+from tests.e2e.test_every_page import SCAN, _axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -74,7 +75,13 @@ def setup(db):  # noqa: ANN001, ANN201
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_switches_by_port_health(chromium, live_server, setup, width):  # noqa: ANN001
+    axe = _axe()
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    # axe is served from the app's own origin: the pages' CSP allows only 'self' scripts
+    context.route(
+        live_server.url + "/__axe.js",
+        lambda route: route.fulfill(body=axe, content_type="application/javascript"),
+    )
     page = context.new_page()
     seen = watch(page, live_server.url)
     sign_in(page, live_server.url, "mia", "pw")
@@ -95,6 +102,8 @@ def test_switches_by_port_health(chromium, live_server, setup, width):  # noqa: 
     )
     assert colour != unjudged
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.add_script_tag(url=live_server.url + "/__axe.js")
+    assert page.evaluate(SCAN) == []  # no serious or critical accessibility violation
     shots = os.environ.get("KUAE_SCREENSHOTS")
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,8 @@
 """The topology page (docs/checks.md, Blast radius): a cluster's switches, PDUs and NVLink domains
 with their nodes coloured by state, the components with failing nodes first, and the component
-an open blast-radius incident names highlighted."""
+an open blast-radius incident names highlighted. Each switch also counts the NIC ports cabled to
+it by the `fabric` check's verdict on each (docs/checks.md, Blast radius: one incident per failing
+component)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,27 @@ from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health import blast
+from apps.health.choices import ResultStatus
+from apps.health.detectors.fabric import port_target
+from apps.health.models import CheckResult
 from apps.incidents.choices import ACTIVE_STATUSES
 from apps.incidents.models import Incident
+from apps.telemetry.models import Port
 
 BAD = (NodeState.SUSPECT, NodeState.DRAINED, NodeState.DOWN)
 
 HEADINGS = {"switch": "Switches", "pdu": "PDUs", "nvlink_domain": "NVLink domains"}
+FABRIC = "fabric"  # the check whose verdicts on ports colour the switches
+# A port's verdict, worst first; "unjudged" is a port the fabric check has not judged yet.
+PORT_VERDICTS = ("fail", "error", "warn", "pass", "unjudged")
+PORT_WORDS = {
+    "fail": "fail",
+    "error": "not checked",
+    "warn": "warn",
+    "pass": "pass",
+    "unjudged": "not judged yet",
+}
+PORT_GLYPHS = {"fail": "✗", "error": "?", "warn": "◐", "pass": "✓", "unjudged": "·"}
 
 
 @dataclass
@@ -31,6 +48,34 @@ class ComponentRow:
     name: str
     tiles: list[SimpleNamespace] = field(default_factory=list)
     incident: Incident | None = None
+    # A switch's NIC ports by the fabric check's verdict (PORT_VERDICTS → ports).
+    ports: dict[str, int] = field(default_factory=dict)
+    _hosts: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, tile: SimpleNamespace) -> None:
+        """Put a node behind the component, once."""
+        if tile.hostname not in self._hosts:
+            self._hosts.add(tile.hostname)
+            self.tiles.append(tile)
+
+    @property
+    def port_count(self) -> int:
+        """NIC ports cabled to the switch (0 for a PDU, an NVLink domain)."""
+        return sum(self.ports.values())
+
+    @property
+    def port_worst(self) -> str:
+        """The worst verdict among its ports ("" with no port)."""
+        return next((v for v in PORT_VERDICTS if self.ports.get(v)), "")
+
+    @property
+    def port_verdicts(self) -> list[SimpleNamespace]:
+        """(verdict, ports, glyph, words) for each verdict its ports have, worst first."""
+        return [
+            SimpleNamespace(verdict=v, n=n, glyph=PORT_GLYPHS[v], words=PORT_WORDS[v])
+            for v in PORT_VERDICTS
+            if (n := self.ports.get(v))
+        ]
 
     @property
     def key(self) -> str:
@@ -54,18 +99,44 @@ class ComponentRow:
 
 def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
     """kind → its components, those with an open incident or nodes out first (most first),
-    then by name; in three queries."""
+    then those with failing or warning ports, then by name; in five queries whatever the
+    cluster's size.
+
+    A switch's ports are the NIC ports whose cable ends at it (`Port.switch`, else the node's
+    own `switch` when the port reports none); its nodes are those placed behind it and those
+    with a port cabled to it. Each port counts by the `fabric` check's verdict on
+    `port:HOST/DEVICE/PORT`, or as not judged yet."""
     rows: dict[tuple[str, str], ComponentRow] = {}
-    nodes = (
-        Node.objects.filter(cluster=cluster)
-        .exclude(switch="", pdu="", nvlink_domain="")
-        .values_list("hostname", "state", "state_reason", *blast.KINDS)
+    tiles: dict[int, SimpleNamespace] = {}
+    node_switch: dict[int, str] = {}
+    nodes = Node.objects.filter(cluster=cluster).values_list(
+        "pk", "hostname", "state", "state_reason", *blast.KINDS
     )
-    for hostname, state, reason, *places in nodes:
-        tile = SimpleNamespace(hostname=hostname, state=state, reason=reason)
+    for pk, hostname, state, reason, *places in nodes:
+        tile = tiles[pk] = SimpleNamespace(hostname=hostname, state=state, reason=reason)
+        node_switch[pk] = places[0]
         for kind, name in zip(blast.KINDS, places, strict=True):
             if name:
-                rows.setdefault((kind, name), ComponentRow(kind, name)).tiles.append(tile)
+                rows.setdefault((kind, name), ComponentRow(kind, name)).add(tile)
+    verdicts = dict(
+        CheckResult.objects.filter(
+            cluster=cluster, kind=FABRIC, target__startswith="port:"
+        ).values_list("target", "status")
+    )
+    known = {s.value for s in ResultStatus}
+    ports = Port.objects.filter(node__cluster=cluster).values_list(
+        "node_id", "device", "port", "switch"
+    )
+    for node_id, device, number, switch in ports.iterator(chunk_size=5000):
+        owner = tiles.get(node_id)
+        name = switch or node_switch.get(node_id, "")
+        if owner is None or not name:
+            continue
+        row = rows.setdefault(("switch", name), ComponentRow("switch", name))
+        row.add(owner)
+        status = verdicts.get(port_target(owner.hostname, f"{device}/{number}"), "")
+        verdict = status if status in known else "unjudged"
+        row.ports[verdict] = row.ports.get(verdict, 0) + 1
     for incident in Incident.objects.filter(
         cluster=cluster, status__in=ACTIVE_STATUSES, fingerprint__startswith="blast:"
     ).order_by("-detected_at"):
@@ -76,7 +147,15 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
     for row in rows.values():
         out[row.kind].append(row)
     for kind_rows in out.values():
-        kind_rows.sort(key=lambda r: (r.incident is None, -r.bad, r.name))
+        kind_rows.sort(
+            key=lambda r: (
+                r.incident is None,
+                -r.bad,
+                -r.ports.get("fail", 0),
+                -r.ports.get("warn", 0),
+                r.name,
+            )
+        )
     return out
 
 
@@ -102,5 +181,9 @@ def topology_page(request: HttpRequest) -> HttpResponse:
             "selected": request.GET.get("component", ""),
             "states": list(NodeState),
             "placed": sum(len(rows) for rows in kinds.values()),
+            "port_verdicts": [
+                SimpleNamespace(verdict=v, glyph=PORT_GLYPHS[v], words=PORT_WORDS[v])
+                for v in PORT_VERDICTS
+            ],
         },
     )

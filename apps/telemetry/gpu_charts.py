@@ -34,6 +34,7 @@ PANEL_COLOURS = {
     "sm_clock_mhz": Hue.PURPLE,
     "mem_used_mib": Hue.BROWN,
     "tensor_active": Hue.CYAN,
+    "not_active": Hue.RED,  # a node's ports not ACTIVE (apps/telemetry/port_history.py)
 }
 COLUMNS = 2
 ROW_HEIGHT = 210
@@ -79,9 +80,11 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
     nothing in the range."""
     if history.error:
         return message_figure(f"No charts: {history.error}. They come back when it answers again.")
-    if not any(traces for _, traces in history.panels):
+    if not any(trace.x for _, traces in history.panels for trace in traces):
         where = "Prometheus" if history.source == "prometheus" else "KUAE's rollups"
-        return message_figure(f"No telemetry for this node in {where} over {history.window.label}.")
+        return message_figure(
+            f"No {history.what} for this node in {where} over {history.window.label}."
+        )
     data: list[dict[str, Any]] = []
     layout_axes: dict[str, Any] = {}
     annotations: list[dict[str, Any]] = []
@@ -105,11 +108,18 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
             "showticklabels": row == rows - 1,
             **({} if n == 1 else {"matches": "x"}),
         }
-        layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = {
+        yaxis: dict[str, Any] = {
             "domain": [top - cell_h, top],
             "anchor": xa,
-            "rangemode": "tozero" if panel.key in ("gpu_util", "tensor_active") else "normal",
+            "rangemode": "tozero"
+            if panel.tozero or panel.key in ("gpu_util", "tensor_active")
+            else "normal",
         }
+        if panel.ticks:
+            yaxis["tickvals"] = [value for value, _ in panel.ticks]
+            yaxis["ticktext"] = [plain(word) for _, word in panel.ticks]
+            yaxis["range"] = [panel.ticks[0][0] - 0.3, panel.ticks[-1][0] + 0.3]
+        layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = yaxis
         annotations.append(
             {
                 "text": f"<b>{plain(panel.title)}</b> ({plain(panel.unit)})",
@@ -123,7 +133,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                 "font": {"size": 12},
             }
         )
-        hover = "%{y:.2f}" if panel.key == "tensor_active" else "%{y:.0f}"
+        hover = panel.hover or ("%{y:.2f}" if panel.key == "tensor_active" else "%{y:.0f}")
         for trace in traces:
             x, y = _capped(trace)
             if trace.gpu is not None:
@@ -174,10 +184,12 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     "y": y,
                     "xaxis": xa,
                     "yaxis": ya,
-                    "name": f"{panel.title} (node mean)",
+                    "name": f"{plain(panel.title)} ({plain(trace.name)})",
                     "showlegend": False,
                     "line": {"color": colour, "width": 1.5},
-                    "hovertemplate": f"{hover} {plain(panel.unit)}<extra>node mean</extra>",
+                    "hovertemplate": (
+                        f"{hover} {plain(panel.unit)}<extra>{plain(trace.name)}</extra>"
+                    ),
                 }
             )
     layout = base_layout(

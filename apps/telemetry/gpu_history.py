@@ -25,12 +25,17 @@ from apps.telemetry.promql import MAX_POINTS, gpu_range_query, range_step
 
 @dataclass(frozen=True)
 class Panel:
-    """One chart of the node's GPUs: the metric as KUAE names it, its dcgm field, a title."""
+    """One chart of the node's GPUs (or ports): the metric as KUAE names it, its dcgm field
+    (or node_exporter series), a title; optionally its y axis from zero, its hover format
+    and named ticks (value → word, e.g. a port's state)."""
 
     key: str
     field: str
     title: str
     unit: str
+    tozero: bool = False
+    hover: str = ""
+    ticks: tuple[tuple[int, str], ...] = ()
 
 
 GPU_PANELS = (
@@ -128,6 +133,7 @@ class GPUHistory:
     panels: list[tuple[Panel, list[Trace]]] = field(default_factory=list)
     note: str = ""
     error: str = ""
+    what: str = "telemetry"  # what a chart with nothing in its range had none of
 
 
 def node_gpu_history(*, node: Node, window: Window) -> GPUHistory:

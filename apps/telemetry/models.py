@@ -15,7 +15,7 @@ from django.db.models.functions import Now
 from apps.fleet.models import Node
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.names import ROLLUP_METRICS
-from apps.telemetry.ports import Growth, counter_growth
+from apps.telemetry.ports import COUNTERS, Growth, counter_growth
 
 
 class TelemetryEvent(models.Model):
@@ -219,3 +219,39 @@ class Port(models.Model):
     def growth(self) -> list[Growth]:
         """The counters that grew (or were reset) since the previous reading."""
         return counter_growth(self.prev_counters, self.counters)
+
+
+class PortRollupBase(models.Model):
+    """One column per fabric counter (`apps.telemetry.ports.COUNTERS`): its growth."""
+
+    class Meta:
+        abstract = True
+
+
+for _counter in COUNTERS:
+    PortRollupBase.add_to_class(_counter, models.FloatField(default=0))
+
+
+class PortRollup(PortRollupBase):
+    """One node's NIC ports over one 5-minute bucket, all its ports together: how much each
+    fabric counter grew (summed over its ports; a reset counts its new value, as
+    `counter_growth` does), how many ports reported and the most of them not `ACTIVE` in one
+    batch. What the node page charts when the cluster has no Prometheus (KUAE keeps no
+    history per port): written by the ports intake, one upsert per batch, and pruned with
+    the GPU rollups (docs/integrations.md, NIC ports)."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="port_rollups")
+    bucket = models.DateTimeField(help_text="start of the 5-minute bucket")
+    ports = models.PositiveSmallIntegerField(default=0, help_text="ports that reported")
+    not_active = models.PositiveSmallIntegerField(
+        default=0, help_text="the most ports not ACTIVE in one batch"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "bucket"], name="port_rollup_node_bucket")
+        ]
+        indexes = [models.Index(fields=["bucket"], name="port_rollup_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} ports @ {self.bucket:%Y-%m-%d %H:%M}"

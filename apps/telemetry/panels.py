@@ -36,8 +36,13 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
 
 def node_ports(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     """The node's NIC ports with their latest reading and the counters that grew since the
-    previous one (one query)."""
-    return {"ports": list(Port.objects.filter(node=node)), "now": timezone.now()}
+    previous one (one query), and their charts over the range the page asks for (the GPU
+    charts' range, `?range=` or `?start=&end=`)."""
+    return {
+        "ports": list(Port.objects.filter(node=node)),
+        "now": timezone.now(),
+        **node_charts(node=node, params=params),
+    }
 
 
 def node_charts(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from apps.telemetry.intake import TelemetrySample
@@ -211,12 +211,31 @@ def _host_pattern(hostname: str) -> str:
     return pattern.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _quoted(pattern: str) -> str:
+    """A regex written inside a PromQL double-quoted string."""
+    return pattern.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def gpu_range_query(field: str, hostname: str) -> str:
     """One node's per-GPU series of one dcgm field: one series per `gpu` label, whether the
     exporter names the host with `Hostname` or `hostname` (`max by (gpu)` also merges an HA
     pair of exporters reporting the same GPU)."""
     pattern = _host_pattern(hostname)
     return " or ".join(f'max by (gpu) ({field}{{{label}=~"{pattern}"}})' for label in HOST_LABELS)
+
+
+def port_range_query(series: str, names: Sequence[str], *, rate_s: int | None) -> str:
+    """One node's per-port series of one node_exporter `node_infiniband_*` name: node_exporter
+    carries no host label, so the node is its `instance` label without the port, matched to
+    its hostname (or short name) or one of `names`' other entries (its addresses); one series
+    per (`device`, `port`), its `rate()` over `rate_s` seconds for a counter (`max by` also
+    merges two scrapes of the same port)."""
+    hostname, *others = names
+    pattern = "|".join([_host_pattern(hostname), *(_quoted(_regex_literal(a)) for a in others)])
+    selector = f'{series}{{instance=~"({pattern})(:[0-9]+)?"}}'
+    if rate_s is not None:
+        selector = f"rate({selector}[{rate_s}s])"
+    return f"max by (device, port) ({selector})"
 
 
 def matrix_of(answer: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:

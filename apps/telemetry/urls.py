@@ -15,4 +15,9 @@ urlpatterns = [
         views.node_gpu_chart,
         name="chart-node-gpus",
     ),
+    path(
+        "charts/nodes/<str:hostname>/ports.json",
+        views.node_port_chart,
+        name="chart-node-ports",
+    ),
 ]

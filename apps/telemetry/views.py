@@ -10,6 +10,7 @@ from apps.fleet.selectors import node_get
 from apps.telemetry.charts import node_telemetry_figure
 from apps.telemetry.gpu_charts import gpu_history_figure, message_figure
 from apps.telemetry.gpu_history import node_gpu_history, window_from
+from apps.telemetry.port_history import node_port_history
 
 
 @role_required()
@@ -33,3 +34,17 @@ def node_gpu_chart(request: HttpRequest, hostname: str) -> JsonResponse:
     if problem:
         return JsonResponse(message_figure(problem))
     return JsonResponse(gpu_history_figure(node_gpu_history(node=node, window=window)))
+
+
+@role_required()
+def node_port_chart(request: HttpRequest, hostname: str) -> JsonResponse:
+    """A node's NIC port charts over `?range=` or `?start=&end=` as Plotly JSON: per port
+    from the cluster's Prometheus, else per node from KUAE's port rollups; a source that
+    does not answer is a message figure (200), as for the GPU charts."""
+    node = node_get(hostname=hostname)
+    if node is None:
+        raise Http404(f"no node {hostname}")
+    window, problem = window_from(request.GET, now=timezone.now())
+    if problem:
+        return JsonResponse(message_figure(problem))
+    return JsonResponse(gpu_history_figure(node_port_history(node=node, window=window)))

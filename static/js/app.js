@@ -197,13 +197,39 @@
                        automargin: true };
       layout.margin = Object.assign({}, layout.margin || {}, { l: 8, r: 12 });
     }
+    var plot = stacked(layout);
     if (layout.showlegend !== false) {
       layout.legend = Object.assign({}, layout.legend || {}, {
-        orientation: "h", x: 0, xanchor: "left", y: -0.18, yanchor: "top",
+        // under the plot: 0.18 of one chart's height, 50 px under a stack of them
+        orientation: "h", x: 0, xanchor: "left", y: plot ? -50 / plot : -0.18, yanchor: "top",
       });
       layout.margin = Object.assign({}, layout.margin || {}, { b: 90 });
     }
     return { data: data, layout: layout, config: config };
+  }
+
+  // A grid of small charts (the node page's GPU and port charts: yaxis, yaxis2 … each with
+  // its title as an annotation) goes into one column on a phone: two columns of 170 px ran
+  // their titles into one another.
+  function stacked(layout) {
+    var ys = Object.keys(layout).filter(function (k) { return /^yaxis\d*$/.test(k); });
+    var notes = layout.annotations || [];
+    if (ys.length < 2 || notes.length !== ys.length || !(layout.xaxis && layout.xaxis.domain)) return 0;
+    var n = ys.length, cell = 170, gap = 44, plot = n * cell + (n - 1) * gap;
+    for (var i = 0; i < n; i++) {
+      var s = i === 0 ? "" : String(i + 1);
+      var top = 1 - i * (cell + gap) / plot;
+      layout["xaxis" + s] = Object.assign({}, layout["xaxis" + s], {
+        domain: [0, 1], showticklabels: i === n - 1 });
+      layout["yaxis" + s] = Object.assign({}, layout["yaxis" + s], {
+        domain: [top - cell / plot, top] });
+      notes[i] = Object.assign({}, notes[i], { x: 0, y: top });
+    }
+    layout.annotations = notes;
+    var margin = layout.margin || { t: 30, b: 40 };
+    layout.height = plot + (margin.t || 30) + (margin.b || 40);
+    if (layout.showlegend !== false) layout.height += 80;  // the legend, under the plot
+    return plot;
   }
 
   function drawChart(el) {

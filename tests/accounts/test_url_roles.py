@@ -82,6 +82,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "chart-job-progress": {"GET": READ},
     "chart-node-telemetry": {"GET": READ},
     "chart-node-gpus": {"GET": READ},  # per-GPU charts (issue 15, item 2)
+    "chart-node-ports": {"GET": READ},  # per-port charts (issue 27, item 3)
     "gpu-fleet": {"GET": READ},  # hottest, least utilised, throttled GPUs
     "node-list": {"GET": READ},
     "node-detail": {"GET": READ},

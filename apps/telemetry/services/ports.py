@@ -1,5 +1,7 @@
 """NIC ports' readings from the telemetry intake: the ports made on first report, each
-port's latest and previous reading kept — in bulk, a few statements per batch."""
+port's latest and previous reading kept, and each node's 5-minute port rollup (counters'
+growth summed over its ports, ports not ACTIVE) merged — in bulk, a few statements per
+batch."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.common.bulk import insert_ignore, update_many
+from apps.common.bulk import insert_ignore, update_many, upsert_merge
 from apps.common.errors import BatchError
 from apps.common.limits import PORTS_PER_NODE
 from apps.fleet.models import Node
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.models import Port
-from apps.telemetry.ports import PortReading
+from apps.telemetry.models import Port, PortRollup
+from apps.telemetry.ports import COUNTERS, PortReading
+from apps.telemetry.rollup import bucket_of
 from apps.telemetry.services.samples import IngestResult, telemetry_ingest
 
 _COLUMNS = (
@@ -51,7 +54,8 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     Each (node, device, port, ts) is applied once: a port's `ts` is its high-water mark, so
     a reading not newer than it (a re-post, an older one) changes nothing. Of the newer
     ones, the newest becomes the latest reading and the one before it (in the batch, or
-    the stored latest) the previous."""
+    the stored latest) the previous. Each applied reading's growth over the one before it
+    goes into its node's 5-minute `PortRollup` (one upsert for the batch)."""
     if not readings:
         return PortIngestResult(0, 0)
     node_ids = dict(
@@ -72,6 +76,7 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
 
     new_rows, changed_rows = [], []
     applied = stale = 0
+    rollup = _Rollup()
     for key, items in by_port.items():
         row = stored.get(key)
         latest = _Latest.of(row)
@@ -79,7 +84,8 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
             if latest.ts is not None and reading.ts <= latest.ts:
                 stale += 1
                 continue
-            latest = latest.then(reading)
+            before, latest = latest, latest.then(reading)
+            rollup.add(key, before.counters, latest)
             applied += 1
         values = latest.values()
         if row is None:
@@ -90,6 +96,7 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     if new_rows:
         insert_ignore(Port._meta.db_table, ("node_id", "device", "port", *_COLUMNS), new_rows)
     update_many(Port._meta.db_table, ("id",), _COLUMNS, changed_rows)
+    rollup.write()
     # A port's reading is a sign of life of its node, as a GPU's sample is (last: the
     # nodes' rows are locked after the ports', in every intake path).
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=timezone.now())
@@ -159,6 +166,62 @@ class _Latest:
             json.dumps(self.counters or {}),
             json.dumps(self.prev_counters or {}),
             self.prev_ts,
+        )
+
+
+# PortRollup's columns after (node_id, bucket), each with its merge rule.
+_ROLLUP_MERGE = {**dict.fromkeys(COUNTERS, "sum"), "ports": "max", "not_active": "max"}
+_PORTS, _NOT_ACTIVE = len(COUNTERS), len(COUNTERS) + 1
+
+
+class _Rollup:
+    """A batch's port rollups as they are gathered: (node id, bucket) → the growth of each
+    counter, then ports reported and ports not ACTIVE (each port counted once a bucket)."""
+
+    __slots__ = ("buckets", "counted", "rows")
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, dt.datetime], list[float]] = {}
+        self.buckets: dict[dt.datetime, dt.datetime] = {}  # a batch repeats its timestamps
+        self.counted: set[tuple[tuple[int, str, int], dt.datetime, bool]] = set()
+
+    def add(self, key: tuple[int, str, int], previous: dict | None, latest: _Latest) -> None:
+        """One applied reading of port `key` (now `latest`) over the counters before it
+        (`previous`; none for a port's first reading, which grew nothing yet)."""
+        ts = latest.ts
+        if ts is None:  # an applied reading always has its time
+            return
+        bucket = self.buckets.get(ts)
+        if bucket is None:
+            bucket = self.buckets[ts] = bucket_of(ts)
+        acc = self.rows.get((key[0], bucket))
+        if acc is None:
+            acc = self.rows[(key[0], bucket)] = [0.0] * (len(COUNTERS) + 2)
+        if (key, bucket, False) not in self.counted:
+            self.counted.add((key, bucket, False))
+            acc[_PORTS] += 1
+        if latest.state and latest.state != "ACTIVE" and (key, bucket, True) not in self.counted:
+            self.counted.add((key, bucket, True))
+            acc[_NOT_ACTIVE] += 1
+        if not previous:
+            return
+        counters = latest.counters or {}
+        for i, name in enumerate(COUNTERS):
+            new, old = counters.get(name), previous.get(name)
+            if new is None or old is None:
+                continue
+            acc[i] += new - old if new >= old else new
+
+    def write(self) -> None:
+        """Merge them into the stored rollups: growth summed, ports the most reported."""
+        upsert_merge(
+            PortRollup._meta.db_table,
+            ("node_id", "bucket"),
+            _ROLLUP_MERGE,
+            [
+                (node_id, bucket, *acc[:_PORTS], int(acc[_PORTS]), int(acc[_NOT_ACTIVE]))
+                for (node_id, bucket), acc in self.rows.items()
+            ],
         )
 
 

@@ -19,8 +19,7 @@ from apps.telemetry.models import Port, PortRollup
 from apps.telemetry.port_history import COUNTER_PANELS, node_port_history
 from apps.telemetry.promql import MAX_POINTS, port_range_query
 from apps.telemetry.rollup import bucket_of
-from tests.health.test_prometheus_real import Server, _prometheus_binary, until
-from tests.telemetry.test_node_exporter_ports import NodeExporter, _binary, write_port
+from tests.binaries import NodeExporter, PrometheusServer, debian_binary, until, write_port
 
 
 def test_the_port_query_selects_the_instance_host_and_splits_by_port() -> None:
@@ -99,18 +98,18 @@ def test_a_prometheus_that_does_not_answer_is_a_message(
 @pytest.mark.django_db(transaction=True)
 def test_per_port_rates_and_state_from_a_real_prometheus(tmp_path: Path, settings: Any) -> None:
     settings.KUAE_SCRAPE_ALLOW = ["127.0.0.0/8"]
-    prometheus, node_exporter = _prometheus_binary(), _binary()
+    prometheus = debian_binary("prometheus", package="prometheus")
     sysfs = tmp_path / "sys"
     for device in ("mlx5_0", "mlx5_1"):
         write_port(sysfs, device, 1, state="4: ACTIVE", phys_state="5: LinkUp", symbol_error=0,
                    rate="400 Gb/sec (4X NDR)",
                    link_downed=0, port_rcv_errors=0)  # fmt: skip
-    exporter = NodeExporter(node_exporter, sysfs, tmp_path / "node_exporter.log")
+    exporter = NodeExporter(sysfs, tmp_path / "node_exporter.log")
     server = None
     try:
         exporter.scrape()
         target = exporter.url.split("/")[2]
-        server = Server("prometheus", prometheus, tmp_path / "prom", [target])
+        server = PrometheusServer("prometheus", prometheus, tmp_path / "prom", [target])
         cluster = cluster_create(
             name="pe", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
         )

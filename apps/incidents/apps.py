@@ -9,6 +9,7 @@ class IncidentsConfig(AppConfig):
         # Jobs and the fleet may not import incidents: they read open incidents through these.
         from apps.fleet import readers as fleet_readers
         from apps.incidents import (
+            alerts_out,  # noqa: F401 - registry of alert producers, checked at start-up
             checks,  # noqa: F401 - registers the deploy checks
             silences,  # noqa: F401 - registry, checked at start-up
         )

@@ -17,7 +17,7 @@ from apps.accounts import scoping
 from apps.common import lending, panels
 from apps.fleet import readers as fleet_readers
 from apps.fleet import transitions
-from apps.incidents import silences
+from apps.incidents import alerts_out, silences
 from apps.jobs import readers as job_readers
 from apps.telemetry import monitored
 
@@ -27,6 +27,7 @@ REGISTRIES = {
     "apps.common.panels",
     "apps.fleet.readers",
     "apps.fleet.transitions",
+    "apps.incidents.alerts_out",
     "apps.incidents.silences",
     "apps.jobs.readers",
     "apps.telemetry.monitored",
@@ -67,6 +68,7 @@ def test_every_registry_in_the_apps_is_known_at_start_up() -> None:
         (monitored._lent, "needs", monitored.needed_fields, "the health app"),
         (monitored._lent, "event_kinds", monitored.event_kinds, "the health app"),
         (transitions._lent, "scheduler.actuation", transitions.followers, "the scheduler app"),
+        (alerts_out._lent, "health.watchdog", lambda: alerts_out.alert_set(None), "health"),
         (
             panels._lent,
             panels.OVERVIEW,

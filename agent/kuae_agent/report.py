@@ -14,9 +14,10 @@ raises, and does no I/O. A background thread cuts what it holds into batches (ev
 retries it with exponential backoff (jittered, up to `backoff_max_s`); batches waiting past
 `memory_bytes` are spilled to a disk spool (`spool_dir`, the node agent's format, so
 `kuae-agent flush --spool DIR` can deliver what a dead run left); a 4xx drops the batch with
-one logged line. When the spool passes `spool_bytes` its oldest batches go, and when the
-in-memory buffer itself is full (the sender cannot keep up) its oldest samples go: both are
-counted in `dropped`, logged, and in `stats()`.
+one logged line (the batches, spool and delivery: outbox.py). When the spool passes
+`spool_bytes` its oldest batches go, and when the in-memory buffer itself is full (the
+sender cannot keep up) its oldest samples go: both are counted in `dropped`, logged, and in
+`stats()`.
 
 Every sample carries its own timestamp (microseconds, strictly increasing within a
 Reporter), and the server identifies a job metric sample by (job, node or none, ts) and a
@@ -54,30 +55,17 @@ from typing import Any
 
 from kuae_agent import config
 from kuae_agent.backoff import Backoff
-from kuae_agent.client import Client, Outcome
+from kuae_agent.client import Client
 from kuae_agent.job import JobRef
+from kuae_agent.outbox import JOB, Batch, Outbox
 from kuae_agent.samples import Raw, step_samples
-from kuae_agent.spool import Spool
 from kuae_agent.watchdog import POLL_S, REREPORT_S, STALL_MIN_S, Watchdog, WatchdogStats
 
 log = logging.getLogger("kuae_agent.report")
 
-JOB = "{job}"  # a spooled path's placeholder until the job's id is known
 METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
 CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
 MIB = 1024 * 1024
-
-
-@dataclass
-class _Batch:
-    """One request waiting to be delivered: in memory (`body`), or in the spool (`file`; its
-    body is read back when it is sent, so the spool costs no memory)."""
-
-    path: str  # may hold the JOB placeholder
-    body: str | None
-    samples: int
-    file: Path | None = None
-    size: int = 0
 
 
 @dataclass
@@ -153,11 +141,6 @@ class Reporter:
         self._watchdog: Watchdog | None = None
         self._beat: Callable[[Any], None] | None = None  # the watchdog's, called by step()
         self._closed = False
-        self._pending: collections.deque[_Batch] = collections.deque()  # in memory, oldest first
-        self._pending_bytes = 0
-        self._spool: Spool | None = None
-        self._spooled: collections.deque[_Batch] = collections.deque()  # on disk, oldest first
-        self._dropped_sender = 0  # written by the sender only
         self._lock = threading.Lock()  # the sender's state, for stats() and close()
         self.flush_every_s = flush_every_s
         self.batch_size = max(1, batch_size)
@@ -199,6 +182,8 @@ class Reporter:
             / f"{key}-{self.node}-r{self.rank}-{os.getpid()}"
         )
         self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool
+        # Batches waiting, in memory then spooled (outbox.py): the sender's alone.
+        self._outbox = Outbox(spool_dir=self.spool_dir, spool_bytes=spool_bytes, stats=self._stats)
         sends = self.job_wide or self.per_node
         if not (sends or watchdog):
             return  # this rank sends nothing
@@ -373,7 +358,9 @@ class Reporter:
             if self._lock.acquire(timeout=self._timeout_s + 1.0):
                 try:
                     self._cut_all()
-                    self._spill(everything=True)
+                    self._outbox.spill(
+                        memory_bytes=self.memory_bytes, job_id=self.job_id, everything=True
+                    )
                 finally:
                     self._lock.release()
             self._client.close()
@@ -390,9 +377,7 @@ class Reporter:
     @property
     def dropped(self) -> int:
         """Samples dropped for want of room (a full buffer, a full or unwritable spool)."""
-        spool = self._spool
-        spooled = spool.dropped_samples if spool is not None else 0
-        return self._dropped_buffer * self._per_step + self._dropped_sender + spooled
+        return self._dropped_buffer * self._per_step + self._outbox.dropped_samples
 
     def stats(self) -> Stats:
         """A snapshot of what has been sent, dropped and is still held."""
@@ -403,8 +388,8 @@ class Reporter:
             s.watchdog = self._watchdog.stats()
         if self._thread is not None:
             with self._lock:
-                held = sum(b.samples for b in self._pending) + sum(b.samples for b in self._spooled)
-                s.spooled_bytes = sum(b.size for b in self._spooled)
+                held = self._outbox.held
+                s.spooled_bytes = self._outbox.spooled_bytes
             s.pending = held + len(self._buf) * self._per_step + len(self._ckpts)
         return s
 
@@ -415,10 +400,10 @@ class Reporter:
         return int(self.job_wide) + int(self.per_node)
 
     def _empty(self) -> bool:
-        return not (self._buf or self._ckpts or self._pending or self._spooled)
+        return not (self._buf or self._ckpts or self._outbox.pending or self._outbox.spooled)
 
     def _run(self) -> None:
-        self._adopt_spool()
+        self._outbox.adopt()
         while True:
             self._wake.wait(0.25)
             self._wake.clear()
@@ -443,19 +428,19 @@ class Reporter:
         ):
             self._cut_all()
             self._last_cut = now
-        self._spill()
+        self._outbox.spill(memory_bytes=self.memory_bytes, job_id=self.job_id)
         self._report_drops()
-        if not self._backoff.ready(now) or not (self._pending or self._spooled):
+        if not self._backoff.ready(now) or not (self._outbox.pending or self._outbox.spooled):
             return
         if self.job_id is None and not self._lookup():
             return
-        self._deliver(flushing)
+        self._outbox.deliver(self._client, self._backoff, job_id=self.job_id, flushing=flushing)
 
     def _cut_all(self) -> None:
         """Buffered steps and checkpoints → batches waiting in memory."""
         while self._ckpts:
             text = json.dumps(self._ckpts.popleft())
-            self._queue(_Batch(CHECKPOINTS_PATH, text, 1, size=len(text)))
+            self._outbox.queue(Batch(CHECKPOINTS_PATH, text, 1, size=len(text)))
         samples: list[dict[str, Any]] = []
         while self._buf:
             try:
@@ -471,11 +456,7 @@ class Reporter:
 
     def _queue_samples(self, samples: list[dict[str, Any]]) -> None:
         body = json.dumps({"samples": samples})
-        self._queue(_Batch(METRICS_PATH, body, len(samples), size=len(body)))
-
-    def _queue(self, batch: _Batch) -> None:
-        self._pending.append(batch)
-        self._pending_bytes += batch.size
+        self._outbox.queue(Batch(METRICS_PATH, body, len(samples), size=len(body)))
 
     def _samples(self, raw: Raw) -> list[dict[str, Any]]:
         prev, self._prev_us = self._prev_us, raw[0]
@@ -495,49 +476,6 @@ class Reporter:
             )
         return []
 
-    def _spill(self, *, everything: bool = False) -> None:
-        """Batches waiting in memory past `memory_bytes` (all, with `everything`) → spool."""
-        while self._pending and (everything or self._pending_bytes > self.memory_bytes):
-            batch = self._pending.popleft()
-            self._pending_bytes -= batch.size
-            spool = self._open_spool()
-            body = batch.body or ""
-            if spool is None:
-                self._dropped_sender += batch.samples
-                continue
-            path = batch.path.replace(JOB, str(self.job_id)) if self.job_id else batch.path
-            before = spool.dropped
-            try:
-                file = spool.put(path, body, "application/json", {"samples": batch.samples})
-            except OSError as exc:
-                log.error("kuae Reporter: cannot spool %d sample(s): %s", batch.samples, exc)
-                self._dropped_sender += batch.samples
-                continue
-            self._spooled.append(_Batch(path, None, batch.samples, file, len(body)))
-            if spool.dropped != before:  # trimmed: forget what is gone
-                self._spooled = collections.deque(
-                    b for b in self._spooled if b.file is not None and b.file.exists()
-                )
-
-    def _open_spool(self) -> Spool | None:
-        if self._spool is None:
-            try:
-                self._spool = Spool(self.spool_dir, max_bytes=self.spool_bytes)
-            except OSError as exc:
-                log.error("kuae Reporter: no spool at %s (%s)", self.spool_dir, exc)
-                return None
-        return self._spool
-
-    def _adopt_spool(self) -> None:
-        """What an earlier Reporter with this spool directory left: deliver it first."""
-        if self.spool_dir.is_dir() and any(self.spool_dir.glob("*.json")):
-            spool = self._open_spool()
-            if spool is not None:
-                for item in spool.pending():
-                    samples = int(item.meta.get("samples", 1))
-                    size = len(item.body)
-                    self._spooled.append(_Batch(item.path, None, samples, item.file, size))
-
     def _lookup(self) -> bool:
         """Find the job by its Slurm id (JobRef, shared with the watchdog, which may have found
         it already); False (and backoff) until the server knows it."""
@@ -553,56 +491,8 @@ class Reporter:
                 self.cluster,
                 reason,
             )
-        self._back_off(reason, flushing=False)
+        self._outbox.back_off(self._backoff, reason, flushing=False)
         return False
-
-    def _deliver(self, flushing: bool) -> None:
-        """Spooled batches first (oldest), then those in memory, until one must wait."""
-        while self._spooled or self._pending:
-            on_disk = bool(self._spooled)
-            batch = self._spooled[0] if on_disk else self._pending[0]
-            path = batch.path.replace(JOB, str(self.job_id))
-            body = batch.body if batch.body is not None else _read_spooled(batch.file)
-            if body is None:  # trimmed from the spool meanwhile (counted there)
-                self._spooled.popleft()
-                continue
-            outcome, reason = self._client.send(path, body, "application/json")
-            if outcome is Outcome.RETRY:
-                self._back_off(reason, flushing)
-                return
-            if on_disk:
-                self._spooled.popleft()
-                if batch.file is not None:
-                    batch.file.unlink(missing_ok=True)
-            else:
-                self._pending.popleft()
-                self._pending_bytes -= batch.size
-            self._backoff.succeeded()
-            if outcome is Outcome.STORED:
-                self._stats.sent += batch.samples
-            else:
-                self._stats.rejected += batch.samples
-                self._stats.last_error = reason
-                log.error(
-                    "kuae Reporter: server refused %d sample(s) for %s, dropped: %s",
-                    batch.samples,
-                    path,
-                    reason[:300],
-                )
-
-    def _back_off(self, reason: str, flushing: bool) -> None:
-        self._stats.retries += 1
-        self._stats.last_error = reason
-        # A flush (or close) is waiting on us: retry within a second, not the full cap.
-        delay = self._backoff.failed(time.monotonic(), cap_s=1.0 if flushing else None)
-        failures = self._backoff.failures
-        if failures == 1 or failures % 10 == 0:
-            log.warning(
-                "kuae Reporter: server unavailable (%s); %d sample(s) held, retrying in %.1f s",
-                reason,
-                sum(b.samples for b in self._pending) + sum(b.samples for b in self._spooled),
-                delay,
-            )
 
     def _report_drops(self) -> None:
         dropped = self.dropped
@@ -611,14 +501,3 @@ class Reporter:
                 "kuae Reporter: %d sample(s) dropped so far (buffer or spool full)", dropped
             )
             self._logged_dropped = dropped
-
-
-def _read_spooled(file: Path | None) -> str | None:
-    """A spooled request's body; None when the file is gone."""
-    if file is None:
-        return None
-    try:
-        body = json.loads(file.read_text())["body"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return body if isinstance(body, str) else None

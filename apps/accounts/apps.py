@@ -9,5 +9,6 @@ class AccountsConfig(AppConfig):
         from apps.accounts import (  # noqa: F401 - signal receivers, OpenAPI extension
             audit,
             schema,
+            scoping,  # its registry, filled by the fleet, checked at start-up
             sessions,
         )

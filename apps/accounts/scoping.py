@@ -11,8 +11,9 @@ accounts imports no app but common. Two things down here still depend on it, and
 - the relations of a user that token authentication reads with it (the scope and its
   cluster), so the scope checks of a token's request cost no query.
 
-Until lent (the fleet not installed), every agent counts as scoped — refused rather than let
-through — and a token reads only its user.
+Until lent (`FleetConfig.ready()` not run) nothing is answered: reading either raises
+`ImproperlyConfigured`, so no agent is let through, and start-up fails on it
+(apps/common/lending.py).
 """
 
 from __future__ import annotations
@@ -20,19 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from apps.common.lending import Registry
+
 IsScoped = Callable[[Any], bool]
 
 
-def _not_lent(user: Any) -> bool:
-    """Before the fleet lends its test, an agent is taken as scoped: refused, never let
-    through (fail closed); people are never scoped."""
-    return getattr(user, "role", None) == "agent"
-
-
-_lent: dict[str, Any] = {
-    "is_scoped": _not_lent,
-    "user_related": (),
-}
+_lent = Registry(
+    "apps.accounts.scoping",
+    lenders={"is_scoped": "the fleet app", "user_related": "the fleet app"},
+)
 
 
 def lend(*, is_scoped: IsScoped, user_related: tuple[str, ...] = ()) -> None:
@@ -49,4 +46,5 @@ def is_scoped(user: Any) -> bool:
 
 def user_related() -> tuple[str, ...]:
     """The `select_related` paths, from a user, that `is_scoped` and the scope checks read."""
-    return _lent["user_related"]
+    related: tuple[str, ...] = _lent["user_related"]
+    return related

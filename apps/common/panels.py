@@ -7,8 +7,8 @@ offenders — yet its app may not import them:
 dependencies point one way, and a template tag that reaches up is the same import in
 disguise. So each page names a slot here; the app that knows lends a panel to it from its
 `AppConfig.ready()` (a template and a function that reads the panel's context, as
-`fleet/readers.py` lends readers), and the page's view renders what was lent. A panel only
-reads: a page read writes nothing.
+`fleet/readers.py` lends readers), and the page's view renders what was lent; a slot
+nobody lent to fails at start-up. A panel only reads: a page read writes nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.template.loader import render_to_string
+
+from apps.common.lending import Registry
 
 # The slots, and what a panel's context function is given (keyword arguments).
 NODE = "node"  # the node page, under its heading: `node` (a fleet Node)
@@ -52,7 +54,19 @@ class Panel:
     order: int
 
 
-_lent: dict[str, list[Panel]] = {slot: [] for slot in SUBJECTS}
+# Who lends to each slot: a slot nobody filled fails at start-up (apps/common/lending.py).
+_lent = Registry(
+    "apps.common.panels",
+    lenders={
+        NODE: "the maintenance and repairs apps",
+        NODE_BODY: "the telemetry and health apps",
+        NODE_FOOT: "the telemetry app",
+        NODE_FACTS: "the scheduler app",
+        NODE_BELOW: "the scheduler app",
+        OVERVIEW: "the maintenance app",
+        RELIABILITY: "the repairs app",
+    },
+)
 
 
 def lend(*, slot: str, template: str, context: PanelContext, order: int = 100) -> None:
@@ -60,7 +74,7 @@ def lend(*, slot: str, template: str, context: PanelContext, order: int = 100) -
     Lending the same template again replaces it, so a second `ready()` adds nothing."""
     if slot not in SUBJECTS:
         raise ValueError(f"no panel slot {slot!r}: one of {', '.join(sorted(SUBJECTS))}")
-    panels = [p for p in _lent[slot] if p.template != template]
+    panels = [p for p in _lent.get(slot, []) if p.template != template]
     panels.append(Panel(template=template, context=context, order=order))
     _lent[slot] = sorted(panels, key=lambda p: p.order)
 

@@ -7,6 +7,7 @@ class FleetConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.accounts import scoping
+        from apps.fleet import readers, transitions  # noqa: F401 - registries, checked at start-up
         from apps.fleet.scope import USER_RELATED, is_scoped
 
         # RolePermission refuses a scoped agent where no scope is checked; tokens read it.

@@ -3,13 +3,16 @@
 The fleet imports no other app (docs/architecture.md, Readers lent downwards), yet `GET
 clusters/{name}/` counts the GPUs of nodes that run a job and `GET nodes/{hostname}/` lists
 the open incidents naming the node. The jobs and incidents apps lend those two readers here
-from their `AppConfig.ready()`; the fleet alone knows of no job and no incident.
+from their `AppConfig.ready()`; the fleet alone knows of no job and no incident, and a
+reader nobody lent fails loudly (apps/common/lending.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from apps.common.lending import Registry
 
 
 @dataclass(frozen=True)
@@ -26,10 +29,10 @@ class IncidentRef:
 BusyNodes = Callable[[int], set[int]]
 NodeIncidents = Callable[[Sequence[int]], dict[int, list[IncidentRef]]]
 
-_lent: dict[str, Callable] = {
-    "busy_nodes": lambda cluster_id: set(),
-    "node_incidents": lambda node_ids: {},
-}
+_lent = Registry(
+    "apps.fleet.readers",
+    lenders={"busy_nodes": "the jobs app", "node_incidents": "the incidents app"},
+)
 
 
 def lend(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from apps.common.lending import Registry
 from apps.fleet.models import Node, NodeStateChange
 
 
@@ -28,7 +29,7 @@ class Follower(Protocol):
     ) -> object: ...
 
 
-_lent: dict[str, Follower] = {}
+_lent = Registry("apps.fleet.transitions", lenders={"scheduler.actuation": "the scheduler app"})
 
 
 def follow(*, name: str, follower: Follower) -> None:
@@ -38,7 +39,9 @@ def follow(*, name: str, follower: Follower) -> None:
 
 
 def followers() -> list[Follower]:
-    """The followers lent, in the order they were lent."""
+    """The followers lent, in the order they were lent; `ImproperlyConfigured` while one the
+    fleet expects (the scheduler's actuation) is missing, so no drain goes unsent quietly."""
+    _lent.require()
     return list(_lent.values())
 
 

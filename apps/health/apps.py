@@ -19,4 +19,4 @@ class HealthConfig(AppConfig):
 
         lend_to_telemetry()
         panels_lend()
-        producer_add(watchdog_alerts)
+        producer_add(name="health.watchdog", producer=watchdog_alerts)

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.common.lending import Registry
 from apps.incidents.alertmanager import OUR_SOURCE
 from apps.incidents.choices import ACTIVE_STATUSES
 from apps.incidents.models import AlertPost, Incident
@@ -107,19 +108,23 @@ def incident_alerts(now: dt.datetime) -> list[OutAlert]:
     return out
 
 
-_PRODUCERS: list[Producer] = [incident_alerts]
+# name → producer: the incidents' own, and those lent from above (a missing one stops
+# start-up: apps/common/lending.py).
+_lent = Registry("apps.incidents.alerts_out", lenders={"health.watchdog": "the health app"})
+_lent["incidents"] = incident_alerts
 
 
-def producer_add(producer: Producer) -> None:
+def producer_add(*, name: str, producer: Producer) -> None:
     """Add a kind of alert: `producer(now)` returns the alerts of that kind firing now.
-    An app above incidents lends its producer from its `AppConfig.ready()`."""
-    if producer not in _PRODUCERS:
-        _PRODUCERS.append(producer)
+    An app above incidents lends its producer from its `AppConfig.ready()`; lending under
+    the same `name` again replaces it."""
+    _lent[name] = producer
 
 
 def alert_set(now: dt.datetime) -> list[OutAlert]:
     """Every alert KUAE wants firing now, from every producer."""
-    return [alert for producer in _PRODUCERS for alert in producer(now)]
+    _lent.require()
+    return [alert for producer in list(_lent.values()) for alert in producer(now)]
 
 
 def alertmanagers() -> list[str]:

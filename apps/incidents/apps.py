@@ -8,7 +8,11 @@ class IncidentsConfig(AppConfig):
     def ready(self) -> None:
         # Jobs and the fleet may not import incidents: they read open incidents through these.
         from apps.fleet import readers as fleet_readers
-        from apps.incidents import checks  # noqa: F401 - registers the deploy checks
+        from apps.incidents import (
+            alerts_out,  # noqa: F401 - registry of alert producers, checked at start-up
+            checks,  # noqa: F401 - registers the deploy checks
+            silences,  # noqa: F401 - registry, checked at start-up
+        )
         from apps.incidents.alerts_soon import connect
         from apps.incidents.conditions import job_incidents, node_incidents
         from apps.incidents.selectors import job_interruptions

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.common.hostnames import HostlistError, Hostlists
-from apps.fleet.models import Cluster, Node
+from apps.fleet.models import Cluster
+from apps.fleet.validators import nodes_named
 from apps.incidents.choices import Category, IncidentStatus, Severity
 from apps.incidents.policy import OPERATOR_FIELDS, status_choices
 from apps.incidents.selectors import nodes_not_of_job
@@ -103,11 +104,10 @@ class IncidentFileForm(forms.Form):
         except HostlistError as exc:
             self.add_error("nodes", f"not a hostlist: {exc}")
             return data
-        found = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)}
-        missing = [h for h in wanted if h not in found]
-        if missing:
-            self.add_error("nodes", f"unknown in {cluster.name}: {', '.join(missing[:10])}")
-        data["nodes"] = [found[h] for h in wanted if h in found]
+        named = nodes_named(cluster_id=cluster.pk, hostnames=wanted)
+        if named.unknown:
+            self.add_error("nodes", f"unknown in {cluster.name}: {', '.join(named.unknown[:10])}")
+        data["nodes"] = list(named.nodes.values())
         job = data.get("job")
         wrong = nodes_not_of_job(job=job, nodes=data["nodes"]) if job else ""
         if wrong:  # another job's nodes would mark that job degraded (docs/incidents.md)

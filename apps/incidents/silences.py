@@ -12,13 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 
+from apps.common.lending import Registry
 from apps.fleet.models import Node
 from apps.incidents.alertmanager import Alert
 
 # (alert, the node it names) pairs and the receive time → fingerprints kept on a window.
 Silencer = Callable[[Sequence[tuple[Alert, Node]], dt.datetime], set[str]]
 
-_lent: dict[str, Silencer] = {"silence": lambda alerts, now: set()}
+_lent = Registry("apps.incidents.silences", lenders={"silence": "the maintenance app"})
 
 
 def lend(*, silence: Silencer) -> None:
@@ -30,4 +31,5 @@ def silenced(alerts: Sequence[tuple[Alert, Node]], now: dt.datetime) -> set[str]
     """The fingerprints of `alerts` that a silence kept (and recorded): no incident for them."""
     if not alerts:
         return set()
-    return _lent["silence"](alerts, now)
+    found: set[str] = _lent["silence"](alerts, now)
+    return found

@@ -32,8 +32,8 @@ from django.db.models import Max
 
 from apps.common.bulk import among, insert_ignore, update_many
 from apps.common.errors import BatchError
-from apps.fleet.models import Node
 from apps.fleet.scope import require_nodes
+from apps.fleet.validators import nodes_named
 from apps.jobs.models import Job, Rank, RankStack
 from apps.jobs.rank_intake import RankItem, StallReport
 from apps.jobs.scope import require_jobs
@@ -47,12 +47,13 @@ def _node_ids(
 ) -> dict[tuple[int, str], int]:
     """(cluster id, hostname) → node id for every pair; a BatchError naming `key(i)` for
     each pair i whose node the cluster does not have."""
-    hostnames = {h for _, h in pairs}
+    by_cluster: dict[int, set[str]] = {}
+    for cluster_id, hostname in pairs:
+        by_cluster.setdefault(cluster_id, set()).add(hostname)
     known = {
-        (cluster_id, hostname): pk
-        for pk, cluster_id, hostname in Node.objects.filter(
-            cluster_id__in=list(clusters), hostname__in=list(hostnames)
-        ).values_list("pk", "cluster_id", "hostname")
+        (cluster_id, hostname): node.pk
+        for cluster_id, hostnames in by_cluster.items()
+        for hostname, node in nodes_named(cluster_id=cluster_id, hostnames=hostnames).nodes.items()
     }
     unknown = [i for i, pair in enumerate(pairs) if pair not in known]
     if unknown:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from apps.common.lending import Registry
 from apps.fleet.models import Cluster
 from apps.fleet.readers import IncidentRef
 from apps.jobs.choices import STOPPED_CONDITIONS, JobCondition
@@ -62,11 +62,14 @@ Reader = Callable[[Sequence[int]], dict[int, JobIncidents]]
 Interruptions = Callable[[int, int], list[tuple[dt.datetime, dt.datetime | None]]]
 MfuLinesReader = Callable[[Cluster], MfuLines]
 
-_lent: dict[str, Callable[..., Any]] = {
-    "job_incidents": lambda job_ids: {},
-    "interruptions": lambda job_id, limit: [],
-    "mfu_lines": lambda cluster: MfuLines(),
-}
+_lent = Registry(
+    "apps.jobs.readers",
+    lenders={
+        "job_incidents": "the incidents app",
+        "interruptions": "the incidents app",
+        "mfu_lines": "the reports app",
+    },
+)
 
 
 def lend(

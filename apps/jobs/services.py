@@ -17,6 +17,7 @@ from apps.common.errors import BatchError
 from apps.common.retention import prune_before
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import nodes_seen
+from apps.fleet.validators import nodes_named
 from apps.jobs.choices import ENDED_STATUSES, JobStatus
 from apps.jobs.extremes import BUCKET_SECONDS, bucket_extremes, bucket_start
 from apps.jobs.intake import MetricSample
@@ -98,11 +99,8 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
     hostnames = {s.node for s in samples if s.node is not None}
     node_ids: dict[str, int] = {}
     if hostnames:
-        node_ids = dict(
-            Node.objects.filter(cluster_id=job.cluster_id, hostname__in=hostnames).values_list(
-                "hostname", "pk"
-            )
-        )
+        named = nodes_named(cluster_id=job.cluster_id, hostnames=hostnames)
+        node_ids = {hostname: node.pk for hostname, node in named.nodes.items()}
         unknown = [
             f"samples[{i}].node"
             for i, s in enumerate(samples)

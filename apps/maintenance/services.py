@@ -18,6 +18,7 @@ from apps.common.hostnames import HostlistError, Hostlists
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
+from apps.fleet.validators import nodes_named
 from apps.incidents.alertmanager import Alert
 from apps.incidents.choices import ACTIVE_STATUSES, Category, IncidentStatus, Severity
 from apps.incidents.models import Incident
@@ -82,12 +83,11 @@ def window_nodes_resolve(
         errors["nodes"] = [str(exc)]
     found: dict[int, Node] = {}
     if wanted and "nodes" not in errors:
-        by_name = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=wanted)}
-        unknown = [h for h in dict.fromkeys(wanted) if h not in by_name]
-        if unknown:
-            shown = ", ".join(unknown[:20]) + (" …" if len(unknown) > 20 else "")
+        named = nodes_named(cluster_id=cluster.pk, hostnames=wanted)
+        if named.unknown:
+            shown = ", ".join(named.unknown[:20]) + (" …" if len(named.unknown) > 20 else "")
             errors["nodes"] = [f"not nodes of cluster {cluster.name}: {shown}"]
-        found.update({n.pk: n for n in by_name.values()})
+        found.update({n.pk: n for n in named.nodes.values()})
     if racks:
         in_racks = list(Node.objects.filter(cluster=cluster, rack__in=list(racks)))
         unknown = sorted(set(racks) - {n.rack for n in in_racks})

@@ -14,6 +14,7 @@ class TelemetryConfig(AppConfig):
     label = "telemetry"
 
     def ready(self) -> None:
+        from apps.telemetry import monitored  # noqa: F401 - registry, checked at start-up
         from apps.telemetry.panels import panels_lend
 
         # The node page (fleet) shows its GPUs' telemetry and events without knowing them.

@@ -3,13 +3,16 @@
 Telemetry imports no check (dependencies point one way), yet the node page's GPU table says
 which fields a check needs that a GPU has never reported, and the event intake accepts the
 event kinds the checks judge. The health app declares both in its check
-plug-ins and lends them here from its `AppConfig.ready()` (`lend`). Pure: no database.
+plug-ins and lends them here from its `AppConfig.ready()` (`lend`); left unlent, they fail
+at start-up (apps/common/lending.py). Pure: no database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from apps.common.lending import Registry
 
 
 @dataclass(frozen=True)
@@ -49,28 +52,34 @@ class Gap:
 # intake accepts it whatever the checks above declare.
 XID = EventKind("xid", "XID error", "gpu")
 
-_needs: list[Needed] = []
-_event_kinds: dict[str, EventKind] = {XID.slug: XID}
+# "needs": list[Needed]; "event_kinds": slug → EventKind (the checks' own, beside the XID).
+_lent = Registry(
+    "apps.telemetry.monitored",
+    lenders={"needs": "the health app", "event_kinds": "the health app"},
+)
 
 
-def lend(*, needs: Iterable[Needed] = (), event_kinds: Iterable[EventKind] = ()) -> None:
+def lend(
+    *, needs: Iterable[Needed] | None = None, event_kinds: Iterable[EventKind] | None = None
+) -> None:
     """Register the fields the checks need and the event kinds they judge (the health app
     calls this once at start-up; a second call with the same declarations changes nothing)."""
-    for needed in needs:
-        if needed not in _needs:
-            _needs.append(needed)
-    for kind in event_kinds:
-        _event_kinds[kind.slug] = kind
+    if needs is not None:
+        lent_needs: list[Needed] = _lent.setdefault("needs", [])
+        lent_needs.extend(n for n in needs if n not in lent_needs)
+    if event_kinds is not None:
+        kinds: dict[str, EventKind] = _lent.setdefault("event_kinds", {})
+        kinds.update((kind.slug, kind) for kind in event_kinds)
 
 
 def needed_fields() -> tuple[Needed, ...]:
     """Every field a check needs per GPU, in the order the checks declared them."""
-    return tuple(_needs)
+    return tuple(_lent["needs"])
 
 
 def event_kinds() -> Mapping[str, EventKind]:
     """slug → every event kind the intake accepts."""
-    return dict(_event_kinds)
+    return {XID.slug: XID, **_lent["event_kinds"]}
 
 
 def reporting_gaps(
@@ -83,7 +92,7 @@ def reporting_gaps(
     silent = tuple(sorted(index for index, metrics in gpus if not metrics))
     reporting = [(index, metrics) for index, metrics in gpus if metrics]
     out = []
-    for needed in _needs:
+    for needed in _lent["needs"]:
         missing = tuple(
             sorted(
                 index

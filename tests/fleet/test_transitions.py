@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from apps.common.lending import Registry
 from apps.fleet import transitions
 from apps.fleet.models import Node, NodeStateChange
 from apps.fleet.services import node_set_state
@@ -56,7 +57,7 @@ def test_a_follower_that_fails_undoes_the_state_change(
 
 
 def test_lending_again_under_a_name_replaces_the_follower(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transitions, "_lent", {})
+    monkeypatch.setattr(transitions, "_lent", Registry("test.transitions", lenders={}))
 
     def first(**_: object) -> None: ...
     def second(**_: object) -> None: ...

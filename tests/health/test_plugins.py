@@ -147,7 +147,7 @@ def test_run_now_refuses_a_kind_that_is_not_scheduled(client, users, cluster):
 
 def test_a_gpus_event_of_a_declared_kind_is_stored_once(api, cluster, nodes, monkeypatch):
     kind = monitored.EventKind("gpu_reset_test", "GPU reset", "gpu")
-    monkeypatch.setitem(monitored._event_kinds, kind.slug, kind)
+    monkeypatch.setitem(monitored._lent["event_kinds"], kind.slug, kind)
     url, now = "/api/v1/ingest/events/", timezone.now().replace(microsecond=0)
     body = {
         "events": [

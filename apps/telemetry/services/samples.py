@@ -16,6 +16,7 @@ from django.utils import timezone
 from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_GPU
+from apps.common.sql import ModelSql
 from apps.fleet.models import GPU, Node
 from apps.telemetry.events import changes
 from apps.telemetry.intake import TelemetrySample
@@ -174,10 +175,14 @@ def _gpus_postgres(node_ids: list[int]) -> dict[tuple[int, int], _Gpu]:
     high-water mark an exact integer."""
     # {name: value} of the watched values a GPU has (JSON nulls stripped); names from code.
     watched = ", ".join(f"'{name}', metrics -> '{name}'" for name in EVENT_METRICS)
+    locked = (
+        "SELECT {id} AS id, {node_id} AS node_id, {index} AS index, {updated_at} AS updated_at, "
+        "{pci_bus} AS pci_bus, {metrics} AS metrics FROM {table} "
+        "WHERE {node_id} = ANY(%s) FOR UPDATE"
+    ).format_map(ModelSql(GPU))
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH g AS (SELECT id, node_id, index, updated_at, pci_bus, metrics FROM fleet_gpu "
-            "WHERE node_id = ANY(%s) FOR UPDATE) "
+            f"WITH g AS ({locked}) "
             "SELECT coalesce(json_agg(json_build_array(id, node_id, index, "
             "(extract(epoch FROM updated_at) * 1000000)::bigint, pci_bus, "
             "(SELECT count(*) FROM jsonb_object_keys(metrics)), "
@@ -205,6 +210,27 @@ def _events_insert(rows: list[tuple]) -> int:
     return len(rows)
 
 
+# The merge, in the fleet's GPU table named from its model (`ModelSql`): no table or column
+# name written by hand. PostgreSQL: from the batch staged by COPY; SQLite: one row at a time.
+_UPDATE_FROM_STAGE = (
+    "UPDATE {table} AS t SET {prev_metrics} = t.{metrics} || v.before, "
+    "{metrics} = t.{metrics} || v.before || v.newest, {updated_at} = v.updated_at, "
+    "{prev_at} = COALESCE(v.prev_at, t.{updated_at}), "
+    "{uuid} = COALESCE(NULLIF(v.uuid, ''), t.{uuid}), "
+    "{model} = COALESCE(NULLIF(v.model, ''), t.{model}), "
+    "{probe_at} = COALESCE(v.probe_at, t.{probe_at}), "
+    "{pci_bus} = COALESCE(NULLIF(v.pci_bus, ''), t.{pci_bus}) "
+    "FROM _tel_gpu AS v WHERE t.{id} = v.id"
+)
+_UPDATE_EACH = (
+    "UPDATE {table} SET {prev_metrics} = json_patch({metrics}, %s), "
+    "{metrics} = json_patch(json_patch({metrics}, %s), %s), {updated_at} = %s, "
+    "{prev_at} = COALESCE(%s, {updated_at}), {uuid} = COALESCE(NULLIF(%s, ''), {uuid}), "
+    "{model} = COALESCE(NULLIF(%s, ''), {model}), {probe_at} = COALESCE(%s, {probe_at}), "
+    "{pci_bus} = COALESCE(NULLIF(%s, ''), {pci_bus}) WHERE {id} = %s"
+)
+
+
 def _update_gpus(rows: list[tuple]) -> None:
     """Merge each GPU's new values into its stored ones in SQL:
     prev_metrics = metrics ⊕ before, metrics = metrics ⊕ before ⊕ newest. A row's `prev_at`
@@ -223,24 +249,11 @@ def _update_gpus(rows: list[tuple]) -> None:
             with cursor.copy("COPY _tel_gpu FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
-            cursor.execute(
-                "UPDATE fleet_gpu AS t SET prev_metrics = t.metrics || v.before, "
-                "metrics = t.metrics || v.before || v.newest, updated_at = v.updated_at, "
-                "prev_at = COALESCE(v.prev_at, t.updated_at), "
-                "uuid = COALESCE(NULLIF(v.uuid, ''), t.uuid), "
-                "model = COALESCE(NULLIF(v.model, ''), t.model), "
-                "probe_at = COALESCE(v.probe_at, t.probe_at), "
-                "pci_bus = COALESCE(NULLIF(v.pci_bus, ''), t.pci_bus) "
-                "FROM _tel_gpu AS v WHERE t.id = v.id"
-            )
+            cursor.execute(_UPDATE_FROM_STAGE.format_map(ModelSql(GPU)))
         else:
             adapt = connection.ops.adapt_datetimefield_value
             cursor.executemany(
-                "UPDATE fleet_gpu SET prev_metrics = json_patch(metrics, %s), "
-                "metrics = json_patch(json_patch(metrics, %s), %s), updated_at = %s, "
-                "prev_at = COALESCE(%s, updated_at), uuid = COALESCE(NULLIF(%s, ''), uuid), "
-                "model = COALESCE(NULLIF(%s, ''), model), probe_at = COALESCE(%s, probe_at), "
-                "pci_bus = COALESCE(NULLIF(%s, ''), pci_bus) WHERE id = %s",
+                _UPDATE_EACH.format_map(ModelSql(GPU)),
                 [
                     (
                         before,

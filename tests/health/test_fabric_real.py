@@ -1,9 +1,9 @@
 """The `fabric` check end to end on the real Debian `prometheus-node-exporter`
 (docs/checks.md, `fabric` — NIC ports): each node's exporter reads a fake sysfs tree laid
-out as the kernel lays out `/sys/class/infiniband`, KUAE reads it — by scraping the exporter, or through the site's
-real Prometheus scraping it — and the check's runs, executed as the worker executes them,
-judge what changed: a downed link drains its node with one `nic` incident, a flapping link
-warns, a counter reset is silent."""
+out as the kernel lays out `/sys/class/infiniband`, KUAE reads it — by scraping the
+exporter, or through the site's real Prometheus scraping it — and the check's runs,
+executed as the worker executes them, judge what changed: a downed link drains its node
+with one `nic` incident, a flapping link warns, a counter reset is silent."""
 
 from __future__ import annotations
 

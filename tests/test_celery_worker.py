@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Node
 from apps.fleet.services import NodeSpec, nodes_register
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.models import CheckRun, CheckSchedule
 from apps.health.tasks import health_tick
 from apps.simulator.tasks import demo_tick
@@ -118,9 +119,12 @@ def test_a_scheduled_check_run_lands(cluster):
         with worker(queue) as output:
             health_tick.apply_async(queue=queue)  # what beat sends every 10 s
             landed = wait_for(
-                lambda: CheckRun.objects.filter(requested_by="schedule", status="done").count() == 6
+                lambda: (
+                    CheckRun.objects.filter(requested_by="schedule", status="done").count()
+                    == len(SCHEDULED_KINDS)
+                )
             )
     finally:
         app.conf.task_default_queue = default
     assert landed, (list(CheckRun.objects.values_list("kind", "status", "error")), output)
-    assert CheckSchedule.objects.filter(cluster=cluster).count() == 6
+    assert CheckSchedule.objects.filter(cluster=cluster).count() == len(SCHEDULED_KINDS) == 7

@@ -30,10 +30,20 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from tests.bench.detection_script import script_for
-from tests.bench.detection_sim import GPUS, NODES, RUNS, TICKS, Fault, Script, World
+from tests.bench.detection_sim import (
+    FABRIC_FIRST,
+    GPUS,
+    NODES,
+    RUNS,
+    TICKS,
+    Fault,
+    Script,
+    World,
+)
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/kuae_detect"
-Key = tuple[str, str, object]  # (category, "job" | "node", job id or hostname)
+# (category, "job" | "node" | "component", job id, hostname or `switch:NAME`)
+Key = tuple[str, str, object]
 
 
 @dataclass
@@ -95,16 +105,19 @@ def run_seed(seed: int, *, end: dt.datetime | None = None) -> Outcome:
     for i in range(TICKS):
         world.play(i)
         k = script.timeline.run_after(i)
-        if k is None:
+        # `fabric` also runs after the ticks before (its first run only records readings).
+        kinds = SCHEDULED_KINDS if k is not None else ("fabric",) if i >= FABRIC_FIRST else ()
+        if not kinds:
             continue
+        at = script.timeline.after(i)
         runs = [
             CheckRun.objects.create(cluster=world.cluster, kind=kind, requested_by="bench")
-            for kind in SCHEDULED_KINDS
+            for kind in kinds
         ]
         for run in runs:
-            done = run_execute(run_id=run.pk, now=script.timeline.run(k))
+            done = run_execute(run_id=run.pk, now=at)
             if done is None or done.status != "done":
-                errors.append(f"seed {seed} run {k} {run.kind}: {done.error if done else '?'}")
+                errors.append(f"seed {seed} tick {i} {run.kind}: {done.error if done else '?'}")
         for kind, target, status, message in (
             CheckResult.objects.filter(run__in=runs)
             .exclude(status="pass")
@@ -119,6 +132,8 @@ def run_seed(seed: int, *, end: dt.datetime | None = None) -> Outcome:
 
 
 def _target(f: Fault, job_ids: list[int]) -> str:
+    if f.port is not None:
+        return f"port:{f.node}/{f.port}"
     if f.gpu is not None:
         return f"gpu:{f.node}/{f.gpu}"
     if f.node is not None:
@@ -127,9 +142,11 @@ def _target(f: Fault, job_ids: list[int]) -> str:
 
 
 def _key(f: Fault, script: Script, job_ids: list[int]) -> Key:
-    """The incident key docs/checks.md names: (category, job) when it interrupts a job or is
-    the job's own, else (category, node)."""
+    """The incident key docs/checks.md names: the failing component's, (category, job) when
+    it interrupts a job or is the job's own, else (category, node)."""
     assert f.category is not None
+    if f.component:
+        return (f.category, "component", f.component)
     if f.node is None:
         return (f.category, "job", job_ids[f.job or 0])
     job = script.job_of(f.node)
@@ -157,6 +174,12 @@ def score(
 
     def matching(key: Key) -> list[tuple[Incident, set[str]]]:
         category, scope, ident = key
+        if scope == "component":
+            return [
+                (i, hosts)
+                for i, hosts in incidents
+                if i.category == category and i.details.get("component") == ident
+            ]
         return [
             (i, hosts)
             for i, hosts in incidents
@@ -167,7 +190,7 @@ def score(
     out = Outcome(script.seed, {kind: Tally() for kind in SCHEDULED_KINDS})
     decoys = {}
     for d in script.decoys:
-        target = _target(Fault(d.label, d.kind, "", d.node, d.gpu, d.job), job_ids)
+        target = _target(Fault(d.label, d.kind, "", d.node, d.gpu, d.job, port=d.port), job_ids)
         decoys[d.kind, target] = d.label
     out.decoys = len(decoys)
     expected: dict[tuple[str, str], Fault] = {}
@@ -187,7 +210,7 @@ def score(
             key = _key(f, script, job_ids)
             keys.add(key)
             found = matching(key)
-            expected_interrupts = f.interrupts and key[1] == "job"
+            expected_interrupts = f.interrupts and key[1] in ("job", "component")
             if not found:
                 why = f"flagged, but no {f.category} incident for {key[1]} {key[2]}"
             elif f.node is not None and not any(f.node in hosts for _, hosts in found):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.bench.detection_fabric import Fabric
 from tests.bench.detection_sim import (
     APP_XIDS,
     BUSES,
@@ -112,6 +113,9 @@ class _Builder:
         self.events: dict[int, list[dict[str, Any]]] = {}
         self.special_gpus: set[tuple[str, int]] = set()
         self.error_nodes: set[str] = set()  # one gpu_errors fault or decoy per node
+        # Nodes whose agent runs without --fabric: the agent-down decoy's (its ports would
+        # fall silent while its ranks report; docs/checks.md does not say what of them).
+        self.portless: set[str] = set()
 
     def build(self) -> Script:
         order = self.hosts[:]
@@ -124,6 +128,12 @@ class _Builder:
         busy = set(order[:taken])
         self.gpus = {(h, i): self._gpu(h, i, h in busy) for h in self.hosts for i in range(GPUS)}
         self._nodes(idle)
+        # The NIC ports; the nodes a fabric fault may drain (or drained before) carry no
+        # gpu_errors fault or decoy, as a drain takes a node out of that check.
+        self.fabric = Fabric(
+            self.seed, self.hosts, self.exporters, self.node_quiet, self._job_of, self.portless
+        )
+        self.error_nodes |= self.fabric.reserved
         self._compute()
         self._gpu_errors()
         self._thermal()
@@ -138,9 +148,13 @@ class _Builder:
             self.hosts,
             self.jobs,
             ticks,
-            self.faults,
-            self.decoys,
+            self.faults + self.fabric.faults,
+            self.decoys + self.fabric.decoys,
+            drained=self.fabric.drained,
         )
+
+    def _job_of(self, host: str) -> int | None:
+        return next((j for j, job in enumerate(self.jobs) if host in job.hosts), None)
 
     # jobs and their step samples
 
@@ -348,6 +362,7 @@ class _Builder:
         if timed:
             host = rng.choice(timed)
             self.node_quiet[host] = (rng.randint(T - 12, T - 4), TICKS)
+            self.portless.add(host)
             self.decoys.append(Decoy("agent down, ranks still reporting", "heartbeat", host))
         self.node_quiet[decoy] = (T - 3, T)
         self.beats.setdefault(T - 3, []).append((decoy, tl.run(1) - dt.timedelta(seconds=170)))
@@ -495,11 +510,13 @@ class _Builder:
         tick = Tick(events=self.events.get(i, []), beats=list(self.beats.get(i, [])))
         probe = (T - i) % PROBE_EVERY == 0
         lines: dict[str, list[str]] = {}
+        reporting: list[str] = []
         for host in self.hosts:
             quiet = self.node_quiet.get(host)
             if quiet and quiet[0] <= i < quiet[1]:
                 continue
             tick.beats.append((host, at))
+            reporting.append(host)
             for index in range(GPUS):
                 g = self.gpus[host, index]
                 for change in g.changes.get(i, []):
@@ -529,6 +546,7 @@ class _Builder:
         tick.exposition = "".join(
             f"# TYPE {name} gauge\n" + "\n".join(series) + "\n" for name, series in lines.items()
         )
+        tick.ports, tick.node_text = self.fabric.tick(i, at, reporting)
         previous = tl.tick(i - 1) if i else None
         for j, job in enumerate(self.jobs):
             batch = [
@@ -537,16 +555,17 @@ class _Builder:
             if batch:
                 tick.metrics[j] = [{**s, "ts": iso(s["ts"])} for s in batch]
         if before is not None and self.rng.random() < 0.25:
-            reporting = {h for h, _ in tick.beats}
+            beating = {h for h, _ in tick.beats}
             tick.again = Tick(
-                telemetry=[s for s in before.telemetry if s["node"] in reporting],
+                telemetry=[s for s in before.telemetry if s["node"] in beating],
+                ports=[p for p in before.ports if p["node"] in beating],
+                node_text={h: text for h, text in before.node_text.items() if h in beating},
                 events=before.events,
                 metrics=before.metrics,
                 exposition="\n".join(
                     line
                     for line in before.exposition.splitlines()
-                    if any(f'Hostname="{host}"' in line for host in reporting)
-                    or line.startswith("#")
+                    if any(f'Hostname="{host}"' in line for host in beating) or line.startswith("#")
                 ),
             )
         return tick

@@ -23,6 +23,9 @@ TICK_S = 60  # the sweep interval of an exporter and the check schedule's
 TICKS = 16
 T = TICKS - 1  # the last tick
 RUNS = 3  # every check runs after each of the last three ticks
+# `fabric` runs after these ticks too, from this one on: its first run only records each
+# port's reading (growth needs two), so its faults come after it.
+FABRIC_FIRST = T - 4
 RUN_DELAY_S = 5
 PROBE_EVERY = 5  # GEMM probe rounds: ticks T, T-5, T-10, …
 HANG_LIMIT_S = 600.0  # job_hang's floor (docs/checks.md, `job_hang`)
@@ -67,7 +70,11 @@ class Timeline:
         return self.end - dt.timedelta(seconds=TICK_S * (T - i) + RUN_DELAY_S)
 
     def run(self, k: int) -> dt.datetime:
-        return self.tick(T - RUNS + 1 + k) + dt.timedelta(seconds=RUN_DELAY_S)
+        return self.after(T - RUNS + 1 + k)
+
+    def after(self, i: int) -> dt.datetime:
+        """When checks that run after tick i run."""
+        return self.tick(i) + dt.timedelta(seconds=RUN_DELAY_S)
 
     def run_after(self, i: int) -> int | None:
         """The run that follows tick i, if one does."""
@@ -92,6 +99,9 @@ class Fault:
     severity: str | None = None
     interrupts: bool = False
     note: str = ""  # e.g. the XID code
+    port: str | None = None  # device/port of a NIC port fault
+    # A component's incident (`switch:NAME`) instead of one per job or node.
+    component: str = ""
 
 
 # docs/checks.md, per rule a fault trips: the check, its result, the incident's category (None:
@@ -106,6 +116,9 @@ RULES: dict[str, tuple[str, str, str | None, str | None, bool]] = {
     "app_xid": ("gpu_errors", "warn", None, None, False),
     "link": ("gpu_errors", "warn", "gpu", "sev3", False),
     "hot": ("thermal", "warn", "gpu_thermal", "sev4", False),
+    "port_down": ("fabric", "fail", "nic", "sev2", True),
+    "port_warn": ("fabric", "warn", "nic", "sev3", False),
+    "leaf": ("fabric", "fail", "network_switch_cable", "sev2", True),
 }
 
 
@@ -118,11 +131,20 @@ def expect(
     job: int | None = None,
     category: str = "",
     note: str = "",
+    port: str | None = None,
+    component: str = "",
+    interrupts: bool | None = None,
 ) -> Fault:
-    """A fault that trips `rule` (RULES), with what docs/checks.md says comes of it."""
-    kind, status, default, severity, interrupts = RULES[rule]
+    """A fault that trips `rule` (RULES), with what docs/checks.md says comes of it
+    (`interrupts` overrides the rule's: a component's incident interrupts the job on its
+    nodes, if any)."""
+    kind, status, default, severity, interrupting = RULES[rule]
     incident = category or default or None
-    return Fault(label, kind, status, node, gpu, job, incident, severity, interrupts, note)
+    if interrupts is not None:
+        interrupting = interrupts
+    return Fault(
+        label, kind, status, node, gpu, job, incident, severity, interrupting, note, port, component
+    )
 
 
 @dataclass(frozen=True)
@@ -134,6 +156,7 @@ class Decoy:
     node: str | None = None
     gpu: int | None = None
     job: int | None = None
+    port: str | None = None
 
 
 @dataclass
@@ -164,6 +187,8 @@ class Tick:
     beats: list[tuple[str, dt.datetime]] = field(default_factory=list)
     metrics: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     exposition: str = ""  # dcgm-exporter text a relay scraped from the exporter hosts
+    ports: list[dict[str, Any]] = field(default_factory=list)  # the agents' `ports`
+    node_text: dict[str, str] = field(default_factory=dict)  # node_exporter text by host
     again: Tick | None = None  # the previous tick's batches, re-sent first (a lost answer)
 
 
@@ -179,6 +204,7 @@ class Script:
     ticks: list[Tick]
     faults: list[Fault]
     decoys: list[Decoy]
+    drained: list[str] = field(default_factory=list)  # drained by an operator beforehand
 
     def job_of(self, host: str) -> int | None:
         """The index of the job running on `host`, if any."""
@@ -192,7 +218,7 @@ class World:
     """A script written through the intake services, tick by tick."""
 
     def __init__(self, script: Script) -> None:
-        from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+        from apps.fleet.services import NodeSpec, cluster_create, node_set_state, nodes_register
         from apps.jobs.services import job_create
 
         self.script = script
@@ -211,6 +237,14 @@ class World:
             ],
         )
         self.nodes = {n.hostname: n for n in nodes}
+        for host in script.drained:
+            node_set_state(
+                node=self.nodes[host],
+                state="drained",
+                reason="operator: reseating a NIC",
+                at=script.timeline.end - dt.timedelta(hours=2),
+                by="bench",
+            )
         self.jobs = []
         for job in script.jobs:
             created, _ = job_create(
@@ -229,18 +263,34 @@ class World:
         from apps.fleet.services import nodes_touch_bulk
         from apps.jobs.intake import parse_metric_batch
         from apps.jobs.services import job_metrics_ingest
-        from apps.telemetry.intake import parse_event_batch, parse_telemetry_batch
-        from apps.telemetry.prometheus import parse_dcgm
-        from apps.telemetry.services import events_ingest, telemetry_ingest
+        from apps.telemetry.intake import parse_event_batch
+        from apps.telemetry.ports import parse_telemetry_with_ports
+        from apps.telemetry.prometheus import parse_dcgm, parse_exposition
+        from apps.telemetry.services import (
+            events_ingest,
+            telemetry_ingest,
+            telemetry_with_ports_ingest,
+        )
 
         tick = self.script.ticks[i]
         received = self.script.timeline.tick(i) + dt.timedelta(seconds=1)
         for batches, sent in ((tick.again, i - 1), (tick, i)):
             if batches is None:
                 continue
-            if batches.telemetry:
-                samples = parse_telemetry_batch({"samples": batches.telemetry}, now=received)
-                telemetry_ingest(samples=samples, now=received)
+            if batches.telemetry or batches.ports or batches.node_text:
+                # The agents' batches, NIC ports beside GPU samples (`kuae-agent run --fabric`).
+                samples, readings = (
+                    parse_telemetry_with_ports(
+                        {"samples": batches.telemetry, "ports": batches.ports}, now=received
+                    )
+                    if batches.telemetry or batches.ports
+                    else ([], [])
+                )
+                # node_exporter's text of the other nodes, one `?node=` post each.
+                scraped_at = self.script.timeline.tick(sent)
+                for host, text in batches.node_text.items():
+                    readings += parse_exposition(text, ts=scraped_at, node=host)[1]
+                telemetry_with_ports_ingest(samples=samples, readings=readings, now=received)
             if batches.exposition:
                 # The relay stamps what it scraped with the scrape time (`?ts=`).
                 scraped = parse_dcgm(batches.exposition, ts=self.script.timeline.tick(sent))

@@ -18,8 +18,7 @@ SEEDS = (0, 1)
 def test_the_seeds_cover_every_kind_and_every_fault() -> None:
     end = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
     scripts = [script_for(seed, end) for seed in SEEDS]
-    # The fabric's faults and decoys are not simulated yet (docs/checks.md, `fabric`).
-    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS) - {"fabric"}
+    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS)
     scenarios = {job.scenario for s in scripts for job in s.jobs}
     assert scenarios >= {*WIDE_SCENARIOS, "node_only", "hang_node_only", "starting"} - {"healthy"}
     assert {f.label for s in scripts for f in s.faults} >= {
@@ -38,6 +37,12 @@ def test_the_seeds_cover_every_kind_and_every_fault() -> None:
         "silent node (> 180 s)",
         "hot for two runs",
         "NVLink CRC growth > 100",
+        "NIC link down (DOWN, link_downed +1)",
+        "NIC port silent two runs, node reporting",
+        "flapping link (> 5 recoveries/min)",
+        "flapping link, 3 warnings within an hour",
+        "symbol errors > 10/s",
+        "bad leaf switch (its ports DOWN on ≥ 3 nodes)",
     }
     assert {d.label for s in scripts for d in s.decoys} >= {
         "progress just under the hang limit",
@@ -52,7 +57,20 @@ def test_the_seeds_cover_every_kind_and_every_fault() -> None:
         "node silent for 170 s",
         "agent down, ranks still reporting",
         "GPU missing for one run",
+        "NIC counters reset to 0",
+        "a single symbol error",
+        "link error recoveries at exactly 5/min",
+        "NIC port missing for one run",
+        "port DOWN on a node already drained",
     }
+    # Both intake paths carry ports: the agents' `ports`, naming their leaf switch, and
+    # node_exporter's text; a bad leaf's ports name one switch.
+    ticks = [t for s in scripts for t in s.ticks]
+    assert any(p.get("switch") for t in ticks for p in t.ports)
+    assert any("node_infiniband_state_id" in text for t in ticks for text in t.node_text.values())
+    for s in scripts:
+        leaf = {f.component for f in s.faults if f.component}
+        assert len(leaf) == 1 and len({f.node for f in s.faults if f.component}) >= 3
     assert script_for(1, end).faults == scripts[1].faults  # seeded: the same every time
 
 

@@ -188,13 +188,12 @@ def result_counts(cluster: Cluster, kind: str, key: str) -> dict[str, int]:
 
 def fabric_ports(cluster: Cluster) -> list[FabricPort]:
     """Every NIC port of the cluster with its latest reading, the reading the fabric check
-    judged last, its node's state and last sign of life, and the switch at its cable's far
+    judged last, its node's state, and the switch at its cable's far
     end (the node's own switch when the port names none) — one query."""
     rows = Port.objects.filter(node__cluster=cluster).values_list(
         "pk",
         "node__hostname",
         "node__state",
-        "node__last_seen_at",
         "node__switch",
         "device",
         "port",
@@ -211,7 +210,6 @@ def fabric_ports(cluster: Cluster) -> list[FabricPort]:
             pk=pk,
             node=host,
             node_state=node_state,
-            node_seen=seen,
             port=f"{device}/{port}",
             switch=switch or node_switch,
             ts=ts,
@@ -225,7 +223,6 @@ def fabric_ports(cluster: Cluster) -> list[FabricPort]:
             pk,
             host,
             node_state,
-            seen,
             node_switch,
             device,
             port,

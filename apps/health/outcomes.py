@@ -392,9 +392,13 @@ def _update(
     node_objs: dict[str, Node],
     now: dt.datetime,
 ) -> None:
-    """Add the nodes it newly names; note repeats of an XID (a storm folds in here); name a
+    """Raise its severity to the worst finding's (a warning that escalated to a failure);
+    add the nodes it newly names; note repeats of an XID (a storm folds in here); name a
     job's culprits when a verdict first finds them (the incident is localised then), and
     note the verdict's sentence whenever it changes."""
+    worst = min((f.severity for f in items if f.category), default=None)
+    if worst is not None and worst < incident.severity:  # sev1 < sev2 < …: more severe
+        incident_update(incident=incident, changes={"severity": worst}, actor=f"check:{run.kind}")
     known = {n.hostname for n in incident.nodes.all()}
     added = sorted(
         {f.node for f in items if f.node and f.node not in known and f.node in node_objs}

@@ -113,8 +113,7 @@ class _Builder:
         self.events: dict[int, list[dict[str, Any]]] = {}
         self.special_gpus: set[tuple[str, int]] = set()
         self.error_nodes: set[str] = set()  # one gpu_errors fault or decoy per node
-        # Nodes whose agent runs without --fabric: the agent-down decoy's (its ports would
-        # fall silent while its ranks report; docs/checks.md does not say what of them).
+        # Nodes whose agent runs without --fabric (none today; a node without ports).
         self.portless: set[str] = set()
 
     def build(self) -> Script:
@@ -362,7 +361,7 @@ class _Builder:
         if timed:
             host = rng.choice(timed)
             self.node_quiet[host] = (rng.randint(T - 12, T - 4), TICKS)
-            self.portless.add(host)
+            # its ports fall silent with it: all of them, so none is "missing" (fabric)
             self.decoys.append(Decoy("agent down, ranks still reporting", "heartbeat", host))
         self.node_quiet[decoy] = (T - 3, T)
         self.beats.setdefault(T - 3, []).append((decoy, tl.run(1) - dt.timedelta(seconds=170)))

@@ -2,8 +2,8 @@
 telemetry intake, runs executed as the worker executes them, and what they change — results,
 incidents, node states. A downed link drains its node with one `nic` incident and keeps
 failing while it is down; a flapping link warns and its third warning within an hour fails;
-a reset is silent; a port that stops reporting while its node reports fails on its second
-silent run; a bad leaf switch is one incident naming its nodes; the drain cap holds."""
+a reset is silent; a port that stops reporting while its node's other ports report fails on
+its second silent run; a bad leaf switch is one incident naming its nodes; the drain cap holds."""
 
 from __future__ import annotations
 
@@ -123,6 +123,10 @@ def test_the_third_warning_within_an_hour_fails(ada, cluster, nodes):
     assert statuses == ["warn", "warn", "fail"]
     assert "3 warnings within an hour" in result("gpu002").message
     assert state("gpu002") == "drained"
+    # No job runs there: the warning's incident is the failure's, raised to sev2
+    (incident,) = Incident.objects.all()
+    assert (incident.category, incident.severity) == ("nic", "sev2")
+    assert incident.timeline.filter(text__contains="severity: sev3 → sev2").exists()
     # Quiet for over an hour: the old warnings no longer count, a new flap only warns.
     at = T0 + 100 * MINUTE
     send(ada, at, {("gpu002", "mlx5_0"): {"link_error_recovery": 300}})
@@ -146,6 +150,13 @@ def test_a_port_that_stops_reporting_while_its_node_reports_fails_on_its_second_
         assert result("gpu003").status == expected
     assert result("gpu003").message == "port mlx5_0/1: was ACTIVE, now no reading"
     assert result("gpu003", "mlx5_1").status == "pass"
+    # A node all of whose ports fall silent (its agent stopped) is the heartbeat's to judge:
+    # none of its ports is "missing", however long, whatever else it still reports.
+    send(ada, T0, {("gpu005", "mlx5_0"): {}, ("gpu005", "mlx5_1"): {}})
+    check(cluster, T0 + 3 * MINUTE)
+    for i in (4, 5, 6):
+        check(cluster, T0 + i * MINUTE)
+    assert {result("gpu005", d).status for d in ("mlx5_0", "mlx5_1")} == {"pass"}
 
 
 def test_a_bad_leaf_switch_is_one_incident_naming_its_nodes(ada, cluster, nodes):

@@ -27,8 +27,11 @@ NOT_MONITORED = "no NIC port of this cluster has reported"
 
 def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
     """What the detector judges of each port that has a reading."""
-    since = inputs.previous_run_start(ctx.cluster, ctx.kind, ctx.now)
     missing = ctx.streaks("missing_runs")
+    # Nodes whose ports sent a reading since the previous run: their source is alive, so a
+    # port of theirs that sent none is missing (a GPU that stops while its node's others
+    # report is judged the same way).
+    reporting = {p.node for p in ports if p.ts is not None and p.ts != p.judged_ts}
     warned = inputs.result_times(ctx.cluster, ctx.kind, "warned_at")
     nodes_of: dict[str, set[str]] = defaultdict(set)
     for p in ports:
@@ -39,8 +42,7 @@ def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
         if p.ts is None:
             continue
         target = port_target(p.node, p.port)
-        # The same reading as the one judged, while its node reported since the last run.
-        stale = p.judged_ts == p.ts and p.node_seen is not None and p.node_seen > since
+        stale = p.judged_ts == p.ts and p.node in reporting
         previous = (
             PortReading(p.judged_ts, p.judged_state or None, p.judged_counters)
             if p.judged_ts is not None

@@ -59,7 +59,8 @@ class PortHistory:
     previous: PortReading | None = None
     # When it warned before this run (older than an hour is dropped).
     warned_at: tuple[dt.datetime, ...] = ()
-    # Runs in a row, this one included, without a new reading while its node reported.
+    # Runs in a row, this one included, without a new reading while its node's other
+    # ports sent theirs.
     missing_runs: int = 0
     # The switch at its cable's far end ("" unknown) and how many nodes have a port on it.
     switch: str = ""
@@ -69,12 +70,11 @@ class PortHistory:
 @dataclass(frozen=True)
 class FabricPort:
     """One port as stored: its latest reading, the one the check judged last, its node's
-    state and last sign of life, and the switch at its cable's far end."""
+    state, and the switch at its cable's far end."""
 
     pk: int
     node: str
     node_state: str
-    node_seen: dt.datetime | None
     port: str  # device/port
     switch: str
     ts: dt.datetime | None
@@ -125,7 +125,7 @@ def fabric(
     ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str], now: dt.datetime
 ) -> list[Finding]:
     """A finding for every port: fail when a port of a node in service left ACTIVE (or sent
-    no reading for `MISSING_RUNS` runs while its node reported) or a fatal counter grew, or
+    no reading for `MISSING_RUNS` runs while its node's other ports did) or a fatal counter grew, or
     when it warned `fabric_warns_to_fail` times within an hour; warn when a rate is over its
     threshold; else pass. `details.warned_at` keeps the hour's warnings (this run's too)."""
     out: list[Finding] = []

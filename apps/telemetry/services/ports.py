@@ -47,7 +47,9 @@ class PortIngestResult:
 
 
 @transaction.atomic
-def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
+def ports_ingest(
+    *, readings: Sequence[PortReading], now: dt.datetime | None = None
+) -> PortIngestResult:
     """Store validated port readings, all or nothing; BatchError (nothing written) for an
     unknown node or a node that would have more than PORTS_PER_NODE ports.
 
@@ -55,7 +57,8 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     a reading not newer than it (a re-post, an older one) changes nothing. Of the newer
     ones, the newest becomes the latest reading and the one before it (in the batch, or
     the stored latest) the previous. Each applied reading's growth over the one before it
-    goes into its node's 5-minute `PortRollup` (one upsert for the batch)."""
+    goes into its node's 5-minute `PortRollup` (one upsert for the batch). The nodes are
+    seen at `now` (the receive time, by default the clock's)."""
     if not readings:
         return PortIngestResult(0, 0)
     node_ids = dict(
@@ -99,7 +102,9 @@ def ports_ingest(*, readings: Sequence[PortReading]) -> PortIngestResult:
     rollup.write()
     # A port's reading is a sign of life of its node, as a GPU's sample is (last: the
     # nodes' rows are locked after the ports', in every intake path).
-    Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=timezone.now())
+    Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(
+        last_seen_at=now or timezone.now()
+    )
     return PortIngestResult(applied, stale)
 
 
@@ -115,9 +120,9 @@ def telemetry_with_ports_ingest(
     if not readings:
         return telemetry_ingest(samples=samples, now=now), PortIngestResult(0, 0)
     if not samples:
-        return IngestResult(0, 0, 0, 0), ports_ingest(readings=readings)
+        return IngestResult(0, 0, 0, 0), ports_ingest(readings=readings, now=now)
     with transaction.atomic():
-        ports = ports_ingest(readings=readings)
+        ports = ports_ingest(readings=readings, now=now)
         return telemetry_ingest(samples=samples, now=now), ports
 
 

@@ -17,14 +17,15 @@ from apps.common.lending import Registry
 
 @dataclass(frozen=True)
 class Needed:
-    """Fields a check needs from every GPU, the check (slug and words), and why a GPU may
-    never have reported them."""
+    """Fields a check needs from every GPU (or every NIC port: `target` "port"), the check
+    (slug and words), and why one may never have reported them."""
 
     label: str
     metrics: tuple[str, ...]
     check: str
     check_label: str
     why: str
+    target: str = "gpu"
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,16 @@ class EventKind:
     slug: str
     label: str
     target: str
+
+
+@dataclass(frozen=True)
+class PortGap:
+    """A field a check needs that NIC ports of a node do not report (`ports`, as
+    `device/port`), and whether that is every port that reports (`every`)."""
+
+    needed: Needed
+    ports: tuple[str, ...]
+    every: bool
 
 
 @dataclass(frozen=True)
@@ -72,9 +83,10 @@ def lend(
         kinds.update((kind.slug, kind) for kind in event_kinds)
 
 
-def needed_fields() -> tuple[Needed, ...]:
-    """Every field a check needs per GPU, in the order the checks declared them."""
-    return tuple(_lent["needs"])
+def needed_fields(target: str = "gpu") -> tuple[Needed, ...]:
+    """Every field a check needs per GPU (or per `target`), in the order the checks
+    declared them."""
+    return tuple(n for n in _lent["needs"] if n.target == target)
 
 
 def event_kinds() -> Mapping[str, EventKind]:
@@ -92,7 +104,7 @@ def reporting_gaps(
     silent = tuple(sorted(index for index, metrics in gpus if not metrics))
     reporting = [(index, metrics) for index, metrics in gpus if metrics]
     out = []
-    for needed in _lent["needs"]:
+    for needed in needed_fields("gpu"):
         missing = tuple(
             sorted(
                 index
@@ -103,3 +115,19 @@ def reporting_gaps(
         if missing:
             out.append(Gap(needed, missing, len(missing) == len(reporting)))
     return out, silent
+
+
+def port_gaps(ports: Iterable[tuple[str, Mapping[str, object] | None]]) -> list[PortGap]:
+    """From (device/port, counters of its latest reading) per port that reported: the
+    fields the checks need that some ports do not report. A port's counters are its latest
+    reading's, so a name missing there is not reported by its source now (node_exporter
+    publishes no `hw_counters`, for one)."""
+    reporting = [(name, counters or {}) for name, counters in ports]
+    out = []
+    for needed in needed_fields("port"):
+        missing = tuple(
+            name for name, counters in reporting if not any(m in counters for m in needed.metrics)
+        )
+        if missing:
+            out.append(PortGap(needed, missing, len(missing) == len(reporting)))
+    return out

@@ -14,7 +14,7 @@ from apps.common import panels
 from apps.fleet.models import Node
 from apps.telemetry.gpu_history import RANGES, Window, window_from
 from apps.telemetry.models import Port
-from apps.telemetry.monitored import reporting_gaps
+from apps.telemetry.monitored import port_gaps, reporting_gaps
 from apps.telemetry.names import GPU_COLUMNS
 from apps.telemetry.selectors import node_event_rows
 
@@ -36,10 +36,13 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
 
 def node_ports(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     """The node's NIC ports with their latest reading and the counters that grew since the
-    previous one (one query), and their charts over the range the page asks for (the GPU
-    charts' range, `?range=` or `?start=&end=`)."""
+    previous one (one query), the counters the checks need that some do not report, and
+    their charts over the range the page asks for (the GPU charts' range, `?range=` or
+    `?start=&end=`)."""
+    ports = list(Port.objects.filter(node=node))
     return {
-        "ports": list(Port.objects.filter(node=node)),
+        "ports": ports,
+        "port_gaps": port_gaps((f"{p.device}/{p.port}", p.counters) for p in ports if p.ts),
         "now": timezone.now(),
         **node_charts(node=node, params=params),
     }

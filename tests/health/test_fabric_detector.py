@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
+from apps.health.detectors.fabric import JUDGED, PortHistory, PortReading, fabric, port_target
 from apps.health.thresholds import Limits
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
@@ -52,10 +52,22 @@ def test_a_port_that_left_active_fails_only_on_a_node_in_service():
 
 
 def test_a_counter_that_went_down_was_reset_never_an_error():
-    assert judge(port({"link_downed": 9, "symbol_error": 10**6}, {"link_downed": 0})) == (
-        "pass",
-        "within limits",
+    status, message = judge(port({"link_downed": 9, "symbol_error": 10**6}, {"link_downed": 0}))
+    assert status == "pass" and message.startswith("within limits")
+
+
+def test_what_the_source_does_not_report_is_said_not_passed():
+    every = dict.fromkeys(JUDGED, 0)
+    assert judge(port(every, every)) == ("pass", "within limits")
+    hw_counters = ("rnr_nak_retry_err", "local_ack_timeout_err")
+    node_exporter = {k: 0 for k in JUDGED if k not in hw_counters}
+    (finding,) = fabric(
+        [port(node_exporter, node_exporter)], limits=L, in_service=IN_SERVICE, now=NOW
     )
+    assert finding.message == (
+        "within limits (not reported, not checked: local_ack_timeout_err, rnr_nak_retry_err)"
+    )
+    assert finding.details["not_reported"] == ["local_ack_timeout_err", "rnr_nak_retry_err"]
 
 
 def test_rates_are_growth_over_the_seconds_between_readings():
@@ -126,7 +138,7 @@ def test_a_failing_port_names_the_switch_at_its_far_end():
 
 def test_one_reading_is_never_a_finding():
     first = PortHistory("n1", "mlx5_0/1", PortReading(NOW, "ACTIVE", {"link_downed": 7}))
-    assert judge(first) == ("pass", "within limits")
+    assert judge(first)[0] == "pass" and judge(first)[1].startswith("within limits")
 
 
 def test_thresholds_are_the_clusters_own():

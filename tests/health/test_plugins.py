@@ -31,7 +31,9 @@ def test_every_declaration_is_valid():
         assert spec.categories and all(c in Category.values for c in spec.categories)
         assert isinstance(spec.target, Target) and spec.label and 10 <= spec.interval_s <= 3600
         for needed in spec.needs:
-            assert needed.check == spec.kind and set(needed.metrics) <= METRIC_NAMES
+            names = METRIC_NAMES if needed.target == "gpu" else set(COUNTERS)
+            assert needed.check == spec.kind and set(needed.metrics) <= names, needed
+            assert needed.target in ("gpu", "port")
         if spec.scheduled:  # what it pulls is a dcgm field or a port's name, read today
             gpus, ports = set(DCGM_FIELDS.values()), {"state", "phys_state", "rate_gbps", *COUNTERS}
             assert spec.pulls <= (ports if spec.target == Target.PORT else gpus), spec.kind
@@ -76,8 +78,11 @@ def test_a_new_kind_needs_no_migration():
 
 def test_needs_and_event_kinds_are_lent_to_the_fleet():
     lent = monitored.needed_fields()
-    assert lent == tuple(n for spec in PLUGINS for n in spec.needs)
+    assert lent == tuple(n for spec in PLUGINS for n in spec.needs if n.target == "gpu")
     assert [n.label for n in lent][:2] == ["ECC", "NVLink CRC"]
+    ports = monitored.needed_fields("port")
+    assert [n.metrics for n in ports][:2] == [("rnr_nak_retry_err",), ("local_ack_timeout_err",)]
+    assert {n.check for n in ports} == {"fabric"}
     kinds = monitored.event_kinds()
     assert kinds["xid"].target == "gpu" and kinds["link_downed"].target == "port"
     monitored.lend(needs=lent)  # lending twice adds nothing

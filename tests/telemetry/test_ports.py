@@ -199,3 +199,11 @@ def test_the_node_page_shows_its_ports_and_what_grew(ada, browser, nodes):
     assert '<span class="mono">symbol_error</span> <span class="muted">reset, now</span> 4' in html
     assert "port_rcv_errors" not in html  # did not grow
     assert "first reading" in html  # mlx5_1: no previous reading yet
+    # hw_counters were not sent (as node_exporter sends none): said, never a pass
+    assert "RNR NAK retries not reported</span> by any port" in html
+    assert "not reported by node_exporter" in html and "not checked, rather than passing" in html
+    agent = reading("gpu006", "mlx5_1", at=T0 + dt.timedelta(minutes=2), state="DOWN",
+                    link_downed=0, rnr_nak_retry_err=0, local_ack_timeout_err=0)  # fmt: skip
+    assert post(ada, ports=[agent]).status_code == 202
+    html = browser.get("/nodes/gpu006/").content.decode()
+    assert "RNR NAK retries not reported</span> by mlx5_0/1:" in html

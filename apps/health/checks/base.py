@@ -1,13 +1,13 @@
 """What a check plug-in declares (`CheckSpec`) and the context one run of it gets.
 
 A check is one module in this package: its spec names its kind, the target it judges, the
-incident categories it may open, the telemetry fields it needs from every GPU (for the
-"not reported" notices), the series it reads from a cluster's Prometheus, the event kinds
-the intake accepts for it, and its loader (`run`), which loads plain values and calls a
-pure detector. Its thresholds are the fields of `apps.health.thresholds.Limits` that name
-its kind. Everything else — the schedule, the run-now choices, the thresholds form and the
-docs table, the pulls, the notices — is derived from these declarations
-(docs/checks.md, Writing a check).
+incident categories it may open, the telemetry fields it needs from every GPU or NIC port
+(`Needed.target`, for the "not reported" notices), the series it reads from a cluster's
+Prometheus, the event kinds the intake accepts for it, and its loader (`run`), which loads
+plain values and calls a pure detector. Its thresholds are the fields of
+`apps.health.thresholds.Limits` that name its kind. Everything else — the schedule, the
+run-now choices, the thresholds form and the docs table, the pulls, the notices — is
+derived from these declarations (docs/checks.md, Writing a check).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ class CheckSpec:
     target: Target
     categories: tuple[Category, ...]
     run: Callable[[Context], list[Finding]]
-    # Fields every GPU must report for this check to judge it; a GPU that never reported
-    # one is "not checked", not passing (the node page says so).
+    # Fields every GPU (or NIC port, by `Needed.target`) must report for this check to judge
+    # it; one that does not is "not checked", not passing (the node page says so).
     needs: tuple[Needed, ...] = ()
     # KUAE metric names this check judges, read from a cluster's Prometheus before each run
     # (empty: the check reads nothing there).

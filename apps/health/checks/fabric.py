@@ -20,9 +20,16 @@ from apps.health.detectors import FabricPort, Finding
 from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
 from apps.incidents.choices import Category
 from apps.telemetry.models import Port
+from apps.telemetry.monitored import Needed
 from apps.telemetry.services import Judged, ports_judged
 
 NOT_MONITORED = "no NIC port of this cluster has reported"
+# Read from a port's hw_counters/, which node_exporter does not publish.
+HW_COUNTERS = (
+    "node_exporter publishes no hw_counters (not reported by node_exporter); "
+    "`kuae-agent run --fabric` reads them"
+)
+LABEL = "Fabric (NIC ports)"
 
 
 def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
@@ -89,10 +96,24 @@ def not_monitored(cluster: Cluster) -> str | None:
 
 SPEC = CheckSpec(
     kind="fabric",
-    label="Fabric (NIC ports)",
+    label=LABEL,
     target=Target.PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
+    needs=(
+        Needed("RNR NAK retries", ("rnr_nak_retry_err",), "fabric", LABEL, HW_COUNTERS, "port"),
+        Needed(
+            "Local ACK timeouts", ("local_ack_timeout_err",), "fabric", LABEL, HW_COUNTERS, "port"
+        ),
+        Needed(
+            "Link down counter",
+            ("link_downed",),
+            "fabric",
+            LABEL,
+            "its source sends no link counters",
+            "port",
+        ),
+    ),
     # The ports' names it reads, from node_exporter's infiniband series (KUAE's names, as
     # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
     pulls=frozenset(

@@ -28,6 +28,16 @@ FATAL_COUNTERS = (
     "local_link_integrity_errors",
     "excessive_buffer_overrun_errors",
 )
+# Every counter a row of the check reads.
+JUDGED = (
+    *FATAL_COUNTERS,
+    "link_error_recovery",
+    "symbol_error",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "local_ack_timeout_err",
+    "rnr_nak_retry_err",
+)
 # A port with no new reading for this many runs while its node still reports is not ACTIVE.
 MISSING_RUNS = 2
 # Warnings of a port count towards its escalation for this long.
@@ -186,10 +196,15 @@ def fabric(
         elif history.missing_runs:
             message = f"no new reading for {history.missing_runs} run(s) while the node reports"
             out.append(passed(KIND, target, message, details, node=node))
-        elif history.latest.state not in (None, "ACTIVE"):
-            why = "node not in service" if was_active else "not ACTIVE when first judged"
-            message = f"{history.latest.state} ({why}); counters within limits"
-            out.append(passed(KIND, target, message, details, node=node))
         else:
-            out.append(passed(KIND, target, "within limits", details, node=node))
+            unread = [n for n in JUDGED if n not in history.latest.counters]
+            if unread:  # judged only on what its source reports: never a silent pass
+                details["not_reported"] = unread
+            rest = f" (not reported, not checked: {', '.join(unread)})" if unread else ""
+            if history.latest.state not in (None, "ACTIVE"):
+                why = "node not in service" if was_active else "not ACTIVE when first judged"
+                message = f"{history.latest.state} ({why}); counters within limits{rest}"
+            else:
+                message = f"within limits{rest}"
+            out.append(passed(KIND, target, message, details, node=node))
     return out

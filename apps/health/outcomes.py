@@ -19,6 +19,7 @@ from apps.common.bulk import among, update_many
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
+from apps.fleet.validators import nodes_named
 from apps.health import blast, inputs
 from apps.health import detectors as d
 from apps.health.checks import CHECKS, kind_label
@@ -558,9 +559,7 @@ def _node_states(
         recorded_at__gte=now - dt.timedelta(hours=1),
     ).count()
     changed = 0
-    node_rows = {
-        n.hostname: n for n in Node.objects.filter(cluster=run.cluster, hostname__in=wanted)
-    }
+    node_rows = nodes_named(cluster_id=run.cluster_id, hostnames=wanted).nodes
     # nodes by primary key, the one lock order (docs/architecture.md, Locks)
     for host, (state, f) in sorted(wanted.items(), key=lambda item: nodes[item[0]][0]):
         current = nodes[host][1]

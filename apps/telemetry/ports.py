@@ -127,14 +127,27 @@ def rate_normal(value: object) -> float:
     return float(value)
 
 
+# Each name set's words, lower-case → as written; and the texts already read (a sweep
+# repeats "4: ACTIVE" ten thousand times).
+_WORDS: dict[int, dict[str, str]] = {}
+_READ: dict[tuple[int, str], str] = {}
+
+
 def _named(value: object, names: dict[int, str]) -> str:
-    by_word = {name.lower(): name for name in names.values()}
     if isinstance(value, int) and not isinstance(value, bool) and value in names:
         return names[value]
     if isinstance(value, str):
+        known = _READ.get((id(names), value))
+        if known is not None:
+            return known
+        by_word = _WORDS.get(id(names))
+        if by_word is None:
+            by_word = _WORDS[id(names)] = {name.lower(): name for name in names.values()}
         numbered = _NUMBERED.fullmatch(value)
         word = (numbered.group(2) if numbered else value.strip()).replace(" ", "").lower()
         if word in by_word:
+            if len(_READ) < 1024:
+                _READ[(id(names), value)] = by_word[word]
             return by_word[word]
     choices = ", ".join(names.values())
     raise ValueError(f"must be one of {choices} (alone or in sysfs's 'N: NAME' form)")
@@ -143,6 +156,8 @@ def _named(value: object, names: dict[int, str]) -> str:
 def _counter(value: object, name: str) -> int | float:
     """A counter: a non-negative integer (below 2**64); a name not among COUNTERS may be any
     finite number, kept as the samples' unknown names are."""
+    if type(value) is int and 0 <= value < 2**64:  # the common case, at once
+        return value
     if name not in _COUNTERS:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("must be a number")

@@ -6,11 +6,11 @@ batch."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -35,7 +35,9 @@ _COLUMNS = (
     "prev_counters",
     "prev_ts",
 )
-_STORED = ("pk", "node_id", "device", "port", *_COLUMNS)
+# What is read of a stored port: not its previous reading, which a newer one replaces by
+# the stored latest (and a batch with none changes nothing).
+_STORED = ("pk", "node_id", "device", "port", *_COLUMNS[:-2])
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class _Latest:
     @classmethod
     def of(cls, row: tuple | None) -> _Latest:
         """The stored reading (a row of `_STORED`), or none."""
-        return cls() if row is None else cls(*row[4:])
+        return cls() if row is None else cls(*row[4:], None, None)
 
     def then(self, reading: PortReading) -> _Latest:
         """This reading, newer, on top: what it does not say (state, rate, switch) is kept."""
@@ -160,7 +162,8 @@ class _Latest:
         )
 
     def values(self) -> tuple:
-        """The row's `_COLUMNS`, JSON as text (a 64-bit counter stays an exact integer)."""
+        """The row's `_COLUMNS`, JSON as text (a 64-bit counter stays an exact integer:
+        orjson writes integers up to 2**64 − 1, the intake's bound)."""
         return (
             self.switch,
             self.switch_port,
@@ -168,8 +171,8 @@ class _Latest:
             self.state,
             self.phys_state,
             self.rate_gbps,
-            json.dumps(self.counters or {}),
-            json.dumps(self.prev_counters or {}),
+            orjson.dumps(self.counters or {}).decode(),
+            orjson.dumps(self.prev_counters or {}).decode(),
             self.prev_ts,
         )
 

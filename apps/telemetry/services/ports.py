@@ -145,7 +145,10 @@ class _Latest:
     @classmethod
     def of(cls, row: tuple | None) -> _Latest:
         """The stored reading (a row of `_STORED`), or none."""
-        return cls() if row is None else cls(*row[4:], None, None)
+        if row is None:
+            return cls()
+        switch, switch_port, ts, state, phys_state, rate_gbps, counters = row[4:]
+        return cls(switch, switch_port, ts, state, phys_state, rate_gbps, counters)
 
     def then(self, reading: PortReading) -> _Latest:
         """This reading, newer, on top: what it does not say (state, rate, switch) is kept."""

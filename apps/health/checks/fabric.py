@@ -2,10 +2,10 @@
 
 Each run judges every port's latest reading against the reading the previous run judged
 (kept on the port, written with the run's findings; a port that left ACTIVE is kept as
-"was ACTIVE" until it is back), counts the port's warnings within the
-hour from its stored result, and names the switch at the cable's far end so a bad leaf is
-one incident. A cluster whose ports never reported shows the fabric as "Not monitored" on
-its health page — never a pass.
+"was ACTIVE" until it is back), counts the port's warnings within the hour from its stored
+result, and names the switch at the cable's far end so a bad leaf is one incident. A
+cluster whose ports never reported shows the fabric as "Not monitored" on its health page
+— never a pass.
 """
 
 from __future__ import annotations

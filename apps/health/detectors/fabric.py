@@ -38,7 +38,8 @@ JUDGED = (
     "local_ack_timeout_err",
     "rnr_nak_retry_err",
 )
-# A port with no new reading for this many runs while its node still reports is not ACTIVE.
+# A port with no new reading for this many runs while its node's other ports send theirs
+# is not ACTIVE.
 MISSING_RUNS = 2
 # Warnings of a port count towards its escalation for this long.
 WARNS_WINDOW = dt.timedelta(hours=1)
@@ -135,9 +136,10 @@ def fabric(
     ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str], now: dt.datetime
 ) -> list[Finding]:
     """A finding for every port: fail when a port of a node in service left ACTIVE (or sent
-    no reading for `MISSING_RUNS` runs while its node's other ports did) or a fatal counter grew, or
-    when it warned `fabric_warns_to_fail` times within an hour; warn when a rate is over its
-    threshold; else pass. `details.warned_at` keeps the hour's warnings (this run's too)."""
+    no reading for `MISSING_RUNS` runs while its node's other ports did) or a fatal counter
+    grew, or when it warned `fabric_warns_to_fail` times within an hour; warn when a rate
+    is over its threshold; else pass. `details.warned_at` keeps the hour's warnings (this
+    run's too); a pass names the counters its source does not report."""
     out: list[Finding] = []
     for history in ports:
         target = port_target(history.node, history.port)
@@ -194,7 +196,10 @@ def fabric(
             message = where + ", ".join(rates)
             out.append(warned(KIND, target, message, details, outcome=DEGRADED, node=node))
         elif history.missing_runs:
-            message = f"no new reading for {history.missing_runs} run(s) while the node reports"
+            message = (
+                f"no new reading for {history.missing_runs} run(s) while the node's other "
+                "ports report"
+            )
             out.append(passed(KIND, target, message, details, node=node))
         else:
             unread = [n for n in JUDGED if n not in history.latest.counters]

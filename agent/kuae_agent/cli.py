@@ -1,7 +1,8 @@
 """`kuae-agent`: collect on this node, spool to disk, deliver to KUAE Ops.
 
-    kuae-agent run   --server URL --node HOST [--exporter URL | --nvidia-smi] [--interval 15]
-                     [--kmsg | --kmsg-file PATH] [--fabric [--sysfs ROOT]]
+    kuae-agent run   --server URL --node HOST [--exporter URL | --nvidia-smi | --mtml |
+                     --mthreads-gmi] [--interval 15] [--kmsg | --kmsg-file PATH]
+                     [--kmsg-mthreads] [--fabric [--sysfs ROOT]]
     kuae-agent once  … (collect and deliver one round, for cron or a test)
     kuae-agent probe --server URL --node HOST [--gpus 0-7]
     kuae-agent flush --server URL (deliver what is spooled; a Reporter's spool too)
@@ -11,7 +12,13 @@
 
 --kmsg follows the kernel log for XIDs (`journalctl -k`, or /dev/kmsg where there is no
 journal) and sends every `NVRM: Xid` line once, keeping its position in --kmsg-cursor;
---kmsg-file reads a file instead (a kern.log, a kmsg dump, a test's file).
+--kmsg-file reads a file instead (a kern.log, a kmsg dump, a test's file). --kmsg-mthreads
+also sends the Moore Threads driver's warning and error lines, as events the server judges
+as unknown faults (Moore Threads publish no catalogue of them).
+
+--mtml reads Moore Threads GPUs through MTML (pip install 'kuae-agent[mtml]'; needs the
+driver's libmtml.so); --mthreads-gmi reads the table of the `mthreads-gmi` command
+(utilisation, memory and temperature only).
 
 --fabric also sends the InfiniBand/RoCE ports of ROOT/class/infiniband (--sysfs, default
 /sys): state, rate and error counters, as `ports` in a telemetry batch of their own.
@@ -29,6 +36,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,7 +47,9 @@ import httpx
 from kuae_agent import config
 from kuae_agent.client import Client
 from kuae_agent.fabric import FabricReader
+from kuae_agent.gmi import read_mthreads_gmi
 from kuae_agent.kernellog import FileLog, Journal, KmsgDevice, XidFollower
+from kuae_agent.mtml import MtmlReader, MtmlUnavailable
 from kuae_agent.probe import run_probe
 from kuae_agent.sources import read_exporter, read_nvidia_smi
 from kuae_agent.spool import Spool
@@ -59,10 +69,16 @@ def _gpus(spec: str) -> list[int]:
     return out
 
 
-def collect(args: argparse.Namespace, spool: Spool, fabric: FabricReader | None = None) -> bool:
+def collect(
+    args: argparse.Namespace,
+    spool: Spool,
+    fabric: FabricReader | None = None,
+    mtml: MtmlReader | None = None,
+) -> bool:
     """Read the node's source once and spool what it said; False when it could not be read.
     With `fabric`, its ports go in a batch of their own, whether or not the GPUs could be read
-    (and a port the server refuses never costs the GPUs' samples)."""
+    (and a port the server refuses never costs the GPUs' samples). `mtml` is the MTML reader
+    a `run` keeps between rounds (else one is made for this round)."""
     now = dt.datetime.now(dt.UTC)
     if fabric is not None:
         ports = fabric.read(node=args.node, ts=now)
@@ -70,8 +86,16 @@ def collect(args: argparse.Namespace, spool: Spool, fabric: FabricReader | None 
             body = json.dumps({"ports": ports})
             spool.put("/api/v1/ingest/telemetry/", body, "application/json")
     try:
-        if args.nvidia_smi:
-            samples = read_nvidia_smi(node=args.node, ts=now)
+        if args.nvidia_smi or args.mtml or args.mthreads_gmi:
+            if args.mtml:
+                samples = (mtml or MtmlReader()).read(node=args.node, ts=now)
+            elif args.mthreads_gmi:
+                samples = read_mthreads_gmi(node=args.node, ts=now, binary=args.gmi_binary)
+            else:
+                samples = read_nvidia_smi(node=args.node, ts=now)
+            if not samples:
+                log.error("the node's GPU source reported no GPU")
+                return False
             spool.put(
                 "/api/v1/ingest/telemetry/", json.dumps({"samples": samples}), "application/json"
             )
@@ -79,8 +103,11 @@ def collect(args: argparse.Namespace, spool: Spool, fabric: FabricReader | None 
             text = read_exporter(args.exporter)
             path = f"/api/v1/ingest/prometheus/?node={quote(args.node)}&ts={quote(_iso(now))}"
             spool.put(path, text, "text/plain")
-    except (httpx.HTTPError, OSError, ValueError) as exc:
+    except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError) as exc:
         log.error("could not read the node's telemetry: %s", exc)
+        return False
+    except MtmlUnavailable as exc:
+        log.error("%s", exc)
         return False
     return True
 
@@ -125,7 +152,12 @@ def kernel_log(args: argparse.Namespace, spool: Spool) -> XidFollower | None:
         return None
     cursor = args.kmsg_cursor or args.spool / "kmsg.cursor"
     return XidFollower(
-        reader, node=args.node, spool=spool, cursor_file=cursor, backfill_s=args.kmsg_backfill
+        reader,
+        node=args.node,
+        spool=spool,
+        cursor_file=cursor,
+        backfill_s=args.kmsg_backfill,
+        mthreads=args.kmsg_mthreads,
     )
 
 
@@ -144,9 +176,10 @@ def run(args: argparse.Namespace, spool: Spool, client: Client) -> None:
     next_probe = time.monotonic() + args.probe_every if args.probe_every else None
     follower = kernel_log(args, spool)
     fabric = FabricReader(args.sysfs) if args.fabric else None
+    mtml = MtmlReader() if args.mtml else None
     while not stop["now"]:
         started = time.monotonic()
-        collect(args, spool, fabric)
+        collect(args, spool, fabric, mtml)
         if follower is not None:
             follower.poll()
         if next_probe is not None and started >= next_probe:
@@ -155,6 +188,8 @@ def run(args: argparse.Namespace, spool: Spool, client: Client) -> None:
         heartbeat(client, args.node)
         client.drain(spool)
         time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+    if mtml is not None:
+        mtml.close()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -173,7 +208,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--node", default=os.uname().nodename, help="this node's registered hostname")
     p.add_argument("--token-file", type=Path, help="file holding the agent's API token")
     p.add_argument("--exporter", default="http://127.0.0.1:9400/metrics")
-    p.add_argument("--nvidia-smi", action="store_true", help="read nvidia-smi instead")
+    gpus = p.add_mutually_exclusive_group()
+    gpus.add_argument("--nvidia-smi", action="store_true", help="read nvidia-smi instead")
+    gpus.add_argument(
+        "--mtml", action="store_true", help="read Moore Threads GPUs through MTML instead"
+    )
+    gpus.add_argument(
+        "--mthreads-gmi", action="store_true", help="read the mthreads-gmi table instead"
+    )
+    p.add_argument("--gmi-binary", default="mthreads-gmi", help=argparse.SUPPRESS)
     p.add_argument("--interval", type=float, default=15.0)
     p.add_argument("--spool", type=Path, default=Path("/var/lib/kuae-agent/spool"))
     p.add_argument("--gpus", default="", help="GPU indexes the probe reports (default: all)")
@@ -188,6 +231,11 @@ def parser() -> argparse.ArgumentParser:
         help="follow the kernel log for XIDs: journalctl -k (auto when present) or /dev/kmsg",
     )
     p.add_argument("--kmsg-file", type=Path, help="read XIDs from this file instead")
+    p.add_argument(
+        "--kmsg-mthreads",
+        action="store_true",
+        help="also send the Moore Threads driver's warning and error lines (unknown faults)",
+    )
     p.add_argument("--kmsg-cursor", type=Path, help="position file (default SPOOL/kmsg.cursor)")
     p.add_argument(
         "--kmsg-backfill",

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kuae_agent.mtdriver import KIND as MTHREADS_KIND
+from kuae_agent.mtdriver import parse_mthreads
 from kuae_agent.spool import Spool
 
 log = logging.getLogger("kuae_agent")
@@ -101,11 +103,13 @@ def boot_id() -> str:
 
 @dataclass(frozen=True)
 class Record:
-    """A kernel-log line: its message, its time when the format gives one, its kmsg sequence."""
+    """A kernel-log line: its message, its time when the format gives one, its kmsg sequence,
+    its syslog level (0 emergency … 7 debug) when the format gives one."""
 
     message: str
     ts: dt.datetime | None = None
     seq: int | None = None
+    level: int | None = None
 
 
 def parse_record(line: str, *, booted: float, now: dt.datetime) -> Record:
@@ -114,7 +118,8 @@ def parse_record(line: str, *, booted: float, now: dt.datetime) -> Record:
     kern.log; anything else is the message itself, without a time."""
     if match := _KMSG.match(line):
         at = dt.datetime.fromtimestamp(booted + int(match["usec"]) / 1e6, tz=UTC)
-        return Record(match["msg"], min(at, now), int(match["seq"]))
+        level = int(match["prio"]) & 7  # facility × 8 + level
+        return Record(match["msg"], min(at, now), int(match["seq"]), level)
     if match := _ISO.match(line):
         text = match["ts"].replace(",", ".").replace("Z", "+00:00")
         try:
@@ -262,7 +267,8 @@ class Journal:
             except (KeyError, ValueError, TypeError):
                 at = None
             after = {"kind": "journal", "cursor": cursor, "ts": at.timestamp() if at else None}
-            yield Record(str(message), at), after
+            level = str(entry.get("PRIORITY", ""))
+            yield Record(str(message), at, level=int(level) if level.isdigit() else None), after
 
     def _run(self, command: list[str]) -> list[bytes] | None:
         try:
@@ -291,6 +297,9 @@ class XidFollower:
     position is saved). On a first start (no position) lines older than `backfill_s` seconds
     are skipped when their time is known: an old XID from before the agent ran is history,
     not news.
+
+    With `mthreads`, Moore Threads driver lines are sent too (kuae_agent/mtdriver.py), in
+    requests of their own: a server that does not know their kind refuses only those.
     """
 
     def __init__(
@@ -301,8 +310,10 @@ class XidFollower:
         spool: Spool,
         cursor_file: Path,
         backfill_s: float = 3600,
+        mthreads: bool = False,
     ) -> None:
         self.reader = reader
+        self.mthreads = mthreads
         self.node = node
         self.spool = spool
         self.cursor_file = cursor_file
@@ -327,34 +338,51 @@ class XidFollower:
         return best
 
     def poll(self, now: dt.datetime | None = None) -> int:
-        """Read the new lines, spool their XIDs, keep the position; the XIDs spooled."""
+        """Read the new lines, spool their XIDs (and Moore Threads driver lines), keep the
+        position; the events spooled."""
         now = now or dt.datetime.now(UTC)
         since = None
         if self.position is None and math.isfinite(self.backfill_s):
             since = now - dt.timedelta(seconds=self.backfill_s)
         batch: list[dict[str, Any]] = []
+        vendor: list[dict[str, Any]] = []  # Moore Threads driver lines
         spooled = 0
         position = self.position
         try:
             for record, position in self.reader.read(self.position):
-                parsed = parse_xid(record.message)
-                if parsed is None or (since and record.ts and record.ts < since):
+                if since and record.ts and record.ts < since:
                     continue
-                batch.append(Xid(record.ts or now, *parsed).as_event(self.node))
-                if len(batch) >= CHUNK:
-                    spooled += self._spool(batch, position)
-                    batch = []
+                parsed = parse_xid(record.message)
+                if parsed is not None:
+                    batch.append(Xid(record.ts or now, *parsed).as_event(self.node))
+                elif self.mthreads and (line := parse_mthreads(record.message, record.level)):
+                    vendor.append(self._vendor_event(record.ts or now, *line))
+                if len(batch) + len(vendor) >= CHUNK:
+                    spooled += self._spool(batch, position) + self._spool(vendor, position)
+                    batch, vendor = [], []
         except OSError as exc:
             log.error("could not read the kernel log: %s", exc)
-        if batch:
-            spooled += self._spool(batch, position)
+        spooled += self._spool(batch, position) + self._spool(vendor, position)
         if position != self.position:
             self._save(position)
         if spooled:
-            log.info("kernel log: %d XID line(s) spooled", spooled)
+            log.info("kernel log: %d XID or driver line(s) spooled", spooled)
         return spooled
 
+    def _vendor_event(self, ts: dt.datetime, bus: str, line: str) -> dict[str, Any]:
+        event = {
+            "node": self.node,
+            "ts": ts.isoformat().replace("+00:00", "Z"),
+            "kind": MTHREADS_KIND,
+            "message": line[:MAX_MESSAGE],
+        }
+        if bus:
+            event["pci_bus"] = bus
+        return event
+
     def _spool(self, events: list[dict[str, Any]], position: Position | None) -> int:
+        if not events:
+            return 0
         self.serial += 1
         self.spool.put(
             EVENTS_PATH,

@@ -76,6 +76,7 @@ def test_pip_install_agent_brings_no_django(tmp_path):
         "httpx==0.28.1",
         'torch>=2.1; extra == "gpu"',
         'py-spy==0.4.3; extra == "stacks"',
+        'mthreads-ml-py==2.4.3; extra == "mtml"',
     ]
     # httpx and what it needs, as this venv has them installed.
     closure, todo = set(), ["httpx"]

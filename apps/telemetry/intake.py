@@ -222,8 +222,8 @@ def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
         elif target == "rank":
             rank = _field(raw, "rank", lambda v: _bounded(v, 2**31 - 1), where, errors)
             subject = f"rank:{rank}"
-        elif target == "node":
-            subject = "node"
+        elif target == "node":  # on the GPU at its PCI address, when it gives one
+            subject = f"pci:{pci_bus}" if pci_bus else "node"
         if kind != "xid" and not subject:  # a GPU's event of a declared kind
             subject = f"gpu:{gpu}" if gpu is not None else f"pci:{pci_bus}"
         if len(errors) == before:

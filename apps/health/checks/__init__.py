@@ -48,9 +48,16 @@ def lend_to_telemetry() -> None:
     monitored.lend(
         needs=[n for spec in PLUGINS for n in spec.needs],
         event_kinds=[
-            monitored.EventKind(slug, label, spec.event_target.value)
-            for spec in PLUGINS
-            for slug, label in spec.events.items()
+            *(
+                monitored.EventKind(slug, label, spec.event_target.value)
+                for spec in PLUGINS
+                for slug, label in spec.events.items()
+            ),
+            *(
+                monitored.EventKind(slug, label, Target.NODE.value)
+                for spec in PLUGINS
+                for slug, label in spec.node_events.items()
+            ),
         ],
     )
 

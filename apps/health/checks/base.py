@@ -111,6 +111,9 @@ class CheckSpec:
     # and what such an event belongs to.
     events: Mapping[str, str] = field(default_factory=dict)
     event_target: Target = Target.GPU
+    # Event kinds that belong to the node itself (a GPU's PCI address, when one is given,
+    # places them on that GPU): a driver's fault line that names no GPU index.
+    node_events: Mapping[str, str] = field(default_factory=dict)
     # Why a cluster's data cannot be judged by this check (None: it can): shown on the
     # health page instead of a pass.
     not_monitored: Callable[[Cluster], str | None] = always_monitored

@@ -8,6 +8,7 @@ import datetime as dt
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, gpu_errors
+from apps.health.detectors.gpu_errors import MTHREADS_DRIVER
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
 from apps.telemetry.names import COUNTERS
@@ -44,4 +45,7 @@ SPEC = CheckSpec(
         Needed("Row remap", ("row_remap_failure",), KIND, "GPU errors", NOT_IN_FILE),
     ),
     pulls=frozenset({"xid", *COUNTERS, "row_remap_failure", "row_remap_pending"}),
+    # The Moore Threads driver's fault lines, as the node agent's kernel-log follower sends
+    # them: no catalogue of them is published, so each warns as unknown (docs/xid.md).
+    node_events={MTHREADS_DRIVER: "Moore Threads driver fault"},
 )

@@ -42,6 +42,10 @@ GPU_LOST = _out_of_service(Category.GPU)
 LINK = Outcome(Category.GPU, Severity.SEV3, node_state=NodeState.SUSPECT)
 
 
+# A Moore Threads driver's fault line from the kernel log (the node agent's follower).
+MTHREADS_DRIVER = "mthreads_driver"
+
+
 @dataclass(frozen=True)
 class GpuEvent:
     """Something a GPU reported since the previous run: an XID (value = code), ECC growth,
@@ -122,6 +126,12 @@ def _event(e: GpuEvent, target: str) -> Finding | None:
     if e.kind == "ecc_dbe":
         message = f"ECC double-bit errors on {where} grew to {e.value:g}"
         return failed(KIND, target, message, details, outcome=MEMORY, node=e.node, occurred_at=e.at)
+    if e.kind == MTHREADS_DRIVER:  # no published catalogue: unknown, it warns
+        message = (
+            f"Moore Threads driver fault on {where}: no published catalogue of the driver's "
+            "lines, so it is judged unknown (see the node's events for the line)"
+        )
+        return warned(KIND, target, message, details, node=e.node, occurred_at=e.at)
     if e.kind != "xid":
         return None
     xid = classify_xid(int(e.value))

@@ -231,9 +231,15 @@ class GpuValues:
         return out
 
 
-def gpu_index(line: Line | None, labels: Mapping[str, str]) -> int | None:
-    """The GPU index a series' labels give (its line's index label; `gpu` when unmapped)."""
-    value = labels.get(line.index_label if line is not None else UNKNOWN_INDEX_LABEL)
+def gpu_index(line: Line | None, labels: Mapping[str, str], series: str = "") -> int | None:
+    """The GPU index a series' labels give: its line's index label; for a series no file
+    names, `gpu` (dcgm-exporter), else `gpu_id` (AMD), else `id` on a `habanalabs_` series."""
+    if line is not None:
+        value = labels.get(line.index_label)
+    else:
+        value = labels.get(UNKNOWN_INDEX_LABEL) or labels.get("gpu_id")
+        if value is None and series.startswith("habanalabs_"):
+            value = labels.get("id")
     if type(value) is not str or not value.isdigit():
         return None
     return int(value)

@@ -133,7 +133,7 @@ def _samples(
             continue
         mapped = index.get(name)
         for line in mapped or (None,):
-            gpu = gpu_index(line, labels)
+            gpu = gpu_index(line, labels, name)
             if gpu is None:
                 continue  # not a per-GPU series
             key = (host, gpu)

@@ -5,28 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# dcgm-exporter field → KUAE's name.
-DCGM_FIELDS = {
-    "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
-    "DCGM_FI_DEV_FB_USED": "mem_used_mib",
-    "DCGM_FI_DEV_GPU_TEMP": "temp_c",
-    "DCGM_FI_DEV_MEMORY_TEMP": "mem_temp_c",
-    "DCGM_FI_DEV_POWER_USAGE": "power_w",
-    "DCGM_FI_DEV_SM_CLOCK": "sm_clock_mhz",
-    "DCGM_FI_DEV_XID_ERRORS": "xid",
-    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "ecc_sbe_total",
-    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe_total",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bw_total",
-    # docs/xid.md: the error counters the `gpu_errors` check reads.
-    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "nvlink_crc_errors",
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "pcie_replay_total",
-    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row_remap_failure",
-    "DCGM_FI_DEV_ROW_REMAP_PENDING": "row_remap_pending",
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "sm_clock_throttle",
-    # DCGM 3.3 renamed the throttle bitmask (same field, 112); a counters file may use either.
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "sm_clock_throttle",
-}
+from apps.telemetry.exporters import exporter
+
+# dcgm-exporter field → KUAE's name, from its mapping file (data/exporters/dcgm.csv; AMD's and
+# Gaudi's beside it, read by apps.telemetry.exporters).
+DCGM_FIELDS = exporter("dcgm").fields()
 
 # What the GEMM probe reports (kuae-agent probe).
 PROBE_METRICS = frozenset({"gemm_tflops", "gemm_checksum"})
@@ -91,4 +74,7 @@ GPU_COLUMNS = (
 METRIC_NAMES = frozenset(
     {c.key for c in GPU_COLUMNS}
     | {"nvlink_bw_total", "gemm_checksum", "row_remap_pending", "sm_clock_throttle"}
+    # docs/integrations.md, Exporters and their mapping files: which temperature temp_c is,
+    # and Gaudi's NIC ports down.
+    | {"temp_edge_c", "temp_junction_c", "links_down"}
 )

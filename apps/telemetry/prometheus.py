@@ -1,5 +1,5 @@
-"""dcgm-exporter's `/metrics` text → telemetry samples, and node_exporter's InfiniBand series
-in it → NIC ports' readings.
+"""GPU exporters' `/metrics` text (dcgm-exporter, AMD, Gaudi: apps.telemetry.exporters) → telemetry
+samples, and node_exporter's InfiniBand series in it → NIC ports' readings.
 
 Series names and label sets are parsed by prometheus_client's parser. A scrape repeats
 each GPU's label set on every one of its ~26 metrics, so each distinct label set is parsed
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections import defaultdict
 from collections.abc import Iterator
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.common.limits import METRIC_NAMES_PER_GPU
+from apps.telemetry.exporters import GpuValues, gpu_index, identity_labels, series_index
 from apps.telemetry.infiniband import PREFIX as INFINIBAND
 from apps.telemetry.infiniband import InfinibandPorts
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.names import DCGM_FIELDS, DCGM_NOT_SUPPORTED
+from apps.telemetry.names import DCGM_NOT_SUPPORTED
 from apps.telemetry.pcibus import pci_bus_or_blank
 from apps.telemetry.ports import PortReading
 
@@ -107,11 +107,13 @@ def _diverting(
 
 
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:
-    """One sample per (host, GPU): KUAE's names for known DCGM fields, the raw name for
-    others (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
+    """One sample per (host, GPU): KUAE's names for the series of every exporter's mapping
+    file (apps.telemetry.exporters: dcgm-exporter, AMD, Gaudi), the raw name for others
+    (kept, ignored by checks); "not supported" sentinels and NaN are dropped.
 
-    `node` overrides the host label (pull mode knows whose exporter it scraped). The GPU's
-    `UUID`, `modelName` and `pci_bus_id` labels are kept (the PCI address in one spelling).
+    `node` overrides the host label (pull mode knows whose exporter it scraped; Gaudi's
+    exporter has no host label). The GPU's identity labels of its exporter (dcgm-exporter:
+    `UUID`, `modelName`, `pci_bus_id`) are kept (the PCI address in one spelling).
     """
     return _samples(parse_lines(text), ts=ts, node=node)
 
@@ -119,32 +121,51 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
 def _samples(
     lines: Iterator[tuple[int, str, dict[str, str], float]], *, ts: dt.datetime, node: str | None
 ) -> list[TelemetrySample]:
-    values: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    index = series_index()
+    identities = identity_labels()
+    gpus: dict[tuple[str, int], GpuValues] = {}
     identity: dict[tuple[str, int], tuple[str, str, str]] = {}
     for number, name, labels, value in lines:
         host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
-        gpu = labels.get("gpu")
-        if host is None or gpu is None or not gpu.isdigit():
-            continue  # not a per-GPU series (or no host to file it under)
+        if host is None:
+            continue  # no host to file it under
         if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
-        key = (host, int(gpu))
-        metrics = values[key]
-        metrics[DCGM_FIELDS.get(name, name)] = int(value) if value.is_integer() else value
-        if len(metrics) > METRIC_NAMES_PER_GPU:  # docs/operations.md, Limits: checked as read
-            raise ExpositionError(
-                number,
-                f"GPU {gpu} of {host[:80]} has more than {METRIC_NAMES_PER_GPU} metric names: "
-                "past the bound on metric names per GPU",
-            )
-        if key not in identity:
-            identity[key] = (
-                labels.get("UUID", ""),
-                labels.get("modelName", ""),
-                pci_bus_or_blank(labels.get("pci_bus_id")),
-            )
-    return [
-        TelemetrySample(host, gpu, ts, metrics, *identity[(host, gpu)])
-        for (host, gpu), metrics in sorted(values.items())
-        if metrics
-    ]
+        mapped = index.get(name)
+        for line in mapped or (None,):
+            gpu = gpu_index(line, labels, name)
+            if gpu is None:
+                continue  # not a per-GPU series
+            key = (host, gpu)
+            values = gpus.get(key)
+            if values is None:
+                values = gpus[key] = GpuValues()
+            if line is None:
+                values.raw(name, value)
+            else:
+                values.add(line, value)
+            if len(values) > METRIC_NAMES_PER_GPU:  # docs/operations.md, Limits
+                raise ExpositionError(
+                    number,
+                    f"GPU {gpu} of {host[:80]} has more than {METRIC_NAMES_PER_GPU} metric "
+                    "names: past the bound on metric names per GPU",
+                )
+            if key not in identity:
+                uuid, model, bus = identities[line.exporter] if line else DCGM_IDENTITY
+                identity[key] = (
+                    labels.get(uuid, "") if uuid else "",
+                    labels.get(model, "") if model else "",
+                    pci_bus_or_blank(labels.get(bus)) if bus else "",
+                )
+    # Hook (vendor): gpus[key].exporter names the exporter, hence the vendor
+    # (apps.telemetry.exporters.exporter(...).vendor), for when samples carry one.
+    out = []
+    for (host, gpu), values in sorted(gpus.items()):
+        metrics = values.metrics()
+        if metrics:
+            out.append(TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), BLANK)))
+    return out
+
+
+BLANK = ("", "", "")
+DCGM_IDENTITY = ("UUID", "modelName", "pci_bus_id")  # an unmapped series' GPU, as before

@@ -31,7 +31,6 @@ from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.pinned import pinned_transport
 from apps.telemetry.infiniband import infiniband_query, instance_index, readings_of_vector
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.names import DCGM_FIELDS
 from apps.telemetry.ports import PortReading
 from apps.telemetry.promql import (
     AnswerError,
@@ -189,13 +188,14 @@ def prometheus_pull(
     store them as posted telemetry is stored (values, events, rollups, the nodes'
     last_seen_at; each port's latest and previous reading), together or not at all.
 
-    `metrics` are KUAE's names (None: every one). The dcgm fields among them are one query
-    (with the temperature, which carries the GPU's identity); the ports' among them
+    `metrics` are KUAE's names (None: every one). The exporters' series that fill them
+    (dcgm-exporter's, AMD's, Gaudi's: apps.telemetry.exporters) are one query (with one
+    series per exporter carrying the GPU's identity); the ports' among them
     (`state`, `link_downed` …) one query of node_exporter's series; a query that would ask
     for nothing is not asked. SourceDown when the server does not answer; nothing is
     written then."""
     samples: list[TelemetrySample] = []
-    fields = DCGM_FIELDS if metrics is None else dcgm_fields(metrics)
+    fields = None if metrics is None else dcgm_fields(metrics)
     if metrics is None or fields:
         known = set(
             GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index")

@@ -1,9 +1,10 @@
 """What KUAE asks a cluster's Prometheus (docs/integrations.md) and how it reads the answer: pure,
 no database, no network.
 
-One instant query per pull, whatever the cluster's size: the dcgm fields the checks read the
-pull needs, for every GPU the server knows, reduced to the labels KUAE files a value under
-(and the GPU's identity on one field only). The cluster's nodes are picked out of the
+One instant query per pull, whatever the cluster's size or vendors: the series of every
+exporter's mapping file (dcgm-exporter, AMD, Gaudi) that the checks of the pull read, for
+every GPU the server knows, reduced to the labels KUAE files a value under (and the GPU's
+identity on one series per exporter only). The cluster's nodes are picked out of the
 answer here, by their `Hostname` (or `hostname`) label, not in PromQL: a regex of 1,000
 hostnames is a slow query and a long request, while a Prometheus that scrapes several
 clusters only sends a few more series. The answer's size is bounded where it is read
@@ -18,42 +19,81 @@ import re
 from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
+from apps.telemetry.exporters import (
+    GpuValues,
+    exporters,
+    identity_labels,
+    index_labels,
+    series_for,
+    series_index,
+)
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.names import DCGM_FIELDS, DCGM_NOT_SUPPORTED
+from apps.telemetry.names import DCGM_NOT_SUPPORTED
 from apps.telemetry.pcibus import pci_bus_or_blank
 
 HOST_LABELS = ("Hostname", "hostname")
-# The labels a value is filed under: the field, the host and the GPU.
-VALUE_LABELS = ("__name__", *HOST_LABELS, "gpu")
-# What names the GPU besides, asked of one field only: the same on every field of a GPU, and
-# as long again as the rest of a series in the answer.
-IDENTITY_LABELS = ("UUID", "modelName", "pci_bus_id")
-IDENTITY_FIELD = "DCGM_FI_DEV_GPU_TEMP"
+# The labels a value is filed under: the series, the host and the GPU (each exporter's index
+# label: dcgm-exporter's `gpu`, AMD's `gpu_id`, Gaudi's `id`).
+VALUE_LABELS = ("__name__", *HOST_LABELS, *index_labels())
+# What names the GPU besides, asked of one series per exporter only: the same on every series
+# of a GPU, and as long again as the rest of a series in the answer.
+IDENTITY_SERIES = {"dcgm": "DCGM_FI_DEV_GPU_TEMP", "amd": "gpu_power_usage",
+                   "gaudi": "habanalabs_utilization"}  # fmt: skip
+IDENTITY_FIELD = IDENTITY_SERIES["dcgm"]
+IDENTITY_LABELS = tuple(dict.fromkeys(label for e in exporters() for label in e.identity if label))
 
 
 class AnswerError(ValueError):
     """The server answered, but not with an instant vector: the message says what."""
 
 
+def _spellings(series: str) -> list[str]:
+    """`series` and, where its exporter lets a site prefix names (AMD's `amd_`), that spelling."""
+    prefixes = {line.exporter for line in series_index().get(series, ())}
+    out = [series]
+    for e in exporters():
+        if e.prefix and e.name in prefixes:
+            out.append(e.prefix + series)
+    return out
+
+
 def dcgm_fields(metrics: Container[str]) -> list[str]:
-    """The dcgm fields stored under `metrics` (KUAE's names, as in posted telemetry)."""
-    return [field for field, name in DCGM_FIELDS.items() if name in metrics]
+    """The series of every exporter (dcgm-exporter's first) stored under `metrics` (KUAE's
+    names, as in posted telemetry)."""
+    return series_for(metrics)
 
 
-def dcgm_query(fields: Iterable[str] = DCGM_FIELDS, *, identity: bool = True) -> str:
-    """The one instant query of a pull: the latest value of each of `fields` per GPU.
+def all_series() -> list[str]:
+    """Every series of every mapping file."""
+    return list(series_for(frozenset(line.name for e in exporters() for line in e.lines)))
 
-    `max by` keeps one series per (field, host, GPU) even when two scrape jobs or an HA pair
+
+def dcgm_query(fields: Iterable[str] | None = None, *, identity: bool = True) -> str:
+    """The one instant query of a pull: the latest value of each of `fields` (series of any
+    exporter; None: every one) per GPU.
+
+    `max by` keeps one series per (series, host, GPU) even when two scrape jobs or an HA pair
     of exporters report the same GPU, and drops labels KUAE does not read (instance, driver
-    version …). With `identity`, the temperature (added when not among `fields`) also
-    carries the GPU's UUID, model and PCI address, which the other fields leave out: the
-    answer is about half as long as with every label on every field."""
-    names = set(fields)
+    version …). With `identity`, one series per exporter (added when not among `fields`:
+    dcgm-exporter's temperature, AMD's power, Gaudi's utilisation) also carries the GPU's
+    identity labels (UUID, model, PCI address), which the other series leave out: the
+    answer is about half as long as with every label on every series. Still one query
+    whatever the vendors: the series of every exporter are one regex."""
+    names: dict[str, None] = {}
+    for field in all_series() if fields is None else fields:
+        names.update(dict.fromkeys(_spellings(field)))
     parts = []
     if identity:
-        names.discard(IDENTITY_FIELD)
+        ids: list[str] = []
+        for series in IDENTITY_SERIES.values():
+            if fields is None or series in names or series == IDENTITY_FIELD:
+                spelled = _spellings(series)
+                ids += spelled
+                for each in spelled:
+                    names.pop(each, None)
         by = ", ".join((*VALUE_LABELS, *IDENTITY_LABELS))
-        parts.append(f'max by ({by}) ({{__name__="{IDENTITY_FIELD}"}})')
+        selector = f'__name__="{ids[0]}"' if len(ids) == 1 else f'__name__=~"{"|".join(ids)}"'
+        parts.append(f"max by ({by}) ({{{selector}}})")
     if names:
         pattern = "|".join(sorted(names))
         parts.append(f'max by ({", ".join(VALUE_LABELS)}) ({{__name__=~"{pattern}"}})')
@@ -124,46 +164,61 @@ def samples_of(
     known: Container[tuple[str, int]],
     ts: dt.datetime,
 ) -> list[TelemetrySample]:
-    """One sample per GPU of the cluster, named as posted telemetry names it (DCGM_FIELDS): the
-    series of hosts not in `hosts` (label → hostname), of GPUs not in `known` (hostname,
-    index), and dcgm's "not supported" sentinels or NaN are left out."""
-    values: dict[tuple[str, int], dict[str, float]] = {}
+    """One sample per GPU of the cluster, named as posted telemetry names it (the exporters'
+    mapping files, apps.telemetry.exporters): the series of hosts not in `hosts` (label →
+    hostname), of GPUs not in `known` (hostname, index), series no file names, and dcgm's
+    "not supported" sentinels or NaN are left out."""
+    index = series_index()
+    identities = identity_labels()
+    values: dict[tuple[str, int], GpuValues] = {}
     identity: dict[tuple[str, int], tuple[str, str, str]] = {}
-    # A GPU's series share its host and gpu labels: each pair is looked up once (None: not
+    # A GPU's series share its host and index labels: each is looked up once (None: not
     # one of the cluster's GPUs).
-    gpus: dict[tuple[object, object, object], tuple[str, int] | None] = {}
+    gpus: dict[tuple[object, ...], tuple[str, int] | None] = {}
     for labels, value in vector:
         field = labels.get("__name__")
-        name = DCGM_FIELDS.get(field) if type(field) is str else None
-        if name is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
+        lines = index.get(field) if type(field) is str else None
+        if lines is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
-        seen = (labels.get("Hostname"), labels.get("hostname"), labels.get("gpu"))
-        try:
-            key = gpus[seen]
-        except KeyError:
-            key = gpus[seen] = _gpu_key(labels, hosts, known)
-        except TypeError:  # a label that is a list or an object: no GPU of ours
-            continue
-        if key is None:
-            continue
-        values.setdefault(key, {})[name] = int(value) if value.is_integer() else value
-        if "UUID" in labels or "modelName" in labels or "pci_bus_id" in labels:
-            bus = pci_bus_or_blank(labels.get("pci_bus_id"))
-            # As long as the GPU's columns hold (a label may be anything a server sends).
-            uuid, model = (str(labels.get(k, ""))[:64] for k in ("UUID", "modelName"))
-            identity[key] = (uuid, model, bus)
+        for line in lines:
+            label = line.index_label
+            seen = (labels.get("Hostname"), labels.get("hostname"), label, labels.get(label))
+            try:
+                key = gpus[seen]
+            except KeyError:
+                key = gpus[seen] = _gpu_key(labels, label, hosts, known)
+            except TypeError:  # a label that is a list or an object: no GPU of ours
+                continue
+            if key is None:
+                continue
+            gpu = values.get(key)
+            if gpu is None:
+                gpu = values[key] = GpuValues()
+            gpu.add(line, value)
+            uuid_label, model_label, bus_label = identities[line.exporter]
+            if uuid_label in labels or model_label in labels or bus_label in labels:
+                bus = pci_bus_or_blank(labels.get(bus_label)) if bus_label else ""
+                # As long as the GPU's columns hold (a label may be anything a server sends).
+                uuid, model = (
+                    str(labels.get(k, ""))[:64] if k else "" for k in (uuid_label, model_label)
+                )
+                identity[key] = (uuid, model, bus)
     blank = ("", "", "")  # kept as stored (the intake leaves blank identity alone)
     return [
         TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), blank))
-        for (host, gpu), metrics in sorted(values.items())
+        for (host, gpu), accumulated in sorted(values.items())
+        if (metrics := accumulated.metrics())
     ]
 
 
 def _gpu_key(
-    labels: Mapping[str, str], hosts: Mapping[str, str], known: Container[tuple[str, int]]
+    labels: Mapping[str, str],
+    index_label: str,
+    hosts: Mapping[str, str],
+    known: Container[tuple[str, int]],
 ) -> tuple[str, int] | None:
     """(hostname, index) of the series' GPU when it is one of `known`, else None."""
-    host, gpu = _host(labels, hosts), labels.get("gpu")
+    host, gpu = _host(labels, hosts), labels.get(index_label)
     if host is None or type(gpu) is not str or not gpu.isdigit():
         return None
     key = (host, int(gpu))

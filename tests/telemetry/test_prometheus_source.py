@@ -73,23 +73,34 @@ def test_token_from_the_cluster_else_the_environment(cluster: Cluster, settings:
 def test_one_query_names_every_field_with_the_identity_on_one() -> None:
     query = dcgm_query()
     identity, values = query.split(" or ")
+    # One query whatever the vendors: each exporter's index label (dcgm `gpu`, AMD `gpu_id`,
+    # Gaudi `id`) and identity labels, the identity asked of one series per exporter.
+    by = "__name__, Hostname, hostname, gpu, gpu_id, id"
     assert identity == (
-        "max by (__name__, Hostname, hostname, gpu, UUID, modelName, pci_bus_id) "
-        '({__name__="DCGM_FI_DEV_GPU_TEMP"})'
+        f"max by ({by}, UUID, modelName, pci_bus_id, gpu_uuid, card_model) "
+        '({__name__=~"DCGM_FI_DEV_GPU_TEMP|gpu_power_usage|amd_gpu_power_usage|'
+        'habanalabs_utilization"})'
     )
-    assert values.startswith('max by (__name__, Hostname, hostname, gpu) ({__name__=~"')
+    assert values.startswith(f'max by ({by}) ({{__name__=~"')
     assert "DCGM_FI_DEV_XID_ERRORS" in values and "DCGM_FI_DEV_GPU_TEMP" not in values
+    assert "gpu_ecc_uncorrect_total" in values and "amd_gpu_ecc_uncorrect_total" in values
+    assert "habanalabs_power_mW" in values
     assert "Hostname=~" not in query  # never a regex of the cluster's hostnames
     # Without the identity (the fleet view), and the temperature added to a pull without it.
     assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"], identity=False) == (
-        'max by (__name__, Hostname, hostname, gpu) ({__name__=~"DCGM_FI_DEV_GPU_UTIL"})'
+        f'max by ({by}) ({{__name__=~"DCGM_FI_DEV_GPU_UTIL"}})'
     )
     assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"]).count("DCGM_FI_DEV_GPU_TEMP") == 1
-    # KUAE's names to dcgm's: both spellings of the throttle reasons.
+    # KUAE's names to the exporters' series: both spellings of the throttle reasons.
     assert dcgm_fields({"xid", "sm_clock_throttle"}) == [
         "DCGM_FI_DEV_XID_ERRORS",
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
         "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    ]
+    assert dcgm_fields({"power_w"}) == [
+        "DCGM_FI_DEV_POWER_USAGE",
+        "gpu_power_usage",
+        "habanalabs_power_mW",
     ]
 
 

@@ -168,7 +168,7 @@ class GPU(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpus")
     index = models.PositiveSmallIntegerField()
     uuid = models.CharField(max_length=64, blank=True, default="")
-    # docs/fleet.md, Vendors and models: `nvidia`, `amd`, `intel`, `mthreads` ('' not yet
+    # docs/pages.md, Vendors and models: `nvidia`, `amd`, `intel`, `mthreads` ('' not yet
     # reported: `vendor_of` reads it from the model); a blank model is the cluster's.
     vendor = models.CharField(max_length=16, blank=True, default="", db_default="")
     model = models.CharField(max_length=64, blank=True, default="")

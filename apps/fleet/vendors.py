@@ -1,4 +1,4 @@
-"""GPU vendors and models (docs/fleet.md, Vendors and models): the vendors KUAE knows, the word
+"""GPU vendors and models (docs/pages.md, Vendors and models): the vendors KUAE knows, the word
 each uses for its GPU-to-GPU links, and the cited dense BF16 peak per model
 (`data/gpu_peaks.csv`) that MFU divides by (docs/formulas.md, MFU). Pure: no database."""
 

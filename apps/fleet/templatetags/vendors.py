@@ -1,5 +1,5 @@
-"""Template filters that name the interconnect by its vendor's word (docs/pages.md, The
-interconnect's name): NVLink, XGMI, Gaudi links, MTLink."""
+"""Template filters that name the interconnect by its vendor's word: NVLink, XGMI, Gaudi
+links, MTLink (docs/pages.md, The interconnect's name)."""
 
 from __future__ import annotations
 

@@ -243,11 +243,14 @@ class NodeSerializer(serializers.ModelSerializer):
 
 
 class GPUSerializer(serializers.ModelSerializer):
-    """A GPU with its latest telemetry values."""
+    """A GPU with its latest telemetry values; `vendor` as reported, else read from its
+    model's name ('' when neither says: docs/pages.md, Vendors and models)."""
+
+    vendor = serializers.CharField(source="vendor_known", read_only=True)
 
     class Meta:
         model = GPU
-        fields = ["index", "uuid", "model", "metrics", "updated_at"]
+        fields = ["index", "uuid", "vendor", "model", "metrics", "updated_at"]
         read_only_fields = fields
 
 

@@ -73,7 +73,7 @@ def test_vendor_from_the_model_name_and_link_words():
     assert peaks_error({"MI300X": -1}) and peaks_error({"MI300X": "fast"}) and peaks_error([1])
 
 
-def test_samples_carry_vendor_model_and_uuid(cluster, fleet):
+def test_samples_carry_vendor_model_and_uuid(cluster, fleet, api):
     agent = fleet["agent"]
     assert (
         post(agent, [sample("m00", 0, vendor="amd", model="MI300X", uuid="GPU-1")]).status_code
@@ -81,6 +81,9 @@ def test_samples_carry_vendor_model_and_uuid(cluster, fleet):
     )
     gpu = GPU.objects.get(node__hostname="m00", index=0)
     assert (gpu.vendor, gpu.model, gpu.uuid) == ("amd", "MI300X", "GPU-1")
+    (first, second, *_) = api("mia").get("/api/v1/nodes/m00/").json()["gpus"]
+    assert (first["vendor"], first["model"]) == ("amd", "MI300X")
+    assert (second["vendor"], second["model"]) == ("nvidia", "H100")  # read from its model
     # A later sample without them keeps what is stored; the careful path reads them too.
     odd = sample("m00", 0, vendor="amd", model="  MI300X ", metrics={"gpu_util": 2})
     assert post(agent, [odd]).status_code == 202

@@ -10,6 +10,7 @@ from apps.accounts.models import ApiToken, User
 from apps.common.hostnames import hostname_clean
 from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.models import GPU, AgentScope, Cluster, Node, NodeStateChange, describe_scope
+from apps.fleet.vendors import peaks_error
 
 
 class NodeForm(forms.ModelForm):
@@ -59,6 +60,14 @@ class ClusterForm(forms.ModelForm):
                 raise forms.ValidationError(f"KUAE may not send the Slurm JWT there: {refused}")
         return value
 
+    def clean_peak_tflops_by_model(self) -> dict[str, float]:
+        """docs/formulas.md, MFU: model name → positive TFLOP/s, else a form error on it."""
+        value = self.cleaned_data.get("peak_tflops_by_model") or {}
+        problem = peaks_error(value)
+        if problem:
+            raise forms.ValidationError(problem)
+        return {name.strip(): float(peak) for name, peak in value.items()}
+
     def clean_prometheus_token(self) -> str:
         # A password field shows nothing back: left empty, the token stays as it was.
         value = self.cleaned_data.get("prometheus_token") or ""
@@ -90,7 +99,7 @@ class NodeStateChangeAdmin(admin.ModelAdmin):
 
 @admin.register(GPU)
 class GPUAdmin(admin.ModelAdmin):
-    list_display = ("node", "index", "model", "updated_at")
+    list_display = ("node", "index", "vendor", "model", "updated_at")
     search_fields = ("node__hostname", "uuid")
     raw_id_fields = ("node",)
 

@@ -11,6 +11,7 @@ from django.db import models
 
 from apps.common.hostnames import Hostlists
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
+from apps.fleet.vendors import link_word, peak_for, vendor_of
 
 
 class Cluster(models.Model):
@@ -19,6 +20,15 @@ class Cluster(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     gpu_model = models.CharField(max_length=64)
     peak_tflops_per_gpu = models.FloatField(help_text="dense BF16 peak, TFLOP/s")
+    # A cluster of several GPU models (docs/formulas.md, MFU): model → dense BF16 TFLOP/s,
+    # over the shipped table (apps/fleet/data/gpu_peaks.csv); `peak_tflops_per_gpu` stays
+    # the peak of `gpu_model` when this map does not name it.
+    peak_tflops_by_model = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='model → dense BF16 TFLOP/s, e.g. {"MI300X": 1307.4}; '
+        "over the shipped table, for GPUs of other models than gpu_model",
+    )
     gpus_per_node = models.PositiveSmallIntegerField(default=8)
     simulated = models.BooleanField(default=False, help_text="written by `simulate`")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -72,6 +82,15 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def peak_for(self, model: str) -> float | None:
+        """The dense BF16 peak of one of its GPU models (docs/formulas.md, MFU); None: unknown."""
+        return peak_for(
+            model,
+            gpu_model=self.gpu_model,
+            peak_tflops_per_gpu=self.peak_tflops_per_gpu,
+            by_model=self.peak_tflops_by_model or {},
+        )
 
     def task_options(self) -> dict[str, str]:
         """`apply_async` options for work done for this cluster: its own queue when it has
@@ -149,6 +168,9 @@ class GPU(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpus")
     index = models.PositiveSmallIntegerField()
     uuid = models.CharField(max_length=64, blank=True, default="")
+    # docs/pages.md, Vendors and models: `nvidia`, `amd`, `intel`, `mthreads` ('' not yet
+    # reported: `vendor_of` reads it from the model); a blank model is the cluster's.
+    vendor = models.CharField(max_length=16, blank=True, default="", db_default="")
     model = models.CharField(max_length=64, blank=True, default="")
     # PCI address in one spelling (apps.telemetry.pcibus), from telemetry's `pci_bus_id`: how a
     # kernel-log XID, which names the bus and not the index, finds its GPU.
@@ -167,6 +189,16 @@ class GPU(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id}/{self.index}"
+
+    @property
+    def vendor_known(self) -> str:
+        """Its vendor, reported or read from its model's name ('' when neither says)."""
+        return vendor_of(self.vendor, self.model)
+
+    @property
+    def link_word(self) -> str:
+        """Its vendor's word for its GPU-to-GPU links (docs/pages.md)."""
+        return link_word(self.vendor_known)
 
 
 MAX_SCOPE_NODES = 20_000  # docs/operations.md bounds: hostlist expansion, 20,000 names

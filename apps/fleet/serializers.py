@@ -18,6 +18,7 @@ from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.vendors import peaks_error
 
 
 def validate_exporter_url(value: str) -> None:
@@ -81,6 +82,11 @@ class ClusterSerializer(serializers.ModelSerializer):
     node_count = serializers.IntegerField(read_only=True)
     gpu_count = serializers.IntegerField(read_only=True)
     peak_tflops_per_gpu = serializers.FloatField(min_value=0.001)
+    peak_tflops_by_model = serializers.JSONField(
+        required=False,
+        help_text="model → dense BF16 TFLOP/s for GPU models other than gpu_model (or to "
+        'override the shipped table, docs/formulas.md, MFU), e.g. {"MI300X": 1307.4}',
+    )
     gpus_per_node = serializers.IntegerField(min_value=1, max_value=64)
 
     class Meta:
@@ -89,12 +95,21 @@ class ClusterSerializer(serializers.ModelSerializer):
             "name",
             "gpu_model",
             "peak_tflops_per_gpu",
+            "peak_tflops_by_model",
             "gpus_per_node",
             "node_count",
             "gpu_count",
             "created_at",
         ]
         read_only_fields = ["created_at"]
+
+    def validate_peak_tflops_by_model(self, value: object) -> dict[str, float]:
+        """An object of model name → positive TFLOP/s (apps.fleet.vendors.peaks_error)."""
+        problem = peaks_error(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        assert isinstance(value, dict)  # peaks_error's promise
+        return {name.strip(): float(peak) for name, peak in value.items()}
 
 
 class SlurmLinkSerializer(serializers.Serializer):
@@ -228,11 +243,14 @@ class NodeSerializer(serializers.ModelSerializer):
 
 
 class GPUSerializer(serializers.ModelSerializer):
-    """A GPU with its latest telemetry values."""
+    """A GPU with its latest telemetry values; `vendor` as reported, else read from its
+    model's name ('' when neither says: docs/pages.md, Vendors and models)."""
+
+    vendor = serializers.CharField(source="vendor_known", read_only=True)
 
     class Meta:
         model = GPU
-        fields = ["index", "uuid", "model", "metrics", "updated_at"]
+        fields = ["index", "uuid", "vendor", "model", "metrics", "updated_at"]
         read_only_fields = fields
 
 

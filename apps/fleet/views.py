@@ -27,6 +27,7 @@ from apps.fleet.selectors import (
     rack_list,
 )
 from apps.fleet.services import cluster_automation_set, node_set_state
+from apps.fleet.vendors import common_vendor, link_word, vendor_of
 
 
 @role_required()
@@ -47,6 +48,16 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
     )
 
 
+def gpu_kinds(node: Node) -> list[tuple[str, str, int]]:
+    """(vendor, model, how many) of a node's GPUs, a blank model read as the cluster's."""
+    counts: dict[tuple[str, str], int] = {}
+    for vendor, model in node.gpus.values_list("vendor", "model"):
+        model = model or node.cluster.gpu_model
+        key = (vendor_of(vendor, model), model)
+        counts[key] = counts.get(key, 0) + 1
+    return [(v, m, n) for (v, m), n in sorted(counts.items())]
+
+
 @role_required()
 def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     """A node: the open incidents naming it, state history, jobs; the panels the apps above
@@ -56,11 +67,14 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
     node = node_detail(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
+    kinds = gpu_kinds(node)
     return render(
         request,
         "fleet/node_detail.html",
         {
             "node": node,
+            "gpu_kinds": kinds,
+            "link": link_word(common_vendor([v for v, _, _ in kinds])),
             "panels": panels.render(slot=panels.NODE, request=request, node=node),
             "body_panels": panels.render(
                 slot=panels.NODE_BODY, request=request, node=node, params=request.GET

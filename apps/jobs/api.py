@@ -24,6 +24,7 @@ from apps.jobs.filters import JobFilter
 from apps.jobs.hang import Verdict
 from apps.jobs.intake import parse_metric_batch
 from apps.jobs.models import Checkpoint, Job
+from apps.jobs.peaks import attach_peaks
 from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
 from apps.jobs.ranks import ranks_register, stalls_ingest
 from apps.jobs.readers import job_incidents
@@ -125,6 +126,7 @@ class JobListView(generics.ListAPIView):
             ids = [job.pk for job in args[0]]
             kwargs["context"]["hostnames"] = hostnames_by_job(ids)
             kwargs["context"]["incidents"] = job_incidents(ids)
+            attach_peaks(args[0])
         return super().get_serializer(*args, **kwargs)
 
     @extend_schema(

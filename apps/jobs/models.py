@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import cached_property
 
 from django.db import models
 
@@ -73,13 +74,21 @@ class Job(models.Model):
         """FLOPs per token (docs/formulas.md, MFU): own value, else 6 × n_params."""
         return flops_per_token(flops_per_token=self.flops_per_token, n_params=self.n_params)
 
+    @cached_property
+    def peak_tflops(self) -> float | None:
+        """Mean dense BF16 peak of its GPUs, each by its model (apps.jobs.peaks); None: a
+        model's peak is unknown ("peak unknown" where MFU is shown). `attach_peaks` sets it
+        for a page of jobs at once."""
+        from apps.jobs.peaks import job_peaks  # peaks reads GPUs through this model's nodes
+
+        return job_peaks(self.cluster, [self.pk])[self.pk]
+
     def mfu_factor(self) -> float | None:
-        """Multiply a tokens/s value by this to get MFU."""
-        return mfu_factor(
-            fpt=self.fpt,
-            gpu_count=self.gpu_count,
-            peak_tflops_per_gpu=self.cluster.peak_tflops_per_gpu,
-        )
+        """Multiply a tokens/s value by this to get MFU; None when the peak is unknown."""
+        peak = self.peak_tflops
+        if peak is None:
+            return None
+        return mfu_factor(fpt=self.fpt, gpu_count=self.gpu_count, peak_tflops_per_gpu=peak)
 
     def mfu_now(self, *, stopped: bool = False) -> float | None:
         """MFU of the newest job-wide sample (docs/formulas.md, MFU); 0 while the job is hung or

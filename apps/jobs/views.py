@@ -16,6 +16,7 @@ from apps.jobs.charts import job_progress_figure
 from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
+from apps.jobs.peaks import attach_peaks
 from apps.jobs.readers import job_incidents
 from apps.jobs.selectors import (
     job_detail,
@@ -38,6 +39,7 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
     page = listing["page"]
     page.object_list = list(page.object_list)
     health = job_incidents([j.pk for j in page.object_list])
+    attach_peaks(page.object_list)
     for job in page.object_list:
         job.health = health[job.pk]
         job.mfu = job.mfu_now(stopped=job.health.stopped)

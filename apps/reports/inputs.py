@@ -18,6 +18,7 @@ from apps.incidents.costs import costs_at
 from apps.incidents.models import Incident
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Checkpoint, Job, JobMetricHour
+from apps.jobs.peaks import job_peaks
 from apps.reports.availability import NodeHistory
 from apps.reports.effective import Interruption, JobRun
 
@@ -105,12 +106,13 @@ def job_runs(
     interruptions = _interruptions(ids, start, end)
     checkpoints = _checkpoints(ids, start, end)
     tps = mean_tokens_per_s(ids, start, end) if with_mfu else {}
+    peaks = job_peaks(cluster, ids) if with_mfu else {}
     out = []
     for j in jobs:
         factor = mfu_factor(
             fpt=flops_per_token(flops_per_token=j["flops_per_token"], n_params=j["n_params"]),
             gpu_count=j["gpu_count"],
-            peak_tflops_per_gpu=cluster.peak_tflops_per_gpu,
+            peak_tflops_per_gpu=peaks.get(j["id"]) or 0.0,  # 0: peak unknown, no MFU
         )
         mean = tps.get(j["id"])
         out.append(

@@ -20,6 +20,7 @@ from apps.incidents.costs import cost_order
 from apps.incidents.models import Incident
 from apps.jobs.choices import JobCondition
 from apps.jobs.models import Job
+from apps.jobs.peaks import attach_peaks
 from apps.jobs.readers import JobIncidents, Line, MfuLines, job_incidents
 from apps.jobs.selectors import checkpoint_cost_mean, running_jobs, running_node_ids
 from apps.reports.models import ClusterTargets
@@ -103,6 +104,7 @@ def overview(*, cluster: Cluster, now: dt.datetime) -> Overview:
             tiles.append(Tile(hostname, state, reason, busy))
         racks.append((rack or "—", tiles))
     health = job_incidents([j.pk for j in jobs])
+    attach_peaks(jobs)
     running = [
         RunningJob(
             job=job,

@@ -12,6 +12,7 @@ from apps.common.weeks import week_start
 from apps.fleet.models import Cluster
 from apps.jobs.mfu import flops_per_token, mfu_factor
 from apps.jobs.models import Job, JobMetricHour
+from apps.jobs.peaks import job_peaks
 from apps.reports.availability import bucket_seconds, service_window, unavailable
 from apps.reports.effective import JobRun, job_week, weekly
 from apps.reports.inputs import job_runs, node_histories
@@ -37,11 +38,12 @@ def mfu_by_hour(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> di
         .distinct()
         .values("id", "name", "gpu_count", "n_params", "flops_per_token")
     }
+    peaks = job_peaks(cluster, list(jobs))
     factor = {
         pk: mfu_factor(
             fpt=flops_per_token(flops_per_token=j["flops_per_token"], n_params=j["n_params"]),
             gpu_count=j["gpu_count"],
-            peak_tflops_per_gpu=cluster.peak_tflops_per_gpu,
+            peak_tflops_per_gpu=peaks[pk] or 0.0,  # 0: peak unknown, no MFU
         )
         for pk, j in jobs.items()
     }

@@ -16,6 +16,7 @@ from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import FUTURE_SLACK, not_future, parse_ts
+from apps.fleet.vendors import VENDORS, vendor_error
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.pcibus import pci_bus_normal
 
@@ -37,10 +38,12 @@ class TelemetrySample:
     uuid: str = ""
     model: str = ""
     pci_bus: str = ""  # normal form (apps.telemetry.pcibus), '' when not reported
+    vendor: str = ""  # apps.fleet.vendors.VENDORS, '' when not reported
 
 
 def parse_telemetry_batch(payload: Any, *, now: dt.datetime | None = None) -> list[TelemetrySample]:
-    """Parse `{samples: [{node, gpu, ts, metrics: {name: number}}]}`; BatchError names
+    """Parse `{samples: [{node, gpu, ts, metrics: {name: number}, vendor?, model?, uuid?,
+    pci_bus?}]}`; BatchError names
     `samples[i].field` (and `samples[i].metrics.NAME`) for every problem — a `ts` more than
     5 minutes after `now` (default: now) among them."""
     now = now or timezone.now()
@@ -85,10 +88,53 @@ def _plain_sample(raw: Any, latest: dt.datetime) -> TelemetrySample | None:
         return None
     if when > latest:
         return None
-    return TelemetrySample(node, gpu, when, metrics, pci_bus=bus)
+    if _IDENTITY.isdisjoint(raw):  # the common sample: no vendor, model or UUID
+        return TelemetrySample(node, gpu, when, metrics, pci_bus=bus)
+    vendor, model, uuid = raw.get("vendor"), raw.get("model"), raw.get("uuid")
+    if vendor is not None and vendor not in _VENDORS:
+        return None
+    if not (_plain_name(model) and _plain_name(uuid)):
+        return None
+    return TelemetrySample(
+        node,
+        gpu,
+        when,
+        metrics,
+        uuid=uuid or "",
+        model=model or "",
+        pci_bus=bus,
+        vendor=vendor or "",
+    )
 
 
 _NUMBERS = frozenset({int, float})
+_IDENTITY = frozenset({"vendor", "model", "uuid"})
+_VENDORS = frozenset(VENDORS)
+MAX_NAME = 64  # a model's or UUID's characters (the GPU's columns)
+
+
+def _plain_name(value: Any) -> bool:
+    """None, or a string of at most MAX_NAME characters without surrounding spaces."""
+    return value is None or (
+        type(value) is str and len(value) <= MAX_NAME and value.strip() == value
+    )
+
+
+def _name(value: Any) -> str:
+    """A model or UUID: text of at most MAX_NAME characters, surrounding spaces dropped."""
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    value = value.strip()
+    if len(value) > MAX_NAME:
+        raise ValueError(f"at most {MAX_NAME} characters")
+    return value
+
+
+def _vendor(value: Any) -> str:
+    problem = vendor_error(value)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 def _wide_as_float(metrics: dict[str, float]) -> dict[str, float] | None:
@@ -118,8 +164,22 @@ def _parse_each(samples: list[Any], now: dt.datetime) -> list[TelemetrySample]:
         ts = _field(raw, "ts", lambda v: not_future(parse_ts(v), now), where, errors)
         metrics = _metrics(raw.get("metrics"), where, errors)
         pci_bus = _optional(raw, "pci_bus", pci_bus_normal, where, errors) or ""
+        vendor = _optional(raw, "vendor", _vendor, where, errors) or ""
+        model = _optional(raw, "model", _name, where, errors) or ""
+        uuid = _optional(raw, "uuid", _name, where, errors) or ""
         if len(errors) == before:
-            out.append(TelemetrySample(node, gpu, ts, metrics, pci_bus=pci_bus))
+            out.append(
+                TelemetrySample(
+                    node,
+                    gpu,
+                    ts,
+                    metrics,
+                    uuid=uuid,
+                    model=model,
+                    pci_bus=pci_bus,
+                    vendor=vendor,
+                )
+            )
         if len(errors) >= 100:
             errors["samples"] = ["too many errors; first 100 shown"]
             break

@@ -12,6 +12,7 @@ from django.utils.http import urlencode
 
 from apps.common import panels
 from apps.fleet.models import Node
+from apps.fleet.vendors import common_vendor
 from apps.telemetry.gpu_history import RANGES, Window, window_from
 from apps.telemetry.models import Port
 from apps.telemetry.monitored import port_gaps, reporting_gaps
@@ -28,6 +29,7 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
         "node": node,
         "gpus": gpus,
         "gpu_columns": GPU_COLUMNS,
+        "node_vendor": common_vendor([g.vendor_known for g in gpus]),
         "gaps": gaps,
         "silent_gpus": silent,
         "now": timezone.now(),

@@ -28,12 +28,14 @@ def cluster_create(
     peak_tflops_per_gpu: float,
     gpus_per_node: int,
     simulated: bool = False,
+    peak_tflops_by_model: dict[str, float] | None = None,
 ) -> Cluster:
     """Create a cluster."""
     return Cluster.objects.create(
         name=name,
         gpu_model=gpu_model,
         peak_tflops_per_gpu=peak_tflops_per_gpu,
+        peak_tflops_by_model=peak_tflops_by_model or {},
         gpus_per_node=gpus_per_node,
         simulated=simulated,
     )

@@ -14,7 +14,8 @@ from django.shortcuts import render
 
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
-from apps.fleet.models import Cluster, Node
+from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.vendors import LINK_WORDS, link_word, vendor_of
 from apps.health import blast
 from apps.health.choices import ResultStatus
 from apps.health.detectors.fabric import port_target
@@ -159,6 +160,17 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
     return out
 
 
+def cluster_link_words(cluster: Cluster | None) -> str:
+    """What the cluster's GPU-to-GPU link domains are called: its GPUs' vendors' words
+    (`NVLink`, `XGMI`, `NVLink / XGMI` for a mixed cluster), NVLink when none is known
+    (one query)."""
+    if cluster is None:
+        return LINK_WORDS["nvidia"]
+    rows = GPU.objects.filter(node__cluster=cluster).values_list("vendor", "model").distinct()
+    vendors = sorted({vendor_of(v, m) for v, m in rows} - {""})
+    return " / ".join(link_word(v) for v in vendors) or LINK_WORDS["nvidia"]
+
+
 @role_required()
 def topology_page(request: HttpRequest) -> HttpResponse:
     """`/topology/?cluster=&component=`: which component the failing nodes share."""
@@ -171,14 +183,17 @@ def topology_page(request: HttpRequest) -> HttpResponse:
     if name and cluster is None:
         raise Http404(f"no cluster {name}")
     kinds = topology(cluster) if cluster else {}
+    words = cluster_link_words(cluster)
+    headings = {**HEADINGS, "nvlink_domain": f"{words} domains"}
     return render(
         request,
         "health/topology.html",
         {
             "cluster": cluster,
             "clusters": list(Cluster.objects.values_list("name", flat=True)),
-            "sections": [(kind, HEADINGS[kind], kinds.get(kind, [])) for kind in blast.KINDS],
+            "sections": [(kind, headings[kind], kinds.get(kind, [])) for kind in blast.KINDS],
             "selected": request.GET.get("component", ""),
+            "link_words": words,
             "states": list(NodeState),
             "placed": sum(len(rows) for rows in kinds.values()),
             "port_verdicts": [

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from apps.fleet.models import Node
+from apps.fleet.models import GPU, Node
 from apps.fleet.services import NodeSpec, nodes_register
 from apps.health import blast
 from apps.health.detectors import NodeSeen, heartbeat
@@ -233,6 +233,14 @@ def test_topology_page_puts_the_failing_switch_first_and_links_it(cluster, racks
     assert f"#{incident.pk}" in page
     assert page.index('data-component="pdu:pdu-3"') > first
     assert 'data-component="nvlink_domain:nvl-1"' in page
+    assert "NVLink domains" in page  # no GPU says its vendor: NVIDIA's word
+    # An AMD cluster's GPU-link domains are XGMI's; a mixed one names both.
+    node = Node.objects.get(hostname="h30")
+    GPU.objects.filter(node__cluster=cluster).delete()
+    GPU.objects.create(node=node, index=0, vendor="amd", model="MI300X")
+    assert "XGMI domains" in client.get("/topology/?cluster=c1").content.decode()
+    GPU.objects.create(node=node, index=1, vendor="nvidia", model="H100")
+    assert "NVLink / XGMI domains" in client.get("/topology/?cluster=c1").content.decode()
     highlighted = client.get("/topology/?cluster=c1&component=switch:leaf-08").content.decode()
     assert 'data-component="switch:leaf-08" aria-current="true"' in highlighted
     node = client.get("/nodes/h00/").content.decode()

@@ -1,6 +1,7 @@
 """The live demo: keeps a simulated cluster running while `make run` is up.
 
-Every tick (15 s, Celery beat, only with KUAE_DEMO=1): heartbeats, fresh GPU telemetry,
+Every tick (15 s, Celery beat, only with KUAE_DEMO=1), for every simulated cluster — the
+NVIDIA one and the small Moore Threads one `demo_setup` writes: heartbeats, fresh GPU telemetry,
 job progress and checkpoints through the same services the API uses, and now and then a
 fault for the health checks to find — a node that goes silent, an XID, a hot GPU. A job
 that has made no progress for 10 minutes is left hung: that is a fault too, and its ranks'
@@ -134,9 +135,9 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
     silent = _silent(state)
     faults = {(f.hostname, f.gpu): f.kind for f in state.faults}
     samples = []
-    for hostname, index, metrics in GPU.objects.filter(node__cluster=cluster).values_list(
-        "node__hostname", "index", "metrics"
-    ):
+    for hostname, index, vendor, model, metrics in GPU.objects.filter(
+        node__cluster=cluster
+    ).values_list("node__hostname", "index", "vendor", "model", "metrics"):
         if hostname in silent or not metrics:
             continue
         m = dict(metrics)
@@ -144,15 +145,18 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
         m["temp_c"] = round(min(85, max(30, m.get("temp_c", 60) + rng.gauss(0, 0.8))))
         m["power_w"] = round(max(60, m.get("power_w", 500) + rng.gauss(0, 8 if busy else 1)), 1)
         m["gpu_util"] = round(min(100, max(0, m.get("gpu_util", 0) + rng.gauss(0, 1))))
-        m["xid"] = 0
+        if "xid" in m:  # dcgm-exporter's; other vendors' ways in report no XID
+            m["xid"] = 0
         if busy and "nvlink_bw_total" in m:
             m["nvlink_bw_total"] = int(m["nvlink_bw_total"] + rng.uniform(2e11, 4e11) * 15)
         kind = faults.get((hostname, index))
-        if kind == "xid":
+        if kind == "xid" and "xid" in m:
             m["xid"] = 79
-        elif kind == "hot":
+        elif kind is not None and kind != "silent":  # hot; an XID on a GPU without XIDs
             m["temp_c"] = 92
-        samples.append(TelemetrySample(hostname, index, now, m))
+        if "temp_junction_c" in m:  # the exporter's temp_c is its junction temperature
+            m["temp_junction_c"] = m["temp_c"]
+        samples.append(TelemetrySample(hostname, index, now, m, model=model, vendor=vendor))
     if samples:
         telemetry_ingest(samples=samples, now=now)
     return len(samples)

@@ -7,6 +7,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from apps.simulator.accelerators import H100, MIXED, Accelerator, fleet_models
 from apps.simulator.mix import (
     HARDWARE,
     LLAMA3_RATE_PER_NODE_DAY,
@@ -79,31 +80,67 @@ class Plan:
     jobs: list[JobPlan]
     interruptions: list[Interruption]
     seed: int
+    gpus: list[Accelerator] = field(default_factory=list)  # each node's GPU model
+    fleet: str = "nvidia"
+
+    def gpu_of(self, node: int) -> Accelerator:
+        """The model of node `node`'s GPUs (H100 when the plan says none)."""
+        return self.gpus[node] if self.gpus else H100
+
+    def job_peak(self, job: JobPlan) -> float:
+        """The mean dense BF16 peak of a job's GPUs (docs/formulas.md, MFU)."""
+        peaks = [self.gpu_of(n).peak_tflops for n in job.nodes]
+        if len(set(peaks)) == 1:
+            return peaks[0]  # exactly the model's: a sum and a division would round
+        return sum(peaks) / len(peaks)
 
 
-def hostname(rack: int, slot: int) -> str:
-    """Node names as racks of 16: r012n07."""
-    return f"r{rack:03d}n{slot:02d}"
+def hostname(rack: int, slot: int, prefix: str = "") -> str:
+    """Node names as racks of 16: r012n07 (mt-r012n07 with the prefix `mt-`)."""
+    return f"{prefix}r{rack:03d}n{slot:02d}"
 
 
 def make_plan(
-    *, gpus: int, days: float, seed: int, end: dt.datetime, failure_rate: float | None = None
+    *,
+    gpus: int,
+    days: float,
+    seed: int,
+    end: dt.datetime,
+    failure_rate: float | None = None,
+    fleet: str = "nvidia",
+    prefix: str = "",
 ) -> Plan:
-    """Lay out nodes, a flagship job and lanes of smaller jobs, then draw interruptions."""
+    """Lay out nodes, a flagship job and lanes of smaller jobs, then draw interruptions.
+    `fleet` is a vendor (its model on every node) or `mixed`: the first half of the nodes
+    H100, the rest MI300X, and no job spans both (docs/simulator.md, Accelerators)."""
     rng = random.Random(seed)
     n_nodes = max(1, gpus // GPUS_PER_NODE)
     start = end - dt.timedelta(days=days)
-    hostnames = [hostname(i // NODES_PER_RACK, i % NODES_PER_RACK) for i in range(n_nodes)]
+    hostnames = [hostname(i // NODES_PER_RACK, i % NODES_PER_RACK, prefix) for i in range(n_nodes)]
     racks = [f"r{i // NODES_PER_RACK:03d}" for i in range(n_nodes)]
-    jobs = _jobs(rng, n_nodes, start, end)
+    models = fleet_models(fleet)
+    if fleet == MIXED and n_nodes >= 2:
+        half = (n_nodes + 1) // 2
+        groups = [list(range(half)), list(range(half, n_nodes))]
+        node_gpus = [models[0]] * half + [models[1]] * (n_nodes - half)
+    else:
+        groups = [list(range(n_nodes))]
+        node_gpus = [models[0]] * n_nodes
+    jobs = _jobs(rng, groups, start, end)
     rate = LLAMA3_RATE_PER_NODE_DAY if failure_rate is None else failure_rate
     interruptions = _interruptions(rng, n_nodes, start, end, rate, jobs)
-    return Plan(start, end, hostnames, racks, jobs, interruptions, seed)
+    return Plan(start, end, hostnames, racks, jobs, interruptions, seed, node_gpus, fleet)
 
 
-def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime) -> list[JobPlan]:
+def _jobs(
+    rng: random.Random, groups: list[list[int]], start: dt.datetime, end: dt.datetime
+) -> list[JobPlan]:
+    """A flagship on 75% of the first group of nodes, lanes of smaller jobs on the rest; no
+    lane spans two groups (two GPU models)."""
     jobs: list[JobPlan] = []
-    flagship_nodes = max(1, int(n_nodes * 0.75)) if n_nodes >= 8 else n_nodes
+    first = groups[0]
+    n_first = len(first)
+    flagship_nodes = max(1, int(n_first * 0.75)) if n_first >= 8 else n_first
     name, n_params, batch = FLAGSHIP
     jobs.append(
         JobPlan(
@@ -112,7 +149,7 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
             model=name,
             n_params=n_params,
             batch_tokens=batch,
-            nodes=list(range(flagship_nodes)),
+            nodes=first[:flagship_nodes],
             start=start + dt.timedelta(minutes=30),
             end=None,
             status="running",
@@ -121,15 +158,17 @@ def _jobs(rng: random.Random, n_nodes: int, start: dt.datetime, end: dt.datetime
             checkpoint_blocking_s=(4, 12),
         )
     )
-    free = list(range(flagship_nodes, n_nodes))
     lanes: list[list[int]] = []
-    while free:
-        size = min(len(free), rng.choice((4, 8, 8, 16, 16, 32)))
-        if len(lanes) >= 19:
-            lanes[-1].extend(free)
-            break
-        lanes.append(free[:size])
-        free = free[size:]
+    for group_no, free in enumerate([first[flagship_nodes:], *groups[1:]]):
+        group_lanes = 0
+        while free:
+            size = min(len(free), rng.choice((4, 8, 8, 16, 16, 32)))
+            if len(lanes) >= 19 + group_no and group_lanes:
+                lanes[-1].extend(free)
+                break
+            lanes.append(free[:size])
+            group_lanes += 1
+            free = free[size:]
     for lane_no, lane in enumerate(lanes):
         t = start + dt.timedelta(hours=rng.uniform(0, 6))
         while t < end:

@@ -43,11 +43,17 @@ def loss_at(tokens: float, rng: random.Random) -> float:
 
 
 def job_series(
-    job: JobPlan, *, until: dt.datetime, interval_s: float, seed: int
+    job: JobPlan,
+    *,
+    until: dt.datetime,
+    interval_s: float,
+    seed: int,
+    peak: float = H100_PEAK_TFLOPS,
 ) -> tuple[list[MetricSample], list[CheckpointPlan], JobShape]:
-    """Job-wide samples every `interval_s` from start to end (or hang, or `until`)."""
+    """Job-wide samples every `interval_s` from start to end (or hang, or `until`), at the
+    job's MFU of `peak`, its GPUs' mean dense BF16 peak."""
     rng = random.Random(seed * 100_003 + job.index)
-    s = shape(job, rng)
+    s = shape(job, rng, peak)
     stop = min(x for x in (job.end, job.hang_at, until) if x is not None)
     samples: list[MetricSample] = []
     checkpoints: list[CheckpointPlan] = []
@@ -122,50 +128,3 @@ def node_timings(
                 node=hostnames[node],
                 compute_s=round(compute, 4),
             )
-
-
-@dataclass
-class GpuCounters:
-    """A GPU's counters, which only grow (until a driver reload)."""
-
-    ecc_sbe_total: int = 0
-    nvlink_bw_total: int = 0
-
-    @classmethod
-    def start(cls, rng: random.Random) -> GpuCounters:
-        """Counters as a GPU in service for a while has them."""
-        return cls(rng.choice((0, 0, 0, 0, 1, 2, 5)), rng.randrange(10**12, 10**13))
-
-    def advance(self, rng: random.Random, *, busy: bool, seconds: float) -> None:
-        """Move on by `seconds`: NVLink traffic when busy, a correctable error very rarely."""
-        self.nvlink_bw_total += int((rng.uniform(2e11, 4e11) if busy else 1e6) * seconds)
-        if rng.random() < 0.0005:
-            self.ecc_sbe_total += 1
-
-
-def gpu_uuid(seed: int, hostname: str, index: int) -> str:
-    """A stable, UUID-shaped GPU id for a simulated GPU."""
-    h = random.Random(f"{seed}/{hostname}/{index}").getrandbits(128)
-    x = f"{h:032x}"
-    return f"GPU-{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
-
-
-def gpu_metrics(
-    rng: random.Random, *, busy: bool, counters: GpuCounters, gemm_scale: float = 1.0
-) -> dict[str, float]:
-    """Plausible dcgm-exporter values for one H100, busy or idle."""
-    return {
-        "gpu_util": round(rng.uniform(93, 100) if busy else rng.uniform(0, 3)),
-        "tensor_active": round(rng.uniform(0.38, 0.55) if busy else 0.0, 3),
-        "temp_c": round(rng.uniform(58, 76) if busy else rng.uniform(32, 40)),
-        "mem_temp_c": round(rng.uniform(62, 80) if busy else rng.uniform(34, 44)),
-        "power_w": round(rng.uniform(560, 690) if busy else rng.uniform(68, 90), 1),
-        "sm_clock_mhz": 1980 if busy else 345,
-        "mem_used_mib": round(rng.uniform(70_000, 79_000) if busy else 512),
-        "xid": 0,
-        "ecc_sbe_total": counters.ecc_sbe_total,
-        "ecc_dbe_total": 0,
-        "nvlink_bw_total": counters.nvlink_bw_total,
-        "gemm_tflops": round(rng.gauss(720, 6) * gemm_scale, 1),
-        "gemm_checksum": 1834.2265625,
-    }

@@ -22,10 +22,12 @@ from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
+from apps.simulator.accelerators import MIXED
+from apps.simulator.gpus import GpuCounters, gpu_metrics, gpu_uuid
 from apps.simulator.mix import XID_BY_CATEGORY
-from apps.simulator.plan import GPUS_PER_NODE, H100_PEAK_TFLOPS, Interruption, Plan
+from apps.simulator.plan import GPUS_PER_NODE, Interruption, Plan
 from apps.simulator.ranks import hung_ranks_write
-from apps.simulator.series import GpuCounters, gpu_metrics, gpu_uuid, job_series, node_timings
+from apps.simulator.series import job_series, node_timings
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.services import telemetry_ingest
 
@@ -62,13 +64,17 @@ def write_plan(
     """Create the cluster, nodes, jobs with metrics and checkpoints, incidents, node states,
     latest telemetry and heartbeats. Each GPU gets `telemetry_steps` 5-minute samples before
     its latest one (0: the latest alone, as a large fleet built for a benchmark needs)."""
+    first = plan.gpu_of(0)
+    models = {g.model: g.peak_tflops for g in plan.gpus} if plan.fleet == MIXED else {}
     with transaction.atomic():
         cluster = cluster_create(
             name=cluster_name,
-            gpu_model="H100-SXM5-80GB",
-            peak_tflops_per_gpu=H100_PEAK_TFLOPS,
+            gpu_model=first.cluster_model,
+            peak_tflops_per_gpu=first.peak_tflops,
             gpus_per_node=GPUS_PER_NODE,
             simulated=True,
+            # A cluster of several models names each one's peak (docs/formulas.md, MFU).
+            peak_tflops_by_model=models,
         )
         nodes = nodes_register(
             cluster=cluster,
@@ -99,7 +105,7 @@ def _write_jobs(
     total = 0
     for jp in plan.jobs:
         samples, checkpoints, shape = job_series(
-            jp, until=plan.end, interval_s=interval_s, seed=plan.seed
+            jp, until=plan.end, interval_s=interval_s, seed=plan.seed, peak=plan.job_peak(jp)
         )
         with transaction.atomic():
             job, _ = job_create(
@@ -262,6 +268,7 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> No
             counters = [GpuCounters.start(rng) for _ in range(node.gpu_count)]
             uuids = [gpu_uuid(plan.seed, node.hostname, g) for g in range(node.gpu_count)]
             working = i in busy and not down
+            gpu = plan.gpu_of(i)
             for step in range(steps, -1, -1):
                 ts = last - dt.timedelta(minutes=5 * step, seconds=rng.uniform(0, 15))
                 if ts < plan.start:
@@ -269,12 +276,16 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> No
                 for g in range(node.gpu_count):
                     counters[g].advance(rng, busy=working, seconds=300)
                     scale = 0.86 if (i in slow and g == 3) else 1.0
-                    metrics = gpu_metrics(rng, busy=working, counters=counters[g], gemm_scale=scale)
+                    metrics = gpu_metrics(
+                        rng, busy=working, counters=counters[g], gemm_scale=scale, gpu=gpu
+                    )
                     if i == hot and g == 5 and step == 0:
                         metrics["temp_c"] = 91
+                        if "temp_junction_c" in metrics:
+                            metrics["temp_junction_c"] = 91
                     samples.append(
                         TelemetrySample(
-                            node.hostname, g, ts, metrics, uuids[g], "NVIDIA H100 80GB HBM3"
+                            node.hostname, g, ts, metrics, uuids[g], gpu.model, vendor=gpu.vendor
                         )
                     )
             seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if not down else last

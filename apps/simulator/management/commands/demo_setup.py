@@ -13,10 +13,17 @@ from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster
 
 DEMO_USER = DEMO_LOGINS[0][0]
+# Beside the NVIDIA cluster, a small one of Moore Threads GPUs, as the KUAE cluster runs, so
+# the pages show a second vendor: its model, its MTLink (docs/simulator.md, The demo).
+MTHREADS_CLUSTER = "kuae-mtt"
+MTHREADS_GPUS = 64
 
 
 class Command(BaseCommand):
-    help = "Simulate the demo cluster if there is none, and create the demo login."
+    help = (
+        "Simulate the demo clusters (NVIDIA and Moore Threads) if there are none, and create "
+        "the demo logins."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--gpus", type=int, default=1024)
@@ -27,6 +34,16 @@ class Command(BaseCommand):
             raise CommandError("the demo exists only with KUAE_DEMO=1")
         if not Cluster.objects.exists():
             call_command("simulate", gpus=opts["gpus"], days=opts["days"], seed=1)
+            call_command(
+                "simulate",
+                gpus=MTHREADS_GPUS,
+                days=opts["days"],
+                seed=2,
+                metric_interval=180,  # a coarser step series: `make run` starts in seconds
+                vendor="mthreads",
+                cluster=MTHREADS_CLUSTER,
+                host_prefix="mt-",
+            )
         else:
             self.stderr.write("demo cluster already there (delete var/ to start afresh)")
         # The demo's login is published (it is printed below): not held to the password policy.

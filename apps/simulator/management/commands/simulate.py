@@ -1,4 +1,5 @@
-"""`manage.py simulate --gpus N --days D --seed S`: a realistic, deterministic history."""
+"""`manage.py simulate --gpus N --days D --seed S [--vendor V]`: a realistic, deterministic
+history of a cluster of one vendor's GPUs, or of two models (docs/simulator.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from apps.fleet.models import Cluster
+from apps.fleet.models import Cluster, Node
+from apps.simulator.accelerators import BY_VENDOR, FLEETS, MIXED, fleet_models
 from apps.simulator.plan import make_plan
 from apps.simulator.writer import cluster_wipe, write_plan
 
@@ -36,12 +38,28 @@ class Command(BaseCommand):
             help="unexpected interruptions per node-day (default: Llama 3's, 419/(2048×54))",
         )
         parser.add_argument(
+            "--vendor",
+            choices=FLEETS,
+            default="nvidia",
+            help="the GPUs: "
+            + ", ".join(f"{v} ({g.model})" for v, g in BY_VENDOR.items())
+            + f", or {MIXED} (half the nodes H100, half MI300X); default nvidia",
+        )
+        parser.add_argument(
+            "--host-prefix",
+            default="",
+            help="put before every node name (r000n00), so two simulated clusters can share "
+            "a database: hostnames are unique across clusters",
+        )
+        parser.add_argument(
             "--force", action="store_true", help="write even into a database holding real clusters"
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["gpus"] < 8 or opts["days"] <= 0 or opts["metric_interval"] < 1:
             raise CommandError("--gpus must be ≥ 8, --days > 0, --metric-interval ≥ 1")
+        if opts["vendor"] not in FLEETS:
+            raise CommandError(f"--vendor must be one of {', '.join(FLEETS)}")
         real = list(Cluster.objects.filter(simulated=False).values_list("name", flat=True))
         if real and not opts["force"]:
             raise CommandError(
@@ -62,14 +80,26 @@ class Command(BaseCommand):
             seed=opts["seed"],
             end=end,
             failure_rate=opts["failure_rate"],
+            fleet=opts["vendor"],
+            prefix=opts["host_prefix"],
         )
+        taken = Node.objects.filter(hostname__in=[plan.hostnames[0], plan.hostnames[-1]])
+        if taken.exists():
+            raise CommandError(
+                f"another cluster already has a node named {taken.first()}; choose a --host-prefix"
+            )
         write_plan(
             plan,
             cluster_name=opts["cluster"],
             interval_s=opts["metric_interval"],
             log=lambda msg: self.stderr.write(f"  {msg}"),
         )
+        models = (
+            ""
+            if opts["vendor"] == "nvidia"
+            else f" ({' + '.join(g.model for g in fleet_models(opts['vendor']))})"
+        )
         self.stdout.write(
-            f"simulated {opts['cluster']}: {opts['gpus']} GPUs × {opts['days']:g} days "
+            f"simulated {opts['cluster']}: {opts['gpus']} GPUs{models} × {opts['days']:g} days "
             f"in {time.perf_counter() - started:.1f} s"
         )

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
-from apps.fleet.vendors import LINK_WORDS, link_word, vendor_of
+from apps.fleet.vendors import LINK_WORDS, VENDORS, link_word, vendor_of
 from apps.health import blast
 from apps.health.choices import ResultStatus
 from apps.health.detectors.fabric import port_target
@@ -167,7 +167,8 @@ def cluster_link_words(cluster: Cluster | None) -> str:
     if cluster is None:
         return LINK_WORDS["nvidia"]
     rows = GPU.objects.filter(node__cluster=cluster).values_list("vendor", "model").distinct()
-    vendors = sorted({vendor_of(v, m) for v, m in rows} - {""})
+    found = {vendor_of(v, m) for v, m in rows}
+    vendors = [v for v in VENDORS if v in found]
     return " / ".join(link_word(v) for v in vendors) or LINK_WORDS["nvidia"]
 
 

@@ -172,6 +172,10 @@ class GPU(models.Model):
     # reported: `vendor_of` reads it from the model); a blank model is the cluster's.
     vendor = models.CharField(max_length=16, blank=True, default="", db_default="")
     model = models.CharField(max_length=64, blank=True, default="")
+    # The exporter whose series report it (its mapping file: dcgm, amd, gaudi; '' for posted
+    # JSON): which fields it can never report (docs/integrations.md, Exporters and their
+    # mapping files).
+    source = models.CharField(max_length=16, blank=True, default="", db_default="")
     # PCI address in one spelling (apps.telemetry.pcibus), from telemetry's `pci_bus_id`: how a
     # kernel-log XID, which names the bus and not the index, finds its GPU.
     pci_bus = models.CharField(max_length=16, blank=True, default="", db_default="")

@@ -100,7 +100,13 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
     check's time."""
     columns = [KT(f"metrics__{k}") for k in keys]
     rows = GPU.objects.filter(node__cluster=cluster).values_list(
-        "node__hostname", "index", "model", Epoch("updated_at"), Epoch("probe_at"), *columns
+        "node__hostname",
+        "index",
+        "model",
+        Epoch("updated_at"),
+        Epoch("probe_at"),
+        "source",
+        *columns,
     )
     return [
         GpuLatest(
@@ -111,8 +117,9 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
             {k: _json_value(v) for k, v in zip(keys, values, strict=True) if v is not None},
             from_epoch(updated) if updated is not None else None,
             from_epoch(probe) if probe is not None else None,
+            source,
         )
-        for hostname, index, model, updated, probe, *values in rows
+        for hostname, index, model, updated, probe, source, *values in rows
     ]
 
 

@@ -480,7 +480,13 @@ def _resolve_quiet(
 ) -> int:
     """Resolve this check's sev3/sev4 incidents whose nodes have passed it for the quiet
     period (docs/checks.md, Clearing and self-resolution)."""
-    failing = {f.node for f in findings if f.status != ResultStatus.PASS and f.node}
+    # A blind GPU (`error`, details.blind: its exporter cannot report a field) holds no
+    # incident open: nothing bad is seen there (docs/checks.md, Blind results).
+    failing = {
+        f.node
+        for f in findings
+        if f.status != ResultStatus.PASS and f.node and not f.details.get("blind")
+    }
     candidates = list(
         Incident.objects.filter(_active_of_check(run), severity__in=QUIET_RESOLVES)
         .exclude(nodes__hostname__in=failing)
@@ -494,7 +500,9 @@ def _resolve_quiet(
     ).values("node__hostname")
     bad = {
         r["node__hostname"]
-        for r in results.exclude(status=ResultStatus.PASS).values("node__hostname")
+        for r in results.exclude(status=ResultStatus.PASS)
+        .exclude(status=ResultStatus.ERROR, details__blind=True)
+        .values("node__hostname")
     }
     clear_since = {r["node__hostname"]: r["clear"] for r in results.annotate(clear=Max("since"))}
     quiet = dt.timedelta(seconds=limits.quiet_resolve_s)

@@ -74,7 +74,12 @@ class Exporter:
 
     def names(self) -> frozenset[str]:
         """The canonical names this exporter can fill."""
-        return frozenset(line.name for line in self.lines)
+        return _names(self.lines)
+
+
+@cache
+def _names(lines: tuple[Line, ...]) -> frozenset[str]:
+    return frozenset(line.name for line in lines)
 
 
 class MappingError(ValueError):
@@ -167,6 +172,27 @@ def exporter(slug: str) -> Exporter:
     raise KeyError(slug)
 
 
+@cache
+def _named() -> dict[str, Exporter]:
+    return {e.name: e for e in exporters()}
+
+
+def exporter_named(name: str) -> Exporter | None:
+    """The exporter whose display name (`# exporter:`) is `name`; None when none is."""
+    return _named().get(name)
+
+
+def cannot_report(source: str, names: Iterable[str]) -> str:
+    """The display name of the exporter of mapping file `source` (a GPU's `source`: dcgm,
+    amd, gaudi) when its file fills none of `names` — it can never report them — else ''
+    (it can, or `source` names no exporter: posted JSON, whose sender may report anything)."""
+    try:
+        made = exporter(source)
+    except KeyError:
+        return ""
+    return "" if made.names().intersection(names) else made.name
+
+
 def index_labels() -> tuple[str, ...]:
     """Every label that gives a GPU index, in a stable order."""
     seen = dict.fromkeys(line.index_label for e in exporters() for line in e.lines)
@@ -194,7 +220,7 @@ class GpuValues:
         self._values: dict[str, float] = {}
         self._fallback: dict[str, float] = {}
         self._sums: dict[str, float] = {}
-        self.exporter = ""  # hook (vendor): the exporter whose series named this GPU first
+        self.exporter = ""  # the exporter whose series named this GPU first: its vendor, `source`
 
     def raw(self, name: str, value: float) -> None:
         """A series no mapping file names: kept under its own name."""

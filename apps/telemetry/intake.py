@@ -39,6 +39,10 @@ class TelemetrySample:
     model: str = ""
     pci_bus: str = ""  # normal form (apps.telemetry.pcibus), '' when not reported
     vendor: str = ""  # apps.fleet.vendors.VENDORS, '' when not reported
+    # The exporter's mapping file whose series named the GPU (dcgm, amd, gaudi:
+    # apps.telemetry.exporters); '' for posted JSON (docs/integrations.md, Exporters and
+    # their mapping files).
+    source: str = ""
 
 
 def parse_telemetry_batch(payload: Any, *, now: dt.datetime | None = None) -> list[TelemetrySample]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from apps.common.lending import Registry
+from apps.telemetry.exporters import cannot_report
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,13 @@ class PortGap:
 @dataclass(frozen=True)
 class Gap:
     """A field a check needs that GPUs of a node have never reported: which GPUs (`gpus`),
-    and whether that is every GPU that reports at all (`every`)."""
+    whether that is every GPU that reports at all (`every`), and the exporter that can never
+    report it when their values come from one (`exporter`, its name; '' otherwise)."""
 
     needed: Needed
     gpus: tuple[int, ...]
     every: bool
+    exporter: str = ""
 
 
 # The XID is telemetry's own event (the kernel log's and the exporter's XID gauge): the
@@ -96,24 +99,32 @@ def event_kinds() -> Mapping[str, EventKind]:
 
 def reporting_gaps(
     gpus: Iterable[tuple[int, Mapping[str, object] | None]],
+    sources: Mapping[int, str] | None = None,
 ) -> tuple[list[Gap], tuple[int, ...]]:
     """From (index, metrics ever reported) per GPU: the needed fields some GPUs never
     reported, and the GPUs that never reported anything (`metrics` empty). A GPU's stored
-    metrics keep every name it has reported, so a name missing there was never reported."""
+    metrics keep every name it has reported, so a name missing there was never reported.
+
+    `sources` (index → the GPU's `source`, its exporter's mapping file) splits a field's gap
+    by the exporter whose file cannot fill it — "not reported by <exporter>" — from the GPUs
+    that could report it and did not (docs/integrations.md, Exporters and their mapping
+    files)."""
     gpus = list(gpus)
+    sources = sources or {}
     silent = tuple(sorted(index for index, metrics in gpus if not metrics))
     reporting = [(index, metrics) for index, metrics in gpus if metrics]
     out = []
     for needed in needed_fields("gpu"):
-        missing = tuple(
-            sorted(
-                index
-                for index, metrics in reporting
-                if not any(name in metrics for name in needed.metrics)
+        missing: dict[str, list[int]] = {}
+        for index, metrics in reporting:
+            source = sources.get(index, "")
+            blind = cannot_report(source, needed.metrics) if source else ""
+            if blind or not any(name in metrics for name in needed.metrics):
+                missing.setdefault(blind, []).append(index)
+        for exporter, indexes in sorted(missing.items()):
+            out.append(
+                Gap(needed, tuple(sorted(indexes)), len(indexes) == len(reporting), exporter)
             )
-        )
-        if missing:
-            out.append(Gap(needed, missing, len(missing) == len(reporting)))
     return out, silent
 
 

@@ -13,6 +13,7 @@ from django.utils.http import urlencode
 from apps.common import panels
 from apps.fleet.models import Node
 from apps.fleet.vendors import common_vendor
+from apps.telemetry.exporters import temp_source
 from apps.telemetry.gpu_history import RANGES, Window, window_from
 from apps.telemetry.models import Port
 from apps.telemetry.monitored import port_gaps, reporting_gaps
@@ -24,13 +25,23 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     """The node's GPUs with their latest values, and the fields the checks need that some
     never reported (the GPUs come with the node: the page loads them with it)."""
     gpus = list(node.gpus.all())
-    gaps, silent = reporting_gaps((g.index, g.metrics) for g in gpus)
+    gaps, silent = reporting_gaps(
+        ((g.index, g.metrics) for g in gpus), {g.index: g.source for g in gpus}
+    )
+    vendors = {g.index: g.vendor_known for g in gpus}
+    for gpu in gpus:  # which temperature `temp_c` is: edge, junction, '' (dcgm-exporter's)
+        setattr(gpu, "temp_source", temp_source(gpu.metrics or {}))  # noqa: B010
     return {
         "node": node,
         "gpus": gpus,
         "gpu_columns": GPU_COLUMNS,
-        "node_vendor": common_vendor([g.vendor_known for g in gpus]),
+        "node_vendor": common_vendor(list(vendors.values())),
         "gaps": gaps,
+        # dcgm-exporter's counters file is the advice for NVIDIA GPUs (or of no known
+        # vendor) that could report a field and did not: not for another vendor's.
+        "dcgm_advice": any(
+            not gap.exporter and vendors[i] in ("nvidia", "") for gap in gaps for i in gap.gpus
+        ),
         "silent_gpus": silent,
         "now": timezone.now(),
     }

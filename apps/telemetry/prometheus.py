@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.common.limits import METRIC_NAMES_PER_GPU
-from apps.telemetry.exporters import GpuValues, gpu_index, identity_labels, series_index
+from apps.telemetry.exporters import (
+    GpuValues,
+    exporter_named,
+    gpu_index,
+    identity_labels,
+    series_index,
+)
 from apps.telemetry.infiniband import PREFIX as INFINIBAND
 from apps.telemetry.infiniband import InfinibandPorts
 from apps.telemetry.intake import TelemetrySample
@@ -153,17 +159,19 @@ def _samples(
             if key not in identity:
                 uuid, model, bus = identities[line.exporter] if line else DCGM_IDENTITY
                 identity[key] = (
-                    labels.get(uuid, "") if uuid else "",
-                    labels.get(model, "") if model else "",
+                    # As long as the GPU's columns hold (a label may be any text).
+                    labels.get(uuid, "")[:64] if uuid else "",
+                    labels.get(model, "")[:64] if model else "",
                     pci_bus_or_blank(labels.get(bus)) if bus else "",
                 )
-    # Hook (vendor): gpus[key].exporter names the exporter, hence the vendor
-    # (apps.telemetry.exporters.exporter(...).vendor), for when samples carry one.
     out = []
     for (host, gpu), values in sorted(gpus.items()):
         metrics = values.metrics()
         if metrics:
-            out.append(TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), BLANK)))
+            made = exporter_named(values.exporter)  # the vendor and the GPU's `source`
+            vendor, source = (made.vendor, made.slug) if made else ("", "")
+            uuid, model, bus = identity.get((host, gpu), BLANK)
+            out.append(TelemetrySample(host, gpu, ts, metrics, uuid, model, bus, vendor, source))
     return out
 
 

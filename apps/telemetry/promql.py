@@ -21,6 +21,7 @@ from typing import Any
 
 from apps.telemetry.exporters import (
     GpuValues,
+    exporter_named,
     exporters,
     identity_labels,
     index_labels,
@@ -204,11 +205,17 @@ def samples_of(
                 )
                 identity[key] = (uuid, model, bus)
     blank = ("", "", "")  # kept as stored (the intake leaves blank identity alone)
-    return [
-        TelemetrySample(host, gpu, ts, metrics, *identity.get((host, gpu), blank))
-        for (host, gpu), accumulated in sorted(values.items())
-        if (metrics := accumulated.metrics())
-    ]
+    out = []
+    for (host, gpu_index), accumulated in sorted(values.items()):
+        metrics = accumulated.metrics()
+        if metrics:
+            made = exporter_named(accumulated.exporter)  # the vendor and the GPU's `source`
+            vendor, source = (made.vendor, made.slug) if made else ("", "")
+            uuid, model, bus = identity.get((host, gpu_index), blank)
+            out.append(
+                TelemetrySample(host, gpu_index, ts, metrics, uuid, model, bus, vendor, source)
+            )
+    return out
 
 
 def _gpu_key(

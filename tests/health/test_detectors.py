@@ -164,6 +164,26 @@ def test_gpu_errors():
     assert out["gpu:n1/3"].status == "pass"  # a reset and single-bit growth are not errors
 
 
+def test_gpu_errors_is_blind_where_the_exporter_cannot_report_ecc():
+    """docs/checks.md, Blind results: `error`, never a pass, and nothing it causes."""
+    gpus = [
+        d.GpuLatest("g1", 0, "HL-325L", {}, NOW, source="gaudi"),
+        d.GpuLatest("g1", 1, "HL-325L", {}, NOW, source="gaudi"),
+        d.GpuLatest("m1", 0, "MI300X", {}, NOW, source="amd"),
+        d.GpuLatest("n1", 0, "H100", {}, NOW),  # posted JSON: its sender may report anything
+    ]
+    events = [d.GpuEvent("g1", 1, ago(30), "pcie_replay", 500, 0)]
+    out = by_target(d.gpu_errors(events, gpus, limits=L))
+    blind = out["gpu:g1/0"]
+    assert blind.status == "error" and blind.category is None and blind.node_state is None
+    assert blind.message == (
+        "not checked: ECC not reported by Intel Gaudi metric exporter (nor link errors)"
+    )
+    assert blind.details["not_reported"] == ["ecc_dbe_total", "nvlink_crc_errors"]
+    assert out["gpu:g1/1"].status == "warn"  # what it can see still counts
+    assert out["gpu:m1/0"].status == "pass" and out["gpu:n1/0"].status == "pass"
+
+
 def test_xid_storm_is_one_finding_with_its_count():
     events = [d.GpuEvent("n1", 0, ago(60 - i), "xid", 79) for i in range(40)]
     events.append(d.GpuEvent("n1", 0, ago(5), "xid", 13))

@@ -164,3 +164,32 @@ def test_a_bad_mapping_file_names_its_line(tmp_path: Path) -> None:
     path.write_text(header + "a,gpu,temp_c,1,value,\n")
     with pytest.raises(MappingError, match="cites"):
         load(path)
+
+
+def test_vendor_model_and_source_come_from_the_exporter_that_reported_the_gpu() -> None:
+    (amd,) = parse_dcgm(amd_text(edge=False, totals=True), ts=TS)
+    assert (amd.vendor, amd.model, amd.source) == ("amd", "0x74a1", "amd")
+    (gaudi,) = parse_dcgm(GAUDI.replace("{i}", "0"), ts=TS, node="gaudi-07")
+    assert (gaudi.vendor, gaudi.model, gaudi.source) == ("intel", "", "gaudi")
+    text = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h",modelName="NVIDIA H100 80GB HBM3"} 55\n'
+    (nvidia,) = parse_dcgm(text, ts=TS)
+    assert (nvidia.vendor, nvidia.model, nvidia.source) == (
+        "nvidia", "NVIDIA H100 80GB HBM3", "dcgm",
+    )  # fmt: skip
+    # A GPU of series no file names: no exporter to say its vendor.
+    (unknown,) = parse_dcgm('my_gauge{gpu="1",Hostname="h"} 3\n', ts=TS)
+    assert (unknown.vendor, unknown.source) == ("", "")
+    vector = [({"__name__": "gpu_power_usage", "hostname": "m", "gpu_id": "0"}, 600.0)]
+    (pulled,) = samples_of(vector, hosts=host_index(["m"]), known={("m", 0)}, ts=TS)
+    assert (pulled.vendor, pulled.source) == ("amd", "amd")
+
+
+def test_cannot_report_reads_the_mapping_file() -> None:
+    gaudi = exporters.exporter("gaudi").name
+    assert exporters.cannot_report("gaudi", ("ecc_dbe_total",)) == gaudi
+    assert exporters.cannot_report("gaudi", ("nvlink_crc_errors",)) == gaudi
+    assert exporters.cannot_report("gaudi", ("pcie_replay_total",)) == ""
+    assert exporters.cannot_report("amd", ("ecc_dbe_total",)) == ""
+    assert exporters.cannot_report("amd", ("nvlink_crc_errors",)) == ""  # XGMI's ECC block
+    assert exporters.cannot_report("amd", ("row_remap_failure",)) == exporters.exporter("amd").name
+    assert exporters.cannot_report("", ("ecc_dbe_total",)) == ""  # posted JSON: unknown

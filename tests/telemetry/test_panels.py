@@ -42,6 +42,17 @@ def test_reporting_gaps_per_node_and_per_gpu():
     assert reporting_gaps([(0, None), (1, {})]) == ([], (0, 1))
 
 
+def test_reporting_gaps_name_the_exporter_that_cannot_report_a_field():
+    gpus = [(0, {"temp_c": 50, "pcie_replay_total": 0}), (1, DEFAULT_FILE)]
+    gaps, _ = reporting_gaps(gpus, {0: "gaudi", 1: "dcgm"})
+    said = {(g.needed.label, g.exporter): g.gpus for g in gaps}
+    gaudi = "Intel Gaudi metric exporter"
+    assert said[("ECC", gaudi)] == (0,) and said[("ECC", "")] == (1,)
+    assert said[("Row remap", gaudi)] == (0,) and ("Row remap", "") not in said
+    assert ("PCIe replay", gaudi) not in said  # Gaudi's exporter publishes it
+    assert said[("Memory temperature", gaudi)] == (0,)
+
+
 @pytest.fixture
 def browser(client, users):  # noqa: ANN001
     client.force_login(users["mia"])

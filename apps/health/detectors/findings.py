@@ -150,7 +150,20 @@ def failed(
     )
 
 
-RANK = {ResultStatus.PASS: 0, ResultStatus.WARN: 1, ResultStatus.FAIL: 2}
+def unchecked(
+    kind: str,
+    target: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    node: str | None = None,
+) -> Finding:
+    """Not checked (`error`): the check is blind there — never a pass, and it opens no
+    incident and changes no node (docs/checks.md, Blind results)."""
+    return Finding(kind, target, ResultStatus.ERROR, message, details or {}, node)
+
+
+RANK = {ResultStatus.PASS: 0, ResultStatus.ERROR: 1, ResultStatus.WARN: 2, ResultStatus.FAIL: 3}
 
 
 def worse(a: Finding | None, b: Finding) -> Finding:

@@ -21,6 +21,7 @@ from apps.health.detectors.findings import (
     node_target,
     number,
     passed,
+    unchecked,
     warned,
     worse,
 )
@@ -28,6 +29,7 @@ from apps.health.detectors.gpus import GpuLatest
 from apps.health.detectors.xid import classify_xid
 from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+from apps.telemetry.exporters import cannot_report
 
 KIND = "gpu_errors"
 LINK_COUNTERS = {"nvlink_crc": "NVLink CRC errors", "pcie_replay": "PCIe replays"}
@@ -40,6 +42,11 @@ def _out_of_service(category: Category) -> Outcome:
 MEMORY = _out_of_service(Category.GPU_HBM)
 GPU_LOST = _out_of_service(Category.GPU)
 LINK = Outcome(Category.GPU, Severity.SEV3, node_state=NodeState.SUSPECT)
+
+
+# What the check cannot pass a GPU without (docs/checks.md, Blind results): a GPU whose
+# exporter can never report one of these is `error`, "not checked", rather than passing.
+BLINDING = (("ECC", ("ecc_dbe_total",)), ("link errors", ("nvlink_crc_errors",)))
 
 
 # A Moore Threads driver's fault line from the kernel log (the node agent's follower).
@@ -114,10 +121,36 @@ def gpu_errors(
     out = list(worst.values())
     for gpu in gpus:
         target = gpu_target(gpu.node, gpu.index)
-        if target not in worst:
+        if target in worst:
+            continue  # what it can see decides, a fail or a warn over being blind
+        blind = _blind(gpu)
+        if blind is None:
             out.append(passed(KIND, target, "no new XID, ECC or link error", node=gpu.node))
+        else:
+            out.append(blind)
     out.extend(_missing(nodes, limits, missing_runs or {}))
     return out
+
+
+def _blind(gpu: GpuLatest) -> Finding | None:
+    """`error` for a GPU whose exporter can never report a field of BLINDING (the exporter's
+    mapping file has no line for it: Gaudi's, ECC and link errors); None otherwise."""
+    if not gpu.source:
+        return None
+    unseen = [(label, names) for label, names in BLINDING if cannot_report(gpu.source, names)]
+    if not unseen:
+        return None
+    exporter = cannot_report(gpu.source, unseen[0][1])
+    labels = [label for label, _ in unseen]
+    message = f"not checked: {labels[0]} not reported by {exporter}"
+    if len(labels) > 1:
+        message += f" (nor {', '.join(labels[1:])})"
+    details = {
+        "blind": True,
+        "exporter": exporter,
+        "not_reported": [name for _, names in unseen for name in names],
+    }
+    return unchecked(KIND, gpu_target(gpu.node, gpu.index), message, details, node=gpu.node)
 
 
 def _event(e: GpuEvent, target: str) -> Finding | None:

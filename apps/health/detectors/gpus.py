@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class GpuLatest:
-    """A GPU's latest values (only the metrics a check asked for) and when they arrived."""
+    """A GPU's latest values (only the metrics a check asked for), when they arrived, and
+    the exporter they came from."""
 
     node: str
     index: int
@@ -16,3 +17,4 @@ class GpuLatest:
     metrics: dict[str, float] = field(default_factory=dict)
     updated_at: dt.datetime | None = None
     probe_at: dt.datetime | None = None
+    source: str = ""  # its exporter's mapping file (dcgm, amd, gaudi); '' for posted JSON

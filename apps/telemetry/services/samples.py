@@ -70,7 +70,7 @@ def telemetry_ingest(
         hwm, seen = gpu.hwm, gpu.seen
         # '' and None below mean "keep what is stored" (the UPDATE coalesces).
         newest_at = prev_at = probe_at = None
-        uuid = model = pci_bus = vendor = ""
+        uuid = model = pci_bus = vendor = source = ""
         fresh = []
         for sample in items if len(items) == 1 else sorted(items, key=_ts):
             at = micros[sample.ts]
@@ -91,7 +91,7 @@ def telemetry_ingest(
                 seen.update(watched)
             prev_at, newest_at, hwm = newest_at, sample.ts, at
             uuid, model = sample.uuid or uuid, sample.model or model
-            vendor = sample.vendor or vendor
+            vendor, source = sample.vendor or vendor, sample.source or source
             pci_bus = sample.pci_bus or pci_bus
             if not PROBE_METRICS.isdisjoint(sample.metrics):
                 probe_at = now  # received: a probe round is placed by this, not the stamp
@@ -107,7 +107,7 @@ def telemetry_ingest(
             before.update(metrics)
         gpu_rows.append(
             (gpu.pk, _json(before) if before else "{}", _json(fresh[-1]), newest_at, prev_at)
-            + (uuid, model, probe_at, pci_bus, vendor)
+            + (uuid, model, probe_at, pci_bus, vendor, source)
         )
         if pci_bus and pci_bus != gpu.pci_bus:
             learned.append((node_id, index, pci_bus))
@@ -221,8 +221,9 @@ _UPDATE_FROM_STAGE = (
     "{model} = COALESCE(NULLIF(v.model, ''), t.{model}), "
     "{probe_at} = COALESCE(v.probe_at, t.{probe_at}), "
     "{pci_bus} = COALESCE(NULLIF(v.pci_bus, ''), t.{pci_bus}), "
-    "{vendor} = COALESCE(NULLIF(v.vendor, ''), t.{vendor}) "
-    "FROM _tel_gpu_v2 AS v WHERE t.{id} = v.id"
+    "{vendor} = COALESCE(NULLIF(v.vendor, ''), t.{vendor}), "
+    "{source} = COALESCE(NULLIF(v.source, ''), t.{source}) "
+    "FROM _tel_gpu_v3 AS v WHERE t.{id} = v.id"
 )
 _UPDATE_EACH = (
     "UPDATE {table} SET {prev_metrics} = json_patch({metrics}, %s), "
@@ -230,7 +231,8 @@ _UPDATE_EACH = (
     "{prev_at} = COALESCE(%s, {updated_at}), {uuid} = COALESCE(NULLIF(%s, ''), {uuid}), "
     "{model} = COALESCE(NULLIF(%s, ''), {model}), {probe_at} = COALESCE(%s, {probe_at}), "
     "{pci_bus} = COALESCE(NULLIF(%s, ''), {pci_bus}), "
-    "{vendor} = COALESCE(NULLIF(%s, ''), {vendor}) WHERE {id} = %s"
+    "{vendor} = COALESCE(NULLIF(%s, ''), {vendor}), "
+    "{source} = COALESCE(NULLIF(%s, ''), {source}) WHERE {id} = %s"
 )
 
 
@@ -238,18 +240,18 @@ def _update_gpus(rows: list[tuple]) -> None:
     """Merge each GPU's new values into its stored ones in SQL:
     prev_metrics = metrics ⊕ before, metrics = metrics ⊕ before ⊕ newest. A row's `prev_at`
     None means the stored `updated_at`; `probe_at` None, and '' for uuid, model, PCI
-    address and vendor, keep the stored value."""
+    address, vendor and source, keep the stored value."""
     if not rows:
         return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS _tel_gpu_v2 (id bigint, before jsonb, "
+                "CREATE TEMP TABLE IF NOT EXISTS _tel_gpu_v3 (id bigint, before jsonb, "
                 "newest jsonb, updated_at timestamptz, prev_at timestamptz, uuid text, model text, "
-                "probe_at timestamptz, pci_bus text, vendor text)"
+                "probe_at timestamptz, pci_bus text, vendor text, source text)"
             )
-            cursor.execute("TRUNCATE _tel_gpu_v2")
-            with cursor.copy("COPY _tel_gpu_v2 FROM STDIN") as copy:
+            cursor.execute("TRUNCATE _tel_gpu_v3")
+            with cursor.copy("COPY _tel_gpu_v3 FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             cursor.execute(_UPDATE_FROM_STAGE.format_map(ModelSql(GPU)))
@@ -269,6 +271,7 @@ def _update_gpus(rows: list[tuple]) -> None:
                         adapt(probe_at),
                         pci_bus,
                         vendor,
+                        source,
                         pk,
                     )
                     for (
@@ -282,6 +285,7 @@ def _update_gpus(rows: list[tuple]) -> None:
                         probe_at,
                         pci_bus,
                         vendor,
+                        source,
                     ) in rows
                 ],
             )

@@ -12,6 +12,8 @@ import time
 
 from django.test import Client
 
+from apps.telemetry.ports import COUNTERS
+
 PORTS_PER_NODE = 8
 NODES_PER_POST = 128
 
@@ -29,19 +31,7 @@ def _grown(counters: _Counters, host: str, p: int, rng: random.Random) -> dict[s
     return dict(now)
 
 
-_NAMES = (
-    "link_downed",
-    "link_error_recovery",
-    "symbol_error",
-    "port_rcv_errors",
-    "port_xmit_discards",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-    "port_rcv_remote_physical_errors",
-    "port_xmit_wait",
-    "rnr_nak_retry_err",
-    "local_ack_timeout_err",
-)
+_NAMES = COUNTERS
 
 
 def _port_bodies(

@@ -21,6 +21,7 @@ from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_
 from apps.incidents.choices import Category
 from apps.telemetry.models import Port
 from apps.telemetry.monitored import Needed
+from apps.telemetry.ports import COUNTERS
 from apps.telemetry.services import Judged, ports_judged
 
 NOT_MONITORED = "no NIC port of this cluster has reported"
@@ -116,24 +117,7 @@ SPEC = CheckSpec(
     ),
     # The ports' names it reads, from node_exporter's infiniband series (KUAE's names, as
     # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
-    pulls=frozenset(
-        {
-            "state",
-            "phys_state",
-            "rate_gbps",
-            "link_downed",
-            "link_error_recovery",
-            "symbol_error",
-            "port_rcv_errors",
-            "port_xmit_discards",
-            "local_link_integrity_errors",
-            "excessive_buffer_overrun_errors",
-            "port_rcv_remote_physical_errors",
-            "port_xmit_wait",
-            "rnr_nak_retry_err",
-            "local_ack_timeout_err",
-        }
-    ),
+    pulls=frozenset({"state", "phys_state", "rate_gbps", *COUNTERS}),
     events={"link_downed": "Port link went down", "port_reset": "Port counters reset"},
     event_target=Target.PORT,
     not_monitored=not_monitored,

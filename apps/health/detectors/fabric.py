@@ -164,22 +164,13 @@ def fabric(
             details["switch"] = history.switch
         node, where = history.node, f"port {history.port}: "
         far_end = f"switch:{history.switch}" if history.switch else ""
-        if fatal:
-            message = where + ", ".join(fatal)
-            out.append(
-                failed(
-                    KIND,
-                    target,
-                    message,
-                    details,
-                    outcome=DOWN,
-                    node=node,
-                    component=far_end,
-                    component_size=history.switch_nodes,
-                )
+        escalated = bool(rates) and len(warn_times) >= limits.fabric_warns_to_fail
+        if fatal or escalated:
+            message = where + (
+                ", ".join(fatal)
+                if fatal
+                else ", ".join(rates) + f" ({len(warn_times)} warnings within an hour)"
             )
-        elif rates and len(warn_times) >= limits.fabric_warns_to_fail:
-            message = where + ", ".join(rates) + f" ({len(warn_times)} warnings within an hour)"
             out.append(
                 failed(
                     KIND,

@@ -2,8 +2,10 @@
 
 Every tick (15 s, Celery beat, only with KUAE_DEMO=1), for every simulated cluster — the
 NVIDIA one and the small Moore Threads one `demo_setup` writes: heartbeats, fresh GPU telemetry,
-job progress and checkpoints through the same services the API uses, and now and then a
-fault for the health checks to find — a node that goes silent, an XID, a hot GPU. A job
+job progress and checkpoints through the same services the API uses, a new reading of every
+NIC port where the cluster has ports (apps/simulator/nics.py), and now and then a fault for
+the health checks to find — a node that goes silent, an XID, a hot GPU, a flapping link or
+a link that goes down. A job
 that has made no progress for 10 minutes is left hung: that is a fault too, and its ranks'
 watchdogs keep re-reporting the stall every 5 minutes (apps/simulator/ranks.py).
 """
@@ -27,21 +29,28 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job, JobMetric
 from apps.jobs.services import checkpoint_record, job_metrics_ingest
+from apps.simulator.nics import PORTS_PER_NODE, port_readings
 from apps.simulator.ranks import stalls_renew
 from apps.simulator.series import loss_at
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.services import telemetry_ingest
+from apps.telemetry.models import Port
+from apps.telemetry.ports import PortReading
+from apps.telemetry.services import telemetry_with_ports_ingest
 
 INTERVAL_S = 60
 HUNG_AFTER = dt.timedelta(minutes=10)
 CHECKPOINT_EVERY = dt.timedelta(minutes=30)
 FAULT_CHANCE = 1 / 60  # per tick: about one fault every 15 minutes
 FAULT_LENGTH = dt.timedelta(minutes=8)
+FLAP_LENGTH = dt.timedelta(minutes=1)  # a burst: the check warns once or twice, not more
+GPU_FAULTS = ("xid", "hot")
+PORT_FAULTS = ("flap", "linkdown")  # only on a cluster with NIC ports
 
 
 @dataclass
 class Fault:
-    """A live fault: what, where, until when."""
+    """A live fault: what, where (a node; the GPU's or, for a port fault, the port's index),
+    until when."""
 
     kind: str
     hostname: str
@@ -84,11 +93,16 @@ def demo_tick(
     path = state_path()
     state = DemoState.load(path)
     state.faults = [f for f in state.faults if dt.datetime.fromisoformat(f.until) > now]
-    counts = {"samples": 0, "gpus": 0, "nodes": 0, "stalls": 0}
+    counts = {"samples": 0, "gpus": 0, "ports": 0, "nodes": 0, "stalls": 0}
     for cluster in Cluster.objects.filter(simulated=True):
         _maybe_fault(cluster, state, now, rng)
         counts["nodes"] += _heartbeats(cluster, state, now)
-        counts["gpus"] += _telemetry(cluster, state, now, rng)
+        samples = _telemetry(cluster, state, now, rng)
+        readings = _ports(cluster, state, now, rng)
+        if samples or readings:
+            telemetry_with_ports_ingest(samples=samples, readings=readings, now=now)
+        counts["gpus"] += len(samples)
+        counts["ports"] += len(readings)
         counts["samples"] += _progress(cluster, state, now, rng)
         counts["stalls"] += _stalls(cluster, now)
     state.save(path)
@@ -107,15 +121,16 @@ def _maybe_fault(cluster: Cluster, state: DemoState, now: dt.datetime, rng: rand
             "hostname", flat=True
         )
     )
-    if hosts:
-        state.faults.append(
-            Fault(
-                kind=rng.choice(("silent", "xid", "hot")),
-                hostname=rng.choice(hosts),
-                gpu=rng.randrange(cluster.gpus_per_node),
-                until=(now + FAULT_LENGTH).isoformat(),
-            )
-        )
+    if not hosts:
+        return
+    kinds: tuple[str, ...] = ("silent", *GPU_FAULTS)
+    if Port.objects.filter(node__cluster=cluster).exists():
+        kinds += PORT_FAULTS
+    kind = rng.choice(kinds)
+    hostname = rng.choice(hosts)
+    where = rng.randrange(PORTS_PER_NODE if kind in PORT_FAULTS else cluster.gpus_per_node)
+    until = now + (FLAP_LENGTH if kind == "flap" else FAULT_LENGTH)
+    state.faults.append(Fault(kind, hostname, where, until.isoformat()))
 
 
 def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:
@@ -131,9 +146,11 @@ def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:
     return len(rows)
 
 
-def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random) -> int:
+def _telemetry(
+    cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random
+) -> list[TelemetrySample]:
     silent = _silent(state)
-    faults = {(f.hostname, f.gpu): f.kind for f in state.faults}
+    faults = {(f.hostname, f.gpu): f.kind for f in state.faults if f.kind in GPU_FAULTS}
     samples = []
     for hostname, index, vendor, model, metrics in GPU.objects.filter(
         node__cluster=cluster
@@ -152,14 +169,30 @@ def _telemetry(cluster: Cluster, state: DemoState, now: dt.datetime, rng: random
         kind = faults.get((hostname, index))
         if kind == "xid" and "xid" in m:
             m["xid"] = 79
-        elif kind is not None and kind != "silent":  # hot; an XID on a GPU without XIDs
+        elif kind is not None:  # hot; an XID on a GPU without XIDs
             m["temp_c"] = 92
         if "temp_junction_c" in m:  # the exporter's temp_c is its junction temperature
             m["temp_junction_c"] = m["temp_c"]
         samples.append(TelemetrySample(hostname, index, now, m, model=model, vendor=vendor))
-    if samples:
-        telemetry_ingest(samples=samples, now=now)
-    return len(samples)
+    return samples
+
+
+def _ports(
+    cluster: Cluster, state: DemoState, now: dt.datetime, rng: random.Random
+) -> list[PortReading]:
+    """A new reading of each of the cluster's NIC ports (none where it has none)."""
+    by_kind: dict[str, set[tuple[str, int]]] = {kind: set() for kind in PORT_FAULTS}
+    for f in state.faults:
+        if f.kind in by_kind:
+            by_kind[f.kind].add((f.hostname, f.gpu))
+    return port_readings(
+        cluster=cluster,
+        now=now,
+        rng=rng,
+        silent=_silent(state),
+        flapping=by_kind["flap"],
+        down=by_kind["linkdown"],
+    )
 
 
 def _stalls(cluster: Cluster, now: dt.datetime) -> int:

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from apps.accounts.demo import DEMO_LOGINS, DEMO_PASSWORD
 from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster
+from apps.simulator.nics import ports_setup
 
 DEMO_USER = DEMO_LOGINS[0][0]
 # Beside the NVIDIA cluster, a small one of Moore Threads GPUs, as the KUAE cluster runs, so
 # the pages show a second vendor: its model, its MTLink (docs/simulator.md, The demo).
 MTHREADS_CLUSTER = "kuae-mtt"
 MTHREADS_GPUS = 64
+NVIDIA_CLUSTER = "kuae-sim"
 
 
 class Command(BaseCommand):
@@ -33,7 +37,16 @@ class Command(BaseCommand):
         if not settings.DEMO:
             raise CommandError("the demo exists only with KUAE_DEMO=1")
         if not Cluster.objects.exists():
-            call_command("simulate", gpus=opts["gpus"], days=opts["days"], seed=1)
+            call_command(
+                "simulate", gpus=opts["gpus"], days=opts["days"], seed=1, cluster=NVIDIA_CLUSTER
+            )
+            # Its nodes' NIC ports, so the `fabric` check has ports to judge.
+            started = time.perf_counter()
+            ports = ports_setup(
+                cluster=Cluster.objects.get(name=NVIDIA_CLUSTER), now=timezone.now()
+            )
+            took = time.perf_counter() - started
+            self.stderr.write(f"  {ports:,} NIC ports on {NVIDIA_CLUSTER} in {took:.2f} s")
             call_command(
                 "simulate",
                 gpus=MTHREADS_GPUS,

@@ -70,6 +70,15 @@ def vendor_of(vendor: str, model: str) -> str:
     return next((v for prefix, v in _HINTS if key.startswith(prefix)), "")
 
 
+def gpu_name(vendor: str, model: str) -> str:
+    """What a person reads for a GPU: the vendor's name before the model, unless the model
+    already starts with it ("NVIDIA H100 80GB HBM3", "MTT S4000" → "Moore Threads MTT S4000")."""
+    label = VENDOR_LABELS.get(vendor, "")
+    if not label or model_key(model).startswith(model_key(label)):
+        return model
+    return f"{label} {model}".strip()
+
+
 def link_word(vendor: str) -> str:
     """NVLink, XGMI, Gaudi links, MTLink; `GPU links` for an unknown vendor."""
     return LINK_WORDS.get(vendor, GENERIC_LINK)

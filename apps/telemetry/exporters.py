@@ -22,11 +22,16 @@ A series no file names is kept under its own name, its GPU from the `gpu` label 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the intake reads this module's names (through `monitored`): no cycle
+    from apps.telemetry.intake import TelemetrySample
 
 DATA = Path(__file__).resolve().parent / "data" / "exporters"
 FILES = ("dcgm.csv", "amd.csv", "gaudi.csv")
@@ -285,3 +290,29 @@ def not_reported(names: Iterable[str]) -> dict[str, list[str]]:
     """canonical name → the exporters whose files cannot fill it (for "not reported by …")."""
     wanted = list(names)
     return {name: [e.name for e in exporters() if name not in e.names()] for name in wanted}
+
+
+# A GPU's identity when its series carried none: kept as stored (the intake leaves blank
+# identity alone).
+NO_IDENTITY = ("", "", "")
+
+
+def gpu_samples(
+    values: Mapping[tuple[str, int], GpuValues],
+    identity: Mapping[tuple[str, int], tuple[str, str, str]],
+    ts: dt.datetime,
+) -> list[TelemetrySample]:
+    """One sample per (host, GPU) that has values, in order: its metrics, its identity
+    (uuid, model, PCI address) and the vendor and `source` of the exporter that named it —
+    what exposition text and a Prometheus answer both come to."""
+    from apps.telemetry.intake import TelemetrySample
+
+    out = []
+    for (host, gpu), accumulated in sorted(values.items()):
+        metrics = accumulated.metrics()
+        if metrics:
+            made = exporter_named(accumulated.exporter)
+            vendor, source = (made.vendor, made.slug) if made else ("", "")
+            uuid, model, bus = identity.get((host, gpu), NO_IDENTITY)
+            out.append(TelemetrySample(host, gpu, ts, metrics, uuid, model, bus, vendor, source))
+    return out

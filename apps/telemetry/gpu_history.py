@@ -11,12 +11,12 @@ telemetry, only each GPU's latest values, and the charts say so.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.utils.dateparse import parse_datetime
 
-from apps.fleet.models import Node
+from apps.fleet.models import Cluster, Node
 from apps.telemetry.models import NodeRollup
 from apps.telemetry.names import ROLLUP_SECONDS
 from apps.telemetry.prometheus_source import SourceDown, range_query, token_for
@@ -150,37 +150,49 @@ def _from_prometheus(node: Node, window: Window) -> GPUHistory:
     history.note = (
         f"Per GPU from {cluster.prometheus_url}, one point every {_duration(window.step_s)}."
     )
+    queries = [(panel, gpu_range_query(panel.field, node.hostname)) for panel in GPU_PANELS]
+    try:
+        answered = panel_ranges(cluster, window, queries)
+    except SourceDown as exc:
+        history.panels, history.error = [], str(exc)
+        return history
+    for panel, series in answered:
+        traces = [
+            trace_of(f"GPU {labels['gpu']}", points, int(labels["gpu"]))
+            for labels, points in series
+            if labels.get("gpu", "").isdigit()
+        ]
+        traces.sort(key=lambda t: t.gpu if t.gpu is not None else -1)
+        history.panels.append((panel, traces))
+    return history
+
+
+def panel_ranges(
+    cluster: Cluster, window: Window, queries: Sequence[tuple[Panel, str]]
+) -> list[tuple[Panel, list[tuple[dict[str, str], list[tuple[float, float]]]]]]:
+    """Each panel's `query_range` over `window` from the cluster's Prometheus, in order;
+    SourceDown at the first that does not answer."""
     token = token_for(cluster)
-    for panel in GPU_PANELS:
-        try:
-            series = range_query(
+    return [
+        (
+            panel,
+            range_query(
                 cluster.prometheus_url,
-                gpu_range_query(panel.field, node.hostname),
+                query,
                 start=window.start,
                 end=window.end,
                 step_s=window.step_s,
                 token=token,
-            )
-        except SourceDown as exc:
-            history.panels, history.error = [], str(exc)
-            return history
-        traces = []
-        for labels, points in series:
-            gpu = labels.get("gpu", "")
-            if not gpu.isdigit():
-                continue
-            points = points[-MAX_POINTS:]
-            traces.append(
-                Trace(
-                    f"GPU {gpu}",
-                    [ts for ts, _ in points],
-                    [value for _, value in points],
-                    gpu=int(gpu),
-                )
-            )
-        traces.sort(key=lambda t: t.gpu if t.gpu is not None else -1)
-        history.panels.append((panel, traces))
-    return history
+            ),
+        )
+        for panel, query in queries
+    ]
+
+
+def trace_of(name: str, points: Sequence[tuple[float, float]], gpu: int) -> Trace:
+    """A chart's trace of a series' newest `MAX_POINTS` points."""
+    points = points[-MAX_POINTS:]
+    return Trace(name, [ts for ts, _ in points], [value for _, value in points], gpu=gpu)
 
 
 def _from_rollups(node: Node, window: Window) -> GPUHistory:

@@ -12,11 +12,19 @@ ports not ACTIVE — per node, not per port, and the charts say so.
 from __future__ import annotations
 
 from apps.fleet.models import Node
-from apps.telemetry.gpu_history import GPUHistory, Panel, Trace, Window, _duration
+from apps.telemetry.gpu_history import (
+    GPUHistory,
+    Panel,
+    Trace,
+    Window,
+    _duration,
+    panel_ranges,
+    trace_of,
+)
 from apps.telemetry.infiniband import PREFIX, STATES
 from apps.telemetry.models import PortRollup
 from apps.telemetry.names import ROLLUP_SECONDS
-from apps.telemetry.prometheus_source import SourceDown, range_query, token_for
+from apps.telemetry.prometheus_source import SourceDown
 from apps.telemetry.promql import MAX_POINTS, port_range_query
 
 
@@ -74,33 +82,27 @@ def _from_prometheus(node: Node, window: Window) -> GPUHistory:
         f"Per port from {cluster.prometheus_url}: each error counter's growth per second "
         f"(rate over {_duration(rate_s)}), one point every {_duration(window.step_s)}."
     )
-    token = token_for(cluster)
     names = [node.hostname, *(str(a) for a in node.addresses or [])]
-    ports: dict[str, int] = {}  # device/port → its colour index, in order of first sight
-    for panel in (*COUNTER_PANELS, STATE_PANEL):
-        query = port_range_query(
-            panel.field, names, rate_s=None if panel is STATE_PANEL else rate_s
+    queries = [
+        (
+            panel,
+            port_range_query(panel.field, names, rate_s=None if panel is STATE_PANEL else rate_s),
         )
-        try:
-            series = range_query(
-                cluster.prometheus_url,
-                query,
-                start=window.start,
-                end=window.end,
-                step_s=window.step_s,
-                token=token,
-            )
-        except SourceDown as exc:
-            history.panels, history.error = [], str(exc)
-            return history
+        for panel in (*COUNTER_PANELS, STATE_PANEL)
+    ]
+    try:
+        answered = panel_ranges(cluster, window, queries)
+    except SourceDown as exc:
+        history.panels, history.error = [], str(exc)
+        return history
+    ports: dict[str, int] = {}  # device/port → its colour index, in order of first sight
+    for panel, series in answered:
         traces = []
         for labels, points in sorted(
             series, key=lambda s: (s[0].get("device", ""), _number(s[0].get("port", "")))
         ):
             name = f"{labels.get('device', '?')}/{labels.get('port', '?')}"
-            index = ports.setdefault(name, len(ports))
-            points = points[-MAX_POINTS:]
-            traces.append(Trace(name, [ts for ts, _ in points], [v for _, v in points], gpu=index))
+            traces.append(trace_of(name, points, ports.setdefault(name, len(ports))))
         history.panels.append((panel, traces))
     return history
 

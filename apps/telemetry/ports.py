@@ -5,6 +5,7 @@ the normal forms of their values, validated before anything is written
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -127,30 +128,24 @@ def rate_normal(value: object) -> float:
     return float(value)
 
 
-# Each name set's words, lower-case → as written; and the texts already read (a sweep
-# repeats "4: ACTIVE" ten thousand times).
-_WORDS: dict[int, dict[str, str]] = {}
-_READ: dict[tuple[int, str], str] = {}
-
-
 def _named(value: object, names: dict[int, str]) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value in names:
         return names[value]
     if isinstance(value, str):
-        known = _READ.get((id(names), value))
-        if known is not None:
-            return known
-        by_word = _WORDS.get(id(names))
-        if by_word is None:
-            by_word = _WORDS[id(names)] = {name.lower(): name for name in names.values()}
-        numbered = _NUMBERED.fullmatch(value)
-        word = (numbered.group(2) if numbered else value.strip()).replace(" ", "").lower()
-        if word in by_word:
-            if len(_READ) < 1024:
-                _READ[(id(names), value)] = by_word[word]
-            return by_word[word]
+        found = _word(value, tuple(names.values()))
+        if found is not None:
+            return found
     choices = ", ".join(names.values())
     raise ValueError(f"must be one of {choices} (alone or in sysfs's 'N: NAME' form)")
+
+
+@functools.lru_cache(maxsize=512)
+def _word(text: str, words: tuple[str, ...]) -> str | None:
+    """The one of `words` that `text` names, alone or in sysfs's `N: NAME` form, any case
+    (a sweep repeats "4: ACTIVE" ten thousand times: read once)."""
+    numbered = _NUMBERED.fullmatch(text)
+    word = (numbered.group(2) if numbered else text.strip()).replace(" ", "").lower()
+    return next((w for w in words if w.lower() == word), None)
 
 
 def _counter(value: object, name: str) -> int | float:

@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.telemetry.exporters import (
     GpuValues,
-    exporter_named,
     gpu_index,
+    gpu_samples,
     identity_labels,
     series_index,
 )
@@ -164,16 +164,7 @@ def _samples(
                     labels.get(model, "")[:64] if model else "",
                     pci_bus_or_blank(labels.get(bus)) if bus else "",
                 )
-    out = []
-    for (host, gpu), values in sorted(gpus.items()):
-        metrics = values.metrics()
-        if metrics:
-            made = exporter_named(values.exporter)  # the vendor and the GPU's `source`
-            vendor, source = (made.vendor, made.slug) if made else ("", "")
-            uuid, model, bus = identity.get((host, gpu), BLANK)
-            out.append(TelemetrySample(host, gpu, ts, metrics, uuid, model, bus, vendor, source))
-    return out
+    return gpu_samples(gpus, identity, ts)
 
 
-BLANK = ("", "", "")
 DCGM_IDENTITY = ("UUID", "modelName", "pci_bus_id")  # an unmapped series' GPU, as before

@@ -21,8 +21,8 @@ from typing import Any
 
 from apps.telemetry.exporters import (
     GpuValues,
-    exporter_named,
     exporters,
+    gpu_samples,
     identity_labels,
     index_labels,
     series_for,
@@ -204,18 +204,7 @@ def samples_of(
                     str(labels.get(k, ""))[:64] if k else "" for k in (uuid_label, model_label)
                 )
                 identity[key] = (uuid, model, bus)
-    blank = ("", "", "")  # kept as stored (the intake leaves blank identity alone)
-    out = []
-    for (host, gpu_index), accumulated in sorted(values.items()):
-        metrics = accumulated.metrics()
-        if metrics:
-            made = exporter_named(accumulated.exporter)  # the vendor and the GPU's `source`
-            vendor, source = (made.vendor, made.slug) if made else ("", "")
-            uuid, model, bus = identity.get((host, gpu_index), blank)
-            out.append(
-                TelemetrySample(host, gpu_index, ts, metrics, uuid, model, bus, vendor, source)
-            )
-    return out
+    return gpu_samples(values, identity, ts)
 
 
 def _gpu_key(

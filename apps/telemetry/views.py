@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.http import Http404, HttpRequest, JsonResponse
 from django.utils import timezone
 
@@ -22,18 +25,24 @@ def node_telemetry_chart(request: HttpRequest, hostname: str) -> JsonResponse:
     return JsonResponse(node_telemetry_figure(node=node))
 
 
-@role_required()
-def node_gpu_chart(request: HttpRequest, hostname: str) -> JsonResponse:
-    """A node's per-GPU charts over `?range=` (1h … 30d) or `?start=&end=` as Plotly JSON:
-    from the cluster's Prometheus, else from KUAE's rollups. A source that does not answer
-    is a message figure (200), so the page shows why rather than a broken chart."""
+def _window_chart(request: HttpRequest, hostname: str, history: Callable[..., Any]) -> JsonResponse:
+    """A node's charts over `?range=` or `?start=&end=` as Plotly JSON, from `history`
+    (node, window); a range that cannot be shown is a message figure (200)."""
     node = node_get(hostname=hostname)
     if node is None:
         raise Http404(f"no node {hostname}")
     window, problem = window_from(request.GET, now=timezone.now())
     if problem:
         return JsonResponse(message_figure(problem))
-    return JsonResponse(gpu_history_figure(node_gpu_history(node=node, window=window)))
+    return JsonResponse(gpu_history_figure(history(node=node, window=window)))
+
+
+@role_required()
+def node_gpu_chart(request: HttpRequest, hostname: str) -> JsonResponse:
+    """A node's per-GPU charts over `?range=` (1h … 30d) or `?start=&end=` as Plotly JSON:
+    from the cluster's Prometheus, else from KUAE's rollups. A source that does not answer
+    is a message figure (200), so the page shows why rather than a broken chart."""
+    return _window_chart(request, hostname, node_gpu_history)
 
 
 @role_required()
@@ -41,10 +50,4 @@ def node_port_chart(request: HttpRequest, hostname: str) -> JsonResponse:
     """A node's NIC port charts over `?range=` or `?start=&end=` as Plotly JSON: per port
     from the cluster's Prometheus, else per node from KUAE's port rollups; a source that
     does not answer is a message figure (200), as for the GPU charts."""
-    node = node_get(hostname=hostname)
-    if node is None:
-        raise Http404(f"no node {hostname}")
-    window, problem = window_from(request.GET, now=timezone.now())
-    if problem:
-        return JsonResponse(message_figure(problem))
-    return JsonResponse(gpu_history_figure(node_port_history(node=node, window=window)))
+    return _window_chart(request, hostname, node_port_history)

@@ -202,6 +202,10 @@ def test_pages_name_the_link_by_the_vendor_word(cluster, fleet, users):
     assert "NVLink" not in amd, [amd[i - 200 : i + 50] for i in _all(amd, "NVLink")]
     nvidia = web.get("/nodes/m00/").content.decode()
     assert "NVLink dom-1" in nvidia and "NVLink CRC" in nvidia and "NVIDIA H100" in nvidia
+    # A model that already names its vendor is not prefixed twice.
+    as_model(agent, ["m03"], "nvidia", "NVIDIA H100 80GB HBM3")
+    named = web.get("/nodes/m03/").content.decode()
+    assert "8 × NVIDIA H100 80GB HBM3" in named and "NVIDIA NVIDIA" not in named
     # A Moore Threads node's gaps name no NVIDIA exporter: its reader does not send them.
     as_model(agent, ["m02"], "mthreads", "MTT S4000")
     mtt = web.get("/nodes/m02/").content.decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from apps.fleet.vendors import VENDOR_LABELS, link_word
+from apps.fleet.vendors import gpu_name, link_word
 
 register = template.Library()
 
@@ -23,6 +23,6 @@ def link_name(vendor: str) -> str:
 
 
 @register.filter
-def vendor_label(vendor: str) -> str:
-    """NVIDIA, AMD, Intel, Moore Threads; '' for an unknown vendor."""
-    return VENDOR_LABELS.get(vendor or "", "")
+def named_gpu(model: str, vendor: str) -> str:
+    """The GPU's name: `model` after its vendor's name, said once."""
+    return gpu_name(vendor or "", str(model or ""))

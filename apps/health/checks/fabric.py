@@ -28,7 +28,7 @@ NOT_MONITORED = "no NIC port of this cluster has reported"
 # Read from a port's hw_counters/, which node_exporter does not publish.
 HW_COUNTERS = (
     "node_exporter publishes no hw_counters (not reported by node_exporter); "
-    "`kuae-agent run --fabric` reads them"
+    "kuae-agent run --fabric reads them"
 )
 LABEL = "Fabric (NIC ports)"
 

@@ -157,9 +157,10 @@ def fabric(
             warn_times.append(now)
         details: dict[str, object] = {
             "warns": len(warn_times),
-            "warned_at": [t.isoformat() for t in warn_times],
             "missing_runs": history.missing_runs,
         }
+        if warn_times:  # only then: the next run reads the results that hold it
+            details["warned_at"] = [t.isoformat() for t in warn_times]
         if history.switch:
             details["switch"] = history.switch
         node, where = history.node, f"port {history.port}: "

@@ -147,6 +147,15 @@ PERSONAS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _cold_cache() -> None:
+    """Each test starts with the process's cache empty: a page's query count (the pipeline
+    banner's status is cached 10 s) must not depend on what ran before it on this worker."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(scope="module")
 def module_rows(django_db_setup, django_db_blocker) -> Iterator[Callable[..., object]]:  # noqa: ANN001
     """`module_rows(write, **options)` writes rows that every test of a module reads, once

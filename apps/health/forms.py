@@ -7,12 +7,12 @@ from typing import Any
 from django import forms
 
 from apps.health.checks import SCHEDULED_KINDS, kind_label
+from apps.health.limits import DEFAULTS, FIELDS, bounds, check_value
 from apps.health.models import Thresholds
-from apps.health.thresholds import DEFAULTS, FIELDS, bounds, check_value
 
 
 class ThresholdsForm(forms.Form):
-    """Every threshold of `apps.health.thresholds`, with its label, unit and bounds."""
+    """Every threshold of `apps.health.limits`, with its label, unit and bounds."""
 
     def __init__(self, *args: Any, instance: Thresholds, **kwargs: Any) -> None:
         self.instance = instance

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.fleet.models import Cluster, Node
 from apps.health.choices import ResultStatus, RunStatus
-from apps.health.thresholds import Limits, limits_from, values_problems
 from apps.jobs.models import Job
+
+if TYPE_CHECKING:
+    from apps.health.limits import Limits
 
 # A check's kind is a slug its plug-in declares (`apps.health.checks`), not a database choice:
 # a new kind of check needs no migration.
@@ -17,7 +21,8 @@ KIND_HELP = "the check's kind: a slug its plug-in declares"
 
 class Thresholds(models.Model):
     """A cluster's own check thresholds: overrides of the defaults that
-    `apps.health.thresholds` defines (name → value); a name not here has its default."""
+    plug-ins declare (`apps.health.limits`: name → value); a name not here has its
+    default."""
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="thresholds")
     values = models.JSONField(default=dict, blank=True)
@@ -33,12 +38,16 @@ class Thresholds(models.Model):
     @property
     def limits(self) -> Limits:
         """The thresholds in force: defaults with these overrides."""
+        from apps.health.limits import limits_from  # the plug-ins load the models
+
         return limits_from(self.values)
 
     def clean(self) -> None:
         """Every override a known threshold with a number within its bounds (the admin's
         door; the health page's form checks the same bounds): a ValidationError naming
         each bad one and its bounds."""
+        from apps.health.limits import values_problems
+
         problems = values_problems(self.values)
         if problems:
             raise ValidationError(

@@ -24,8 +24,8 @@ from apps.health import blast, inputs
 from apps.health import detectors as d
 from apps.health.checks import CHECKS, kind_label
 from apps.health.choices import ResultStatus
+from apps.health.limits import Limits
 from apps.health.models import CheckResult, CheckRun
-from apps.health.thresholds import Limits
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
 from apps.incidents.models import Incident, TimelineEntry
 from apps.incidents.services import incident_note, incident_open, incident_update

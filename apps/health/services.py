@@ -29,9 +29,9 @@ from apps.health.checks import (
 )
 from apps.health.choices import SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.detectors.findings import passed
+from apps.health.limits import Limits, limits_from
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
-from apps.health.thresholds import Limits, limits_from
 from apps.jobs.models import Job
 from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
 

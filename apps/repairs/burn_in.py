@@ -17,7 +17,7 @@ from typing import Literal
 from apps.health.choices import ResultStatus
 from apps.health.detectors import GpuLatest, sdc, slow_node
 from apps.health.detectors.findings import gpu_target
-from apps.health.thresholds import Limits
+from apps.health.limits import Limits
 
 PROBE_KEYS = ("gemm_tflops", "gemm_checksum")
 EVENT_KINDS = ("xid", "ecc_dbe", "ecc_sbe")  # any of these since the return fails it

@@ -11,14 +11,14 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU, Cluster, Node
 from apps.health import detectors as d
-from apps.health.checks import SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS, Limits
 from apps.health.services import detect, limits_for, runs_execute_now
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job, NodeStepMetric
 from apps.telemetry.models import TelemetryEvent
 
 
-def _node_by_node(cluster: Cluster, now: dt.datetime, limits: d.Limits) -> int:
+def _node_by_node(cluster: Cluster, now: dt.datetime, limits: Limits) -> int:
     """The same detections with one query set per node: what set-based loading avoids."""
     findings = 0
     gpus_all: list[d.GpuLatest] = []

@@ -14,8 +14,8 @@ from apps.fleet.services import NodeSpec, nodes_register
 from apps.health import blast
 from apps.health.detectors import NodeSeen, heartbeat
 from apps.health.detectors.findings import Outcome, failed, node_target
+from apps.health.limits import Limits
 from apps.health.services import runs_execute_now
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category
 from apps.incidents.models import Incident
 from tests.health.conftest import backdate

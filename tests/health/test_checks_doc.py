@@ -1,4 +1,4 @@
-"""docs/checks.md's thresholds table is generated from `apps.health.thresholds` and current."""
+"""docs/checks.md's thresholds table is generated from `apps.health.limits` and current."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import apps.health.thresholds_doc as doc
-from apps.health.thresholds import FIELDS
+from apps.health.limits import FIELDS
 from apps.health.thresholds_doc import (
     BEGIN,
     DOC_PATH,

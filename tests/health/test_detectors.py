@@ -6,9 +6,10 @@ import datetime as dt
 import math
 
 from apps.health import detectors as d
+from apps.health.checks import Limits
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
-L = d.Limits()
+L = Limits()
 
 
 def ago(seconds: float) -> dt.datetime:
@@ -286,6 +287,26 @@ def test_thermal_needs_two_consecutive_hot_runs_on_fresh_values():
     assert out["gpu:n1/0"].status == "warn" and out["gpu:n1/0"].category == "gpu_thermal"
     assert out["gpu:n1/1"].status == "warn" and out["gpu:n1/2"].status == "pass"
     assert out["gpu:n1/0"].node_state is None and out["gpu:n1/0"].severity == "sev4"
+
+
+def test_thermal_says_what_it_did_not_judge():
+    """Never a silent pass: a temperature a GPU did not report is named in its result, with
+    the exporter that cannot report it (Gaudi's publishes no HBM temperature)."""
+    gpus = [
+        d.GpuLatest("g1", 0, "HL-325L", {"temp_c": 60}, ago(10), source="gaudi"),
+        d.GpuLatest("n1", 0, "H100", {"mem_temp_c": 70}, ago(10)),
+        d.GpuLatest("n1", 1, "H100", {}, ago(10)),
+        d.GpuLatest("n1", 2, "H100", {"temp_c": 60, "mem_temp_c": 70}, ago(10)),
+    ]
+    out = by_target(d.thermal(gpus, now=NOW, limits=L))
+    assert out["gpu:g1/0"].status == "pass"
+    assert (
+        out["gpu:g1/0"].message
+        == "within limits (HBM temperature not reported by Intel Gaudi metric exporter)"
+    )
+    assert out["gpu:n1/0"].message == "within limits (GPU temperature not reported)"
+    assert out["gpu:n1/1"].message == "no temperature reported: not checked"
+    assert out["gpu:n1/2"].message == "within limits"
 
 
 def test_preflight():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from apps.health.detectors.fabric import JUDGED, PortHistory, PortReading, fabric, port_target
-from apps.health.thresholds import Limits
+from apps.health.limits import Limits
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)

@@ -3,18 +3,21 @@ the schedule, run-now choices, pulls, notices and intake read those declarations
 
 from __future__ import annotations
 
+import dataclasses
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps.health import checks
 from apps.health import models as health_models
 from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, Target, check_for
 from apps.health.checks.fabric import NOT_MONITORED
+from apps.health.limits import FIELDS, Limits, limits_from
 from apps.health.models import CheckRun, CheckSchedule
 from apps.health.services import PULLED_METRICS, schedules_ensure
-from apps.health.thresholds import FIELDS, limits_from
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry import monitored
 from apps.telemetry.models import TelemetryEvent
@@ -42,6 +45,48 @@ def test_every_declaration_is_valid():
         assert f.metadata["check"] in {"*", *CHECKS}, f.name
         assert f.metadata["hi"] is not None and f.metadata["hi"] > f.metadata["lo"], f.name
     assert {f.name for f in CHECKS["fabric"].thresholds} >= {"fabric_flaps_per_min"}
+
+
+def test_each_check_declares_its_thresholds_in_its_own_module():
+    """A plug-in's thresholds live in its module, the shared ones in thresholds.py, and
+    `Limits` (what a run reads) holds every one of them once."""
+    shared = {f.name for f in dataclasses.fields(Shared)}
+    assert {f.name for f in FIELDS if f.metadata["check"] == "*"} == shared
+    for spec in PLUGINS:
+        assert spec.limits.__module__ == f"apps.health.checks.{spec.kind}", spec.kind
+        assert spec.thresholds and all(f.metadata["check"] == spec.kind for f in spec.thresholds)
+    declared_names = [f.name for spec in PLUGINS for f in spec.thresholds]
+    assert sorted(declared_names + list(shared)) == sorted(f.name for f in FIELDS)
+    assert {f.name for f in dataclasses.fields(Limits)} == {f.name for f in FIELDS}
+    assert limits_from({"fabric_flaps_per_min": 7}).fabric_flaps_per_min == 7
+
+
+def test_a_plugin_whose_thresholds_are_not_registered_stops_the_start(monkeypatch):
+    """The start-up check fails loudly: thresholds missing from `Limits`, a threshold that
+    names another check, or one name declared by two checks."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Stray(Shared):
+        stray_s: int = threshold(5, "Stray", "s", check="stray", lo=1, hi=10)
+
+    @dataclasses.dataclass(frozen=True)
+    class Misnamed(Shared):
+        temp_c: float = threshold(90, "Hot", "°C", check="fabric", lo=1, hi=150)
+
+    stray = dataclasses.replace(CHECKS["thermal"], kind="stray", limits=Stray)
+    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, stray))
+    with pytest.raises(TypeError, match="Stray of stray is not among Limits' bases"):
+        checks._thresholds_registered()
+    monkeypatch.setattr(checks, "Limits", type("Wide", (Limits, Stray), {}))
+    wrong = dataclasses.replace(stray, kind="thermal")
+    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, wrong))
+    with pytest.raises(TypeError, match="threshold stray_s of thermal names stray"):
+        checks._thresholds_registered()
+    twice = dataclasses.replace(CHECKS["thermal"], kind="fabric", limits=Misnamed)
+    monkeypatch.setattr(checks, "Limits", type("Wider", (Limits, Misnamed), {}))
+    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, twice))
+    with pytest.raises(TypeError, match="declared twice"):
+        checks._thresholds_registered()
 
 
 def test_the_schedule_and_run_choices_come_from_the_registry(cluster):

@@ -9,9 +9,9 @@ import pytest
 
 from apps.health.checks import SCHEDULED_KINDS
 from apps.health.forms import ThresholdsForm
+from apps.health.limits import DEFAULTS, FIELDS, limits_from
 from apps.health.models import CheckRun, Thresholds
 from apps.health.services import runs_execute_now
-from apps.health.thresholds import DEFAULTS, FIELDS, limits_from
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.health.detectors import GpuLatest
-from apps.health.thresholds import limits_from
+from apps.health.limits import limits_from
 from apps.repairs.burn_in import SinceEvent, judge
 from apps.repairs.models import Repair
 from apps.repairs.services import burn_ins_evaluate, repairs_tick

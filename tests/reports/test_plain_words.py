@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from apps.common.errors import errors_text, plain_message
 from apps.common.weeks import week_label, week_start
-from apps.health.thresholds import FIELDS
+from apps.health.limits import FIELDS
 from apps.incidents.choices import Category, category_label
 from apps.incidents.models import Incident
 from apps.jobs.models import Job

@@ -17,7 +17,7 @@ from apps.fleet.vendors import peak_table
 from apps.health.checks import sdc as sdc_check
 from apps.health.checks import slow_node as slow_check
 from apps.health.checks.base import Context
-from apps.health.thresholds import Limits
+from apps.health.limits import Limits
 from apps.jobs.models import Job
 from apps.jobs.peaks import job_peaks
 from apps.simulator.accelerators import BY_VENDOR, H100, MI300X

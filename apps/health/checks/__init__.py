@@ -1,14 +1,18 @@
 """The health checks, one plug-in module each (`checks/<kind>.py`, see `checks/base.py`).
 
-`PLUGINS` is the one place a check is registered: its module's `SPEC`. The schedule, the
-run-now choices, the thresholds form and docs table, the Prometheus pulls, the intake's
-event kinds and the "not reported" / "not monitored" notices are all read from here.
+`PLUGINS` is the one place a check is registered: its module's `SPEC`, and its thresholds
+among `Limits`' bases. The schedule, the run-now choices, the thresholds form and docs
+table, the Prometheus pulls, the intake's event kinds and the "not reported" / "not
+monitored" notices are all read from here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from apps.health.checks import fabric, gpu_errors, heartbeat, job_hang, sdc, slow_node, thermal
 from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
+from apps.health.thresholds import declared
 from apps.telemetry import monitored
 
 PLUGINS: tuple[CheckSpec, ...] = (
@@ -22,6 +26,39 @@ PLUGINS: tuple[CheckSpec, ...] = (
 )
 
 CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
+
+
+@dataclass(frozen=True)
+class Limits(
+    fabric.FabricLimits,
+    thermal.ThermalLimits,
+    gpu_errors.GpuErrorsLimits,
+    sdc.SdcLimits,
+    slow_node.SlowNodeLimits,
+    job_hang.JobHangLimits,
+    heartbeat.HeartbeatLimits,
+):
+    """Every check's thresholds, what one run of any check reads (a cluster's values:
+    `apps.health.limits.limits_from`)."""
+
+
+def _thresholds_registered() -> None:
+    """Start-up: every plug-in's thresholds are among `Limits`' bases, each names its own
+    check, and no two plug-ins declare a threshold of one name (a dataclass would quietly
+    keep one of them)."""
+    names: list[str] = []
+    for spec in PLUGINS:
+        if not issubclass(Limits, spec.limits):
+            raise TypeError(f"{spec.limits.__name__} of {spec.kind} is not among Limits' bases")
+        for f in declared(spec.limits):
+            if f.metadata["check"] != spec.kind:
+                raise TypeError(f"threshold {f.name} of {spec.kind} names {f.metadata['check']}")
+            names.append(f.name)
+    if len(names) != len(set(names)):
+        raise TypeError(f"a threshold is declared twice: {sorted(names)}")
+
+
+_thresholds_registered()
 # The kinds beat runs; the on-demand pre-flight (services.job_preflight) is not a plug-in.
 SCHEDULED_KINDS: tuple[str, ...] = tuple(s.kind for s in PLUGINS if s.scheduled)
 PREFLIGHT = "preflight"
@@ -66,6 +103,7 @@ __all__ = [
     "CHECKS",
     "KIND_CHOICES",
     "LABELS",
+    "Limits",
     "PLUGINS",
     "PREFLIGHT",
     "SCHEDULED_KINDS",

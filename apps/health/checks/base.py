@@ -3,9 +3,9 @@
 A check is one module in this package: its spec names its kind, the target it judges, the
 incident categories it may open, the telemetry fields it needs from every GPU or NIC port
 (`Needed.target`, for the "not reported" notices), the series it reads from a cluster's
-Prometheus, the event kinds the intake accepts for it, and its loader (`run`), which loads
-plain values and calls a pure detector. Its thresholds are the fields of
-`apps.health.thresholds.Limits` that name its kind. Everything else — the schedule, the
+Prometheus, the event kinds the intake accepts for it, its thresholds (`limits`: a dataclass
+of its own module that extends `apps.health.thresholds.Shared`) and its loader (`run`), which
+loads plain values and calls a pure detector. Everything else — the schedule, the
 run-now choices, the thresholds form and the docs table, the pulls, the notices — is
 derived from these declarations (docs/checks.md, Writing a check).
 """
@@ -18,16 +18,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
 from apps.health.detectors.findings import Finding
-from apps.health.thresholds import Limits, fields_of
+from apps.health.thresholds import Shared, declared
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
 from apps.maintenance.selectors import nodes_in_maintenance
 from apps.telemetry.monitored import Needed
+
+if TYPE_CHECKING:  # every plug-in's thresholds together, put together by the package
+    from apps.health.checks import Limits
 
 
 class Target(StrEnum):
@@ -120,11 +123,14 @@ class CheckSpec:
     interval_s: int = 60
     # False: declared and shown, but not run on the schedule until its inputs exist.
     scheduled: bool = True
+    # Its thresholds: a frozen dataclass of its module extending `Shared`, whose own fields
+    # are the check's (each a `threshold(..., check=kind)`).
+    limits: type[Shared] = Shared
 
     @property
     def thresholds(self) -> tuple[dataclasses.Field[Any], ...]:
-        """The thresholds of `Limits` that belong to this check."""
-        return fields_of(self.kind)
+        """The thresholds this check declares (besides those every check shares)."""
+        return declared(self.limits)
 
 
 def skip_maintenance(findings: list[Finding], ctx: Context) -> list[Finding]:

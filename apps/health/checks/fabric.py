@@ -11,6 +11,7 @@ cluster whose ports never reported shows the fabric as "Not monitored" on its he
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import partial
 
 from apps.fleet.models import Cluster
@@ -18,6 +19,7 @@ from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import FabricPort, Finding
 from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.models import Port
 from apps.telemetry.monitored import Needed
@@ -30,7 +32,40 @@ HW_COUNTERS = (
     "node_exporter publishes no hw_counters (not reported by node_exporter); "
     "kuae-agent run --fabric reads them"
 )
-LABEL = "Fabric (NIC ports)"
+KIND, LABEL = "fabric", "Fabric (NIC ports)"
+
+
+@dataclass(frozen=True)
+class FabricLimits(Shared):
+    """The fabric check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    fabric_flaps_per_min: float = threshold(
+        5.0, "Flapping link: link error recoveries a minute over", "/min", check=KIND, hi=10**6
+    )
+    fabric_symbol_errors_per_s: float = threshold(
+        10.0, "Symbol errors a second over", "/s", check=KIND, hi=10**9
+    )
+    fabric_rcv_errors_per_s: float = threshold(
+        10.0, "Receive errors a second over", "/s", check=KIND, hi=10**9
+    )
+    fabric_xmit_discards_per_s: float = threshold(
+        100.0, "Transmit discards a second over", "/s", check=KIND, hi=10**9
+    )
+    fabric_ack_timeouts_per_s: float = threshold(
+        1.0, "Local ACK timeouts a second over", "/s", check=KIND, hi=10**9
+    )
+    fabric_rnr_naks_per_s: float = threshold(
+        1.0, "RNR NAK retries a second over", "/s", check=KIND, hi=10**9
+    )
+    fabric_warns_to_fail: int = threshold(
+        3,
+        "A port that warned this many times in an hour fails",
+        "warns",
+        check=KIND,
+        lo=1,
+        hi=1_000,
+    )
 
 
 def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
@@ -96,7 +131,8 @@ def not_monitored(cluster: Cluster) -> str | None:
 
 
 SPEC = CheckSpec(
-    kind="fabric",
+    kind=KIND,
+    limits=FabricLimits,
     label=LABEL,
     target=Target.PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, gpu_errors
 from apps.health.detectors.gpu_errors import MTHREADS_DRIVER
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
 from apps.telemetry.names import COUNTERS
@@ -16,6 +18,19 @@ from apps.telemetry.names import COUNTERS
 KIND, LABEL = "gpu_errors", "GPU errors (ECC/XID)"
 OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"
 NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+
+
+@dataclass(frozen=True)
+class GpuErrorsLimits(Shared):
+    """The GPU-errors check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    link_errors_growth: int = threshold(
+        100, "NVLink CRC or PCIe replay growth per run over", "", check=KIND, hi=10**9
+    )
+    gpu_missing_runs: int = threshold(
+        2, "A missing GPU fails after this many runs", "runs", check=KIND, lo=1, hi=1_000
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -34,6 +49,7 @@ def run(ctx: Context) -> list[Finding]:
 
 SPEC = CheckSpec(
     kind=KIND,
+    limits=GpuErrorsLimits,
     label=LABEL,
     target=Target.GPU,
     categories=(Category.GPU_HBM, Category.GPU, Category.GPU_SYSTEM_PROCESSOR),

@@ -3,13 +3,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.checks.gpu_errors import SPEC as GPU_ERRORS
 from apps.health.checks.thermal import SPEC as THERMAL
 from apps.health.detectors import Finding, heartbeat
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.names import DCGM_FIELDS
+
+KIND = "heartbeat"
+
+
+@dataclass(frozen=True)
+class HeartbeatLimits(Shared):
+    """The heartbeat check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    heartbeat_cluster_share: float = threshold(
+        0.10,
+        "Monitoring path down when more nodes are silent than",
+        "share",
+        check=KIND,
+        hi=1,
+        above_lo=True,
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -28,7 +48,8 @@ def run(ctx: Context) -> list[Finding]:
 
 
 SPEC = CheckSpec(
-    kind="heartbeat",
+    kind=KIND,
+    limits=HeartbeatLimits,
     label="Heartbeat",
     target=Target.NODE,
     categories=(Category.NODE_UNREACHABLE,),

@@ -4,15 +4,39 @@ where its ranks register and report stalls, which rank and node it waits on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, job_hang
 from apps.health.detectors.job_hang import judged
 from apps.health.suspects import job_suspects
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.jobs.hang import Verdict
 from apps.jobs.models import Rank
 from apps.jobs.selectors import job_verdict
+
+KIND = "job_hang"
+
+
+@dataclass(frozen=True)
+class JobHangLimits(Shared):
+    """The job-hang check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    hang_min_s: int = threshold(
+        600, "Hang: no progress for at least", "s", check=KIND, lo=1, hi=86_400
+    )
+    hang_step_factor: float = threshold(
+        10.0, "Hang: or more than this many step times", "×", check=KIND, lo=1, hi=1_000
+    )
+    hang_window: int = threshold(
+        50, "Hang: step times in the median", "samples", check=KIND, lo=1, hi=10_000
+    )
+    hang_no_metrics_s: int = threshold(
+        1800, "Hang: a job with no sample after it started", "s", check=KIND, lo=1, hi=604_800
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -39,5 +63,10 @@ def run(ctx: Context) -> list[Finding]:
 
 
 SPEC = CheckSpec(
-    kind="job_hang", label="Job hang", target=Target.JOB, categories=(Category.HANG,), run=run
+    kind=KIND,
+    limits=JobHangLimits,
+    label="Job hang",
+    target=Target.JOB,
+    categories=(Category.HANG,),
+    run=run,
 )

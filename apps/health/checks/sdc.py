@@ -4,11 +4,25 @@ its round (docs/checks.md, `sdc`)."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, sdc
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+
+KIND = "sdc"
+
+
+@dataclass(frozen=True)
+class SdcLimits(Shared):
+    """The checksum vote's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    sdc_round_s: int = threshold(
+        600, "Checksum vote: one probe round lasts", "s", check=KIND, lo=1, hi=86_400
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -23,7 +37,8 @@ def run(ctx: Context) -> list[Finding]:
 
 
 SPEC = CheckSpec(
-    kind="sdc",
+    kind=KIND,
+    limits=SdcLimits,
     label="Silent data corruption",
     target=Target.GPU,
     categories=(Category.SILENT_DATA_CORRUPTION,),

@@ -3,10 +3,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, slow_node
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+
+KIND = "slow_node"
+
+
+@dataclass(frozen=True)
+class SlowNodeLimits(Shared):
+    """The slow-node check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    slow_factor: float = threshold(
+        1.10,
+        "Slow node: compute time over the job's median",
+        "×",
+        check=KIND,
+        lo=1,
+        hi=100,
+        above_lo=True,
+    )
+    slow_samples: int = threshold(
+        20, "Slow node: newest samples per node", "samples", check=KIND, lo=1, hi=10_000
+    )
+    slow_min_samples: int = threshold(
+        5, "Slow node: samples a node needs", "samples", check=KIND, lo=1, hi=10_000
+    )
+    slow_min_nodes: int = threshold(
+        4, "Slow node: nodes a job needs", "nodes", check=KIND, lo=2, hi=100_000
+    )
+    gemm_factor: float = threshold(
+        0.90,
+        "Slow GPU: GEMM throughput under its model's median",
+        "×",
+        check=KIND,
+        hi=1,
+        above_lo=True,
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -20,7 +58,8 @@ def run(ctx: Context) -> list[Finding]:
 
 
 SPEC = CheckSpec(
-    kind="slow_node",
+    kind=KIND,
+    limits=SlowNodeLimits,
     label="Slow node",
     target=Target.NODE,
     categories=(Category.SLOW_NODE,),

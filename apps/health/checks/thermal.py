@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors import Finding, thermal
+from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
 
 KIND = "thermal"
 WHY = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+
+
+@dataclass(frozen=True)
+class ThermalLimits(Shared):
+    """The thermal check's thresholds (docs/checks.md, Thresholds), besides those every check
+    shares."""
+
+    temp_c: float = threshold(90, "GPU temperature from", "°C", check=KIND, lo=1, hi=150)
+    mem_temp_c: float = threshold(
+        95, "Memory (HBM) temperature from", "°C", check=KIND, lo=1, hi=150
+    )
+    thermal_runs: int = threshold(
+        2, "Too hot in this many runs in a row", "runs", check=KIND, lo=1, hi=1_000
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -20,6 +37,7 @@ def run(ctx: Context) -> list[Finding]:
 
 SPEC = CheckSpec(
     kind=KIND,
+    limits=ThermalLimits,
     label="Thermal",
     target=Target.GPU,
     categories=(Category.GPU_THERMAL,),

@@ -16,7 +16,6 @@ from apps.health.detectors.preflight import preflight
 from apps.health.detectors.sdc import NonFinite, sdc
 from apps.health.detectors.slow_node import slow_node
 from apps.health.detectors.thermal import thermal
-from apps.health.thresholds import Limits
 
 __all__ = [
     "FabricPort",
@@ -24,7 +23,6 @@ __all__ = [
     "GpuEvent",
     "GpuLatest",
     "JobProgress",
-    "Limits",
     "NodeGpus",
     "NodeSeen",
     "NonFinite",

@@ -12,11 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import Finding, Outcome, failed, passed, warned
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.fabric import FabricLimits
 
 KIND = "fabric"
 DOWN = Outcome(Category.NIC, Severity.SEV2, interrupts_job=True, node_state=NodeState.DRAINED)
@@ -107,7 +110,7 @@ def _growth(history: PortHistory, name: str) -> float:
     return now - before
 
 
-def _rates(history: PortHistory, limits: Limits) -> list[str]:
+def _rates(history: PortHistory, limits: FabricLimits) -> list[str]:
     """The warn rows of the port that hold over the last interval, in words."""
     if history.previous is None:
         return []
@@ -133,7 +136,7 @@ def _rates(history: PortHistory, limits: Limits) -> list[str]:
 
 
 def fabric(
-    ports: Sequence[PortHistory], *, limits: Limits, in_service: set[str], now: dt.datetime
+    ports: Sequence[PortHistory], *, limits: FabricLimits, in_service: set[str], now: dt.datetime
 ) -> list[Finding]:
     """A finding for every port: fail when a port of a node in service left ACTIVE (or sent
     no reading for `MISSING_RUNS` runs while its node's other ports did) or a fatal counter

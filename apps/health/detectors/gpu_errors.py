@@ -11,6 +11,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import (
@@ -27,9 +28,11 @@ from apps.health.detectors.findings import (
 )
 from apps.health.detectors.gpus import GpuLatest
 from apps.health.detectors.xid import classify_xid
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 from apps.telemetry.exporters import cannot_report
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.gpu_errors import GpuErrorsLimits
 
 KIND = "gpu_errors"
 LINK_COUNTERS = {"nvlink_crc": "NVLink CRC errors", "pcie_replay": "PCIe replays"}
@@ -86,7 +89,7 @@ def gpu_errors(
     events: Sequence[GpuEvent],
     gpus: Sequence[GpuLatest],
     *,
-    limits: Limits,
+    limits: GpuErrorsLimits,
     nodes: Sequence[NodeGpus] = (),
     missing_runs: Mapping[str, int] | None = None,
 ) -> list[Finding]:
@@ -186,7 +189,7 @@ def _event(e: GpuEvent, target: str) -> Finding | None:
     return warned(KIND, target, f"{said}: {xid.action}", details, node=e.node)
 
 
-def _link_growth(events: Sequence[GpuEvent], limits: Limits) -> list[Finding]:
+def _link_growth(events: Sequence[GpuEvent], limits: GpuErrorsLimits) -> list[Finding]:
     """Link error counters that grew by more than the limit since the previous run: the sum
     of what each growth added, so a reset in between (a driver reload zeroes the counters,
     noted as a `counter_reset` event) never counts the counter's old value as growth."""
@@ -220,7 +223,9 @@ def _row_remap(gpus: Sequence[GpuLatest]) -> list[Finding]:
     return out
 
 
-def _missing(nodes: Sequence[NodeGpus], limits: Limits, before: Mapping[str, int]) -> list[Finding]:
+def _missing(
+    nodes: Sequence[NodeGpus], limits: GpuErrorsLimits, before: Mapping[str, int]
+) -> list[Finding]:
     """A node reporting fewer GPUs than it has while some still report — for the runs the
     limit asks in a row — lost a GPU (the way one that fell off the bus often shows)."""
     out = []

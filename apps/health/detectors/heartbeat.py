@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.blast import Place, components
@@ -16,8 +17,10 @@ from apps.health.detectors.findings import (
     node_target,
     passed,
 )
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.heartbeat import HeartbeatLimits
 
 KIND = "heartbeat"
 SKIPPED = frozenset({NodeState.DRAINED, NodeState.MAINTENANCE})
@@ -40,7 +43,7 @@ def heartbeat(
     nodes: Sequence[NodeSeen],
     *,
     now: dt.datetime,
-    limits: Limits,
+    limits: HeartbeatLimits,
     cluster: str,
     places: Mapping[str, Place] | None = None,
 ) -> list[Finding]:

@@ -12,6 +12,7 @@ import datetime as dt
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from apps.health.choices import ResultStatus
 from apps.health.detectors.findings import (
@@ -23,9 +24,11 @@ from apps.health.detectors.findings import (
     passed,
     warned,
 )
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
 from apps.jobs.hang import Verdict
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.job_hang import JobHangLimits
 
 KIND = "job_hang"
 HUNG = Outcome(Category.HANG, Severity.SEV1, interrupts_job=True)
@@ -44,7 +47,9 @@ class JobProgress:
     step_times: Sequence[float] = ()
 
 
-def job_hang(jobs: Sequence[JobProgress], *, now: dt.datetime, limits: Limits) -> list[Finding]:
+def job_hang(
+    jobs: Sequence[JobProgress], *, now: dt.datetime, limits: JobHangLimits
+) -> list[Finding]:
     """A running job whose newest progress is older than max(600 s, 10 × the median step
     time of its last 50 samples) hangs; one with no progress since it started hangs
     1,800 s after it started."""

@@ -7,6 +7,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import (
@@ -18,8 +19,10 @@ from apps.health.detectors.findings import (
     passed,
 )
 from apps.health.detectors.gpus import GpuLatest
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.sdc import SdcLimits
 
 KIND = "sdc"
 CORRUPT_JOB = Outcome(Category.SILENT_DATA_CORRUPTION, Severity.SEV2)
@@ -42,7 +45,7 @@ def sdc(
     running_jobs: Mapping[int, str],
     gpus: Sequence[GpuLatest],
     *,
-    limits: Limits,
+    limits: SdcLimits,
 ) -> list[Finding]:
     """A non-finite loss/grad norm fails its job; a GPU whose latest checksum (within one
     probe round, by receive time, of the newest of its model) differs from the vote of more
@@ -94,7 +97,7 @@ def node_votes(round_: Sequence[GpuLatest]) -> dict[str, float]:
     return votes
 
 
-def _checksums(gpus: Sequence[GpuLatest], limits: Limits) -> list[Finding]:
+def _checksums(gpus: Sequence[GpuLatest], limits: SdcLimits) -> list[Finding]:
     by_model: dict[str, list[GpuLatest]] = defaultdict(list)
     for gpu in gpus:
         value = gpu.metrics.get("gemm_checksum")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import (
@@ -19,8 +20,10 @@ from apps.health.detectors.findings import (
     warned,
 )
 from apps.health.detectors.gpus import GpuLatest
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.slow_node import SlowNodeLimits
 
 KIND = "slow_node"
 SLOW = Outcome(Category.SLOW_NODE, Severity.SEV3, node_state=NodeState.SUSPECT)
@@ -30,7 +33,7 @@ def slow_node(
     job_nodes: Mapping[int, Mapping[str, Sequence[float]]],
     gpus: Sequence[GpuLatest],
     *,
-    limits: Limits,
+    limits: SlowNodeLimits,
     job_names: Mapping[int, str] | None = None,
 ) -> list[Finding]:
     """Per running job, a node whose median compute time (last 20 samples, ≥ 5 of them)
@@ -43,7 +46,10 @@ def slow_node(
 
 
 def _compute(
-    job: int, per_node: Mapping[str, Sequence[float]], limits: Limits, names: Mapping[int, str]
+    job: int,
+    per_node: Mapping[str, Sequence[float]],
+    limits: SlowNodeLimits,
+    names: Mapping[int, str],
 ) -> list[Finding]:
     medians = {}
     for host, values in per_node.items():
@@ -76,7 +82,7 @@ def _compute(
     return out
 
 
-def _gemm(gpus: Sequence[GpuLatest], limits: Limits) -> list[Finding]:
+def _gemm(gpus: Sequence[GpuLatest], limits: SlowNodeLimits) -> list[Finding]:
     by_model: dict[str, list[tuple[GpuLatest, float]]] = defaultdict(list)
     for gpu in gpus:
         value = number(gpu.metrics.get("gemm_tflops"))

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from apps.health.detectors.findings import Finding, Outcome, gpu_target, number, passed, warned
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    gpu_target,
+    number,
+    passed,
+    warned,
+)
 from apps.health.detectors.gpus import GpuLatest
-from apps.health.thresholds import Limits
 from apps.incidents.choices import Category, Severity
+from apps.telemetry.exporters import cannot_report
+
+if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
+    from apps.health.checks.thermal import ThermalLimits
 
 KIND = "thermal"
 HOT = Outcome(Category.GPU_THERMAL, Severity.SEV4)
@@ -19,7 +30,7 @@ def thermal(
     gpus: Sequence[GpuLatest],
     *,
     now: dt.datetime,
-    limits: Limits,
+    limits: ThermalLimits,
     hot_runs: Mapping[str, int] | None = None,
 ) -> list[Finding]:
     """A GPU at or over the temperature limits (fresh values only) in `thermal_runs`
@@ -45,6 +56,22 @@ def thermal(
         elif hot:
             message = f"GPU {gpu.index}: " + ", ".join(hot) + " once; warns if it stays"
             out.append(passed(KIND, target, message, details, node=gpu.node))
+        elif temp is None and mem is None:  # every exporter KUAE reads publishes one
+            message = "no temperature reported: not checked"
+            out.append(passed(KIND, target, message, details, node=gpu.node))
         else:
-            out.append(passed(KIND, target, "within limits", details, node=gpu.node))
+            message = "within limits" + _not_reported(gpu, temp, mem)
+            out.append(passed(KIND, target, message, details, node=gpu.node))
     return out
+
+
+def _not_reported(gpu: GpuLatest, temp: float | None, mem: float | None) -> str:
+    """What of the two temperatures was not judged, and why, for a passing GPU's message
+    (' (HBM temperature not reported by <exporter>)'); '' when both were."""
+    name, label = (
+        ("temp_c", "GPU temperature") if temp is None else ("mem_temp_c", "HBM temperature")
+    )
+    if temp is not None and mem is not None:
+        return ""
+    exporter = cannot_report(gpu.source, (name,))
+    return f" ({label} not reported by {exporter})" if exporter else f" ({label} not reported)"

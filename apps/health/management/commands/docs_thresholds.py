@@ -1,5 +1,5 @@
 """`manage.py docs_thresholds [--check]`: rewrite the thresholds table in docs/checks.md from
-`apps.health.thresholds`."""
+`apps.health.limits`."""
 
 from __future__ import annotations
 

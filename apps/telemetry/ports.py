@@ -5,7 +5,6 @@ the normal forms of their values, validated before anything is written
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -104,14 +103,44 @@ def parse_port_batch(items: Any, *, now: dt.datetime) -> list[PortReading]:
     return out
 
 
+class _Words:
+    """One table of state words (number → word) and the texts already read as one of them:
+    a sweep repeats "4: ACTIVE" ten thousand times, so each text is matched once (at most
+    `SEEN` texts kept)."""
+
+    SEEN = 256
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names
+        self.words = tuple(names.values())
+        self.seen: dict[str, str] = {}
+
+    def __call__(self, value: object) -> str:
+        """The word `value` names: a number of the table, or a word alone or in sysfs's
+        `N: NAME` form, any case; ValueError otherwise."""
+        if type(value) is str:
+            found = self.seen.get(value) or _word(value, self.words)
+            if found is not None:
+                if len(self.seen) < self.SEEN:
+                    self.seen[value] = found
+                return found
+        elif type(value) is int and value in self.names:
+            return self.names[value]
+        choices = ", ".join(self.words)
+        raise ValueError(f"must be one of {choices} (alone or in sysfs's 'N: NAME' form)")
+
+
+_STATE_WORDS, _PHYS_STATE_WORDS = _Words(STATES), _Words(PHYS_STATES)
+
+
 def state_normal(value: object) -> str:
     """`ACTIVE`, `active`, `4: ACTIVE` or 4 → `ACTIVE` (DOWN, INIT, ARMED alike)."""
-    return _named(value, STATES)
+    return _STATE_WORDS(value)
 
 
 def phys_state_normal(value: object) -> str:
     """`LinkUp`, `linkup`, `5: LinkUp` or 5 → `LinkUp` (Polling, Disabled, … alike)."""
-    return _named(value, PHYS_STATES)
+    return _PHYS_STATE_WORDS(value)
 
 
 def rate_normal(value: object) -> float:
@@ -128,21 +157,8 @@ def rate_normal(value: object) -> float:
     return float(value)
 
 
-def _named(value: object, names: dict[int, str]) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value in names:
-        return names[value]
-    if isinstance(value, str):
-        found = _word(value, tuple(names.values()))
-        if found is not None:
-            return found
-    choices = ", ".join(names.values())
-    raise ValueError(f"must be one of {choices} (alone or in sysfs's 'N: NAME' form)")
-
-
-@functools.lru_cache(maxsize=512)
 def _word(text: str, words: tuple[str, ...]) -> str | None:
-    """The one of `words` that `text` names, alone or in sysfs's `N: NAME` form, any case
-    (a sweep repeats "4: ACTIVE" ten thousand times: read once)."""
+    """The one of `words` that `text` names, alone or in sysfs's `N: NAME` form, any case."""
     numbered = _NUMBERED.fullmatch(text)
     word = (numbered.group(2) if numbered else text.strip()).replace(" ", "").lower()
     return next((w for w in words if w.lower() == word), None)

@@ -198,6 +198,30 @@ def cannot_report(source: str, names: Iterable[str]) -> str:
     return "" if made.names().intersection(names) else made.name
 
 
+# How a chart over a range reads a name (docs/integrations.md, 2d. Prometheus as the
+# telemetry source): the series of `value` lines, then of `fallback` lines where no value.
+CHARTED = ("value", "fallback")
+
+
+def chart_lines(made: Exporter, name: str) -> tuple[Line, ...]:
+    """The lines of `made` a chart of `name` reads, `value` lines before `fallback` ones;
+    empty when its file fills `name` no way a chart can draw (it is not reported)."""
+    lines = [line for line in made.lines if line.name == name and line.combine in CHARTED]
+    return tuple(sorted(lines, key=lambda line: CHARTED.index(line.combine)))
+
+
+def exporter_for(source: str, vendor: str) -> Exporter | None:
+    """The exporter of a GPU: the mapping file its `source` names, else the one of its
+    vendor (`nvidia` → dcgm-exporter, `amd`, `intel`); None when neither names one."""
+    for each in exporters():
+        if each.slug == source:
+            return each
+    for each in exporters():
+        if vendor and each.vendor == vendor:
+            return each
+    return None
+
+
 def index_labels() -> tuple[str, ...]:
     """Every label that gives a GPU index, in a stable order."""
     seen = dict.fromkeys(line.index_label for e in exporters() for line in e.lines)

@@ -30,6 +30,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from apps.fleet.vendors import model_name
+
 if TYPE_CHECKING:  # the intake reads this module's names (through `monitored`): no cycle
     from apps.telemetry.intake import TelemetrySample
 
@@ -327,8 +329,9 @@ def gpu_samples(
     ts: dt.datetime,
 ) -> list[TelemetrySample]:
     """One sample per (host, GPU) that has values, in order: its metrics, its identity
-    (uuid, model, PCI address) and the vendor and `source` of the exporter that named it —
-    what exposition text and a Prometheus answer both come to."""
+    (uuid, model, PCI address; an AMD PCI device id as model is read as the model's name)
+    and the vendor and `source` of the exporter that named it — what exposition text and a
+    Prometheus answer both come to."""
     from apps.telemetry.intake import TelemetrySample
 
     out = []
@@ -338,5 +341,6 @@ def gpu_samples(
             made = exporter_named(accumulated.exporter)
             vendor, source = (made.vendor, made.slug) if made else ("", "")
             uuid, model, bus = identity.get((host, gpu), NO_IDENTITY)
+            model = model_name(vendor, model)  # AMD's card_model may be a PCI device id
             out.append(TelemetrySample(host, gpu, ts, metrics, uuid, model, bus, vendor, source))
     return out

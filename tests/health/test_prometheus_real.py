@@ -389,6 +389,7 @@ def test_amd_and_gaudi_node_charts_from_prometheus(
     _run(cluster, "heartbeat")
     amd_gpu = GPU.objects.get(node__hostname="pa-001", index=5)
     assert (amd_gpu.source, amd_gpu.vendor) == ("amd", "amd")
+    assert amd_gpu.model == "AMD Instinct MI300X"  # card_model="0x74a1", its PCI device id
     assert GPU.objects.get(node__hostname="pg-001", index=7).source == "gaudi"
     proxy: CountingProxy = stack["proxy"]
     client.force_login(users["mia"])

@@ -67,7 +67,8 @@ def test_amd_values_in_kuae_names_and_units() -> None:
     assert m["mem_temp_c"] == 64 and m["pcie_replay_total"] == 2
     assert m["nvlink_crc_errors"] == 5  # XGMI: correctable + uncorrectable of its ECC block
     assert m["gpu_xgmi_link_rx"] == 123456  # an unknown series is kept as it is
-    assert sample.uuid == "72ff740f-0000-1000-804c-3b58bf670500" and sample.model == "0x74a1"
+    assert sample.uuid == "72ff740f-0000-1000-804c-3b58bf670500"
+    assert sample.model == "AMD Instinct MI300X"  # card_model="0x74a1": its PCI device id
 
 
 def test_amd_ecc_published_totals_win_over_blocks_never_both() -> None:
@@ -168,7 +169,7 @@ def test_a_bad_mapping_file_names_its_line(tmp_path: Path) -> None:
 
 def test_vendor_model_and_source_come_from_the_exporter_that_reported_the_gpu() -> None:
     (amd,) = parse_dcgm(amd_text(edge=False, totals=True), ts=TS)
-    assert (amd.vendor, amd.model, amd.source) == ("amd", "0x74a1", "amd")
+    assert (amd.vendor, amd.model, amd.source) == ("amd", "AMD Instinct MI300X", "amd")
     (gaudi,) = parse_dcgm(GAUDI.replace("{i}", "0"), ts=TS, node="gaudi-07")
     assert (gaudi.vendor, gaudi.model, gaudi.source) == ("intel", "", "gaudi")
     text = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h",modelName="NVIDIA H100 80GB HBM3"} 55\n'
@@ -193,3 +194,27 @@ def test_cannot_report_reads_the_mapping_file() -> None:
     assert exporters.cannot_report("amd", ("nvlink_crc_errors",)) == ""  # XGMI's ECC block
     assert exporters.cannot_report("amd", ("row_remap_failure",)) == exporters.exporter("amd").name
     assert exporters.cannot_report("", ("ecc_dbe_total",)) == ""  # posted JSON: unknown
+
+
+def test_an_amd_pci_device_id_reads_as_its_model_and_finds_its_peak() -> None:
+    """AMD's card_model as a PCI device id (the exporter's Slurm page shows `card_model=…`;
+    the test's `0x74a1` is pci.ids' Instinct MI300X): the model is the name, through the
+    cited table apps/fleet/data/amd_pci_ids.csv, and the peak table finds it."""
+    from apps.fleet.vendors import amd_pci_models, model_name, peak_for
+
+    def pulled(card_model: str) -> str:
+        labels = {"__name__": "gpu_power_usage", "hostname": "m", "gpu_id": "0"}
+        vector = [({**labels, "card_model": card_model}, 600.0)]
+        (sample,) = samples_of(vector, hosts=host_index(["m"]), known={("m", 0)}, ts=TS)
+        return sample.model
+
+    assert pulled("0x74a1") == "AMD Instinct MI300X"
+    assert pulled("0x74A5") == "AMD Instinct MI325X" and pulled("740f") == "AMD Instinct MI210"
+    assert pulled("0x738c") == "AMD Instinct MI100"
+    assert pulled("0x7fff") == "0x7fff"  # an id the table does not list: kept as given
+    assert pulled("MI300X") == "MI300X"  # a name: kept
+    assert model_name("nvidia", "0x74a1") == "0x74a1"  # only AMD's ids are read
+    peak = peak_for(pulled("0x74a1"), gpu_model="H100", peak_tflops_per_gpu=989.4, by_model={})
+    assert peak == 1307.4  # the MI300X row of apps/fleet/data/gpu_peaks.csv
+    for device_id, name in amd_pci_models().items():  # 4 hex digits → an Instinct name
+        assert len(device_id) == 4 and int(device_id, 16) and name.startswith("AMD Instinct MI")

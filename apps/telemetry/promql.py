@@ -27,6 +27,8 @@ from apps.telemetry.exporters import (
     gpu_samples,
     identity_labels,
     index_labels,
+    select_labels,
+    selected,
     series_for,
     series_index,
 )
@@ -37,7 +39,8 @@ from apps.telemetry.pcibus import pci_bus_or_blank
 HOST_LABELS = ("Hostname", "hostname")
 # The labels a value is filed under: the series, the host and the GPU (each exporter's index
 # label: dcgm-exporter's `gpu`, AMD's `gpu_id`, Gaudi's `id`).
-VALUE_LABELS = ("__name__", *HOST_LABELS, *index_labels())
+# And the labels a mapping line selects on (AMD's `clock_type`): kept apart by `max by`.
+VALUE_LABELS = ("__name__", *HOST_LABELS, *index_labels(), *select_labels())
 # What names the GPU besides, asked of one series per exporter only: the same on every series
 # of a GPU, and as long again as the rest of a series in the answer.
 IDENTITY_SERIES = {"dcgm": "DCGM_FI_DEV_GPU_TEMP", "amd": "gpu_power_usage",
@@ -183,6 +186,7 @@ def samples_of(
         lines = index.get(field) if type(field) is str else None
         if lines is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
+        lines = selected(lines, labels)
         for line in lines:
             label = line.index_label
             seen = (labels.get("Hostname"), labels.get("hostname"), label, labels.get(label))
@@ -311,7 +315,11 @@ def exporter_range_query(made: Exporter, name: str, hostname: str) -> str | None
     parts = []
     for line in chart_lines(made, name):
         names = [line.series] + ([made.prefix + line.series] if made.prefix else [])
-        parts.append(_scaled(_per_gpu(names, (), line.index_label, hostname), line.scale))
+        matchers = [
+            f'{label}=~"{_quoted("|".join(_regex_literal(v) for v in sorted(values)))}"'
+            for label, values in line.select
+        ]
+        parts.append(_scaled(_per_gpu(names, matchers, line.index_label, hostname), line.scale))
     return " or ".join(parts) if parts else None
 
 

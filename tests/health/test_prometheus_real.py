@@ -356,6 +356,12 @@ def amd_and_gaudi_exposition(amd_host: str, gaudi_host: str, *, hot_gpu: int) ->
             f"gpu_power_usage{{{amd}}} {600 + i}",
             f"gpu_gfx_activity{{{amd}}} 97",
             f"gpu_used_vram{{{amd}}} 150123",
+            # gpu_clock as the metric list's GPU_CLOCK measurements example: one series per
+            # clock, two system clocks on this GPU (the higher is its SM clock)
+            f'gpu_clock{{clock_index="0",clock_type="data",{amd}}} 22',
+            f'gpu_clock{{clock_index="1",clock_type="system",{amd}}} {2100 - i}',
+            f'gpu_clock{{clock_index="2",clock_type="system",{amd}}} 132',
+            f'gpu_clock{{clock_index="8",clock_type="memory",{amd}}} 900',
         ]
         gaudi = f'Serial="AN000{i}",UUID="01P0-HL2080A0-15-{i}",hostname="{gaudi_host}",id="{i}"'
         out += [
@@ -390,6 +396,7 @@ def test_amd_and_gaudi_node_charts_from_prometheus(
     amd_gpu = GPU.objects.get(node__hostname="pa-001", index=5)
     assert (amd_gpu.source, amd_gpu.vendor) == ("amd", "amd")
     assert amd_gpu.model == "AMD Instinct MI300X"  # card_model="0x74a1", its PCI device id
+    assert amd_gpu.metrics["sm_clock_mhz"] == 2095  # the higher system clock, not memory's
     assert GPU.objects.get(node__hostname="pg-001", index=7).source == "gaudi"
     proxy: CountingProxy = stack["proxy"]
     client.force_login(users["mia"])
@@ -404,14 +411,17 @@ def test_amd_and_gaudi_node_charts_from_prometheus(
 
         return check
 
-    # AMD: temperature, power, utilisation, VRAM; no SM clock, no tensor activity.
-    fig = until(drawn("pa-001", 4), "a point in each AMD chart", [server.log])
-    assert len(proxy.requests) == 4
+    # AMD: temperature, power, SM clock (gpu_clock's system clocks), utilisation, VRAM; no
+    # tensor activity.
+    fig = until(drawn("pa-001", 5), "a point in each AMD chart", [server.log])
+    assert len(proxy.requests) == 5
     temps = [t for t in fig["data"] if t["yaxis"] == "y"]
     assert [t["name"] for t in temps] == [f"GPU {i}" for i in range(8)]
     assert temps[5]["y"][-1] == 90 and temps[1]["y"][-1] == 61  # junction: no edge published
+    clocks = [t for t in fig["data"] if t["yaxis"] == "y3"]
+    assert clocks[3]["y"][-1] == 2097  # max of its system clocks: 2097 and 132
     said = [a["text"] for a in fig["layout"]["annotations"]]
-    assert said.count("not reported by AMD device-metrics-exporter") == 2
+    assert said.count("not reported by AMD device-metrics-exporter") == 1
     # Gaudi: every panel but tensor activity; power in W.
     fig = until(drawn("pg-001", 5), "a point in each Gaudi chart", [server.log])
     assert len(proxy.requests) == 5

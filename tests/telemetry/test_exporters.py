@@ -21,7 +21,7 @@ from apps.telemetry import exporters
 from apps.telemetry.exporters import MappingError, load, temp_source
 from apps.telemetry.names import METRIC_NAMES
 from apps.telemetry.prometheus import parse_dcgm
-from apps.telemetry.promql import host_index, samples_of
+from apps.telemetry.promql import dcgm_query, host_index, samples_of
 
 TS = dt.datetime(2025, 5, 1, tzinfo=dt.UTC)
 AMD_LABELS = (
@@ -218,3 +218,59 @@ def test_an_amd_pci_device_id_reads_as_its_model_and_finds_its_peak() -> None:
     assert peak == 1307.4  # the MI300X row of apps/fleet/data/gpu_peaks.csv
     for device_id, name in amd_pci_models().items():  # 4 hex digits → an Instinct name
         assert len(device_id) == 4 and int(device_id, 16) and name.startswith("AMD Instinct MI")
+
+
+def amd_clocks(labels: str, *, system: tuple[int, ...], normalised: bool = True) -> str:
+    """`gpu_clock` as the metric list's "GPU_CLOCK measurements" example gives it: one series
+    per clock, `clock_type` (lower case since exporter v1.4.2, `GPU_CLOCK_TYPE_…` before)
+    and `clock_index` apart; `system` clocks at those MHz, with a data, memory, video and soc
+    clock besides."""
+    kinds = [("data", 22), *(("system", mhz) for mhz in system), ("memory", 900)]
+    kinds += [("video", 29), ("soc", 1100)]
+    out = []
+    for index, (kind, mhz) in enumerate(kinds):
+        spelled = kind if normalised else f"GPU_CLOCK_TYPE_{kind.upper()}"
+        out.append(f'gpu_clock{{clock_index="{index}",clock_type="{spelled}",{labels}}} {mhz}')
+    return "\n".join(out) + "\n"
+
+
+def test_amd_system_clock_is_the_sm_clock_other_clocks_are_not() -> None:
+    labels = AMD_LABELS.format(i=0)
+    text = amd_text(edge=False, totals=True) + amd_clocks(labels, system=(2100, 2075, 132))
+    (sample,) = parse_dcgm(text, ts=TS)
+    # The highest of the GPU's system clocks; not the memory (900) or soc (1100) clock.
+    assert sample.metrics["sm_clock_mhz"] == 2100
+    assert "gpu_clock" not in sample.metrics  # the other clocks are not kept raw either
+    older = amd_text(edge=False, totals=True) + amd_clocks(labels, system=(1500,), normalised=False)
+    (sample,) = parse_dcgm(older, ts=TS)
+    assert sample.metrics["sm_clock_mhz"] == 1500
+    (idle,) = parse_dcgm(amd_clocks(labels, system=(132,)), ts=TS)
+    assert idle.metrics == {"sm_clock_mhz": 132}
+    # A Prometheus pull: the query keeps `clock_type` apart, the same line reads the answer.
+    assert dcgm_query(["gpu_clock"], identity=False) == (
+        "max by (__name__, Hostname, hostname, gpu, gpu_id, id, clock_type) "
+        '({__name__=~"amd_gpu_clock|gpu_clock"})'
+    )
+    base = {"__name__": "gpu_clock", "hostname": "m", "gpu_id": "0"}
+    vector = [
+        ({**base, "clock_type": "memory"}, 900.0),
+        ({**base, "clock_type": "system"}, 1980.0),
+        ({**base, "clock_type": "soc"}, 1100.0),
+    ]
+    (pulled,) = samples_of(vector, hosts=host_index(["m"]), known={("m", 0)}, ts=TS)
+    assert pulled.metrics == {"sm_clock_mhz": 1980} and pulled.source == "amd"
+    assert exporters.cannot_report("amd", ("sm_clock_mhz",)) == ""
+
+
+def test_a_bad_select_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    header = "# exporter: x\n# vendor: x\nseries,index_label,name,scale,combine,source,select\n"
+    path.write_text(header + "a,gpu,temp_c,1,value,https://example.org,clock_type\n")
+    with pytest.raises(MappingError, match="x.csv line 4: select 'clock_type'"):
+        load(path)
+    path.write_text(
+        header + "a,gpu,temp_c,1,value,https://example.org,k=a|b\nb,gpu,x,1,value,https://e.org\n"
+    )
+    (first, second) = load(path).lines
+    assert first.select == (("k", frozenset({"a", "b"})),) and second.select == ()
+    assert first.selects({"k": "b"}) and not first.selects({"k": "c"}) and not first.selects({})

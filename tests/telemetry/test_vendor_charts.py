@@ -126,6 +126,10 @@ def test_each_exporter_is_asked_its_own_series_index_label_and_unit() -> None:
     assert exporter_range_query(exporter("dcgm"), "temp_c", host) == gpu_range_query(
         "DCGM_FI_DEV_GPU_TEMP", host
     )
+    # AMD's SM clock: its system clocks only, in either spelling of `clock_type`.
+    clock = exporter_range_query(exporter("amd"), "sm_clock_mhz", host)
+    assert clock is not None and 'clock_type=~"GPU_CLOCK_TYPE_SYSTEM|system"' in clock
+    assert clock.startswith('max by (gpu_id) ({__name__=~"gpu_clock|amd_gpu_clock",')
     # Not in the file: no query.
     assert exporter_range_query(exporter("amd"), "tensor_active", host) is None
     assert exporter_range_query(exporter("gaudi"), "tensor_active", host) is None

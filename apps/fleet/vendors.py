@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 PEAKS_PATH = Path(__file__).with_name("data") / "gpu_peaks.csv"
+AMD_PCI_IDS_PATH = Path(__file__).with_name("data") / "amd_pci_ids.csv"
 
 VENDORS = ("nvidia", "amd", "intel", "mthreads")
 VENDOR_LABELS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "mthreads": "Moore Threads"}
@@ -68,6 +69,25 @@ def vendor_of(vendor: str, model: str) -> str:
     if row is not None:
         return row.vendor
     return next((v for prefix, v in _HINTS if key.startswith(prefix)), "")
+
+
+@functools.cache
+def amd_pci_models() -> dict[str, str]:
+    """PCI device id (4 hex digits, lower case) → AMD Instinct model name, from the cited
+    `data/amd_pci_ids.csv`."""
+    with AMD_PCI_IDS_PATH.open(encoding="utf-8") as handle:
+        rows = csv.DictReader(line for line in handle if not line.startswith("#"))
+        return {row["device_id"].lower().removeprefix("0x"): row["model"] for row in rows}
+
+
+def model_name(vendor: str, model: str) -> str:
+    """The model a GPU is filed under: an AMD GPU's PCI device id (`0x74a1`, as AMD's
+    device-metrics-exporter may give `card_model`) as its name ("AMD Instinct MI300X");
+    any other model, or an id not in the table, as given."""
+    if vendor != "amd":
+        return model
+    text = model.strip().lower().removeprefix("0x")
+    return amd_pci_models().get(text, model) if len(text) == 4 else model
 
 
 def gpu_name(vendor: str, model: str) -> str:

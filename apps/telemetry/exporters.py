@@ -9,12 +9,17 @@ the labels that name the GPU (`identity`) and a metric-name prefix a site may se
 
 How lines of one canonical name combine on one GPU:
 - `value`: the series' value (scaled);
+- `max`: the largest of such series (AMD: a GPU's system clocks, one per `clock_index`);
 - `fallback`: used only when no `value` line of that name gave a value (AMD: the junction
   temperature when no edge temperature is published);
 - `sum`: the sum of every such series (AMD: XGMI correctable + uncorrectable);
 - `fallback_sum`: the sum of such series, only when no `value` line gave one (AMD: per-block
   ECC counters when no total is published — never both);
 - `count_zero`: how many such series read 0 (Gaudi: NIC ports whose status is down).
+
+An optional last column, `select`, reads only the series of a name whose labels match:
+`label=value` (`|` between accepted values; several pairs apart by spaces) — AMD's
+`gpu_clock` carries every clock of a GPU, told apart by `clock_type`.
 
 A series no file names is kept under its own name, its GPU from the `gpu` label (as before).
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,13 +36,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from apps.fleet.vendors import model_name
+
 if TYPE_CHECKING:  # the intake reads this module's names (through `monitored`): no cycle
     from apps.telemetry.intake import TelemetrySample
 
 DATA = Path(__file__).resolve().parent / "data" / "exporters"
 FILES = ("dcgm.csv", "amd.csv", "gaudi.csv")
-COMBINES = frozenset({"value", "fallback", "sum", "fallback_sum", "count_zero"})
+COMBINES = frozenset({"value", "max", "fallback", "sum", "fallback_sum", "count_zero"})
 COLUMNS = ("series", "index_label", "name", "scale", "combine", "source")
+SELECT = "select"  # an optional last column: which series of the name the line reads
+_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 UNKNOWN_INDEX_LABEL = "gpu"  # an unmapped series' GPU, as before the mapping files
 
 
@@ -52,6 +62,13 @@ class Line:
     scale: float
     combine: str
     source: str
+    # (label, accepted values) pairs a series must carry for this line to read it; () reads
+    # every series of the name (most lines)
+    select: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    def selects(self, labels: Mapping[str, object]) -> bool:
+        """Whether a series with `labels` is one this line reads (its `select`)."""
+        return all(labels.get(label) in values for label, values in self.select)
 
     @property
     def plain(self) -> bool:
@@ -99,6 +116,33 @@ def _scale(text: str, where: str) -> float:
     return value
 
 
+def _select(cells: list[str], where: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The `select` cell (absent or blank: ()) as (label, accepted values) pairs."""
+    out = []
+    for part in (cells[0] if cells else "").split():
+        label, sep, values = part.partition("=")
+        accepted = frozenset(v for v in values.split("|") if v)
+        if not sep or not _LABEL.fullmatch(label) or not accepted:
+            raise MappingError(f"{where}: select {part!r} is not label=value[|value…]")
+        out.append((label, accepted))
+    return tuple(out)
+
+
+def selected(lines: tuple[Line, ...], labels: Mapping[str, object]) -> tuple[Line, ...]:
+    """Those of a series' `lines` that read a series with `labels` (all of them unless a
+    line has a `select`)."""
+    if not any(line.select for line in lines):
+        return lines
+    return tuple(line for line in lines if line.selects(labels))
+
+
+@cache
+def select_labels() -> tuple[str, ...]:
+    """Every label a line selects on, in a stable order (a pull keeps them: `max by`)."""
+    seen = dict.fromkeys(label for e in exporters() for ln in e.lines for label, _ in ln.select)
+    return tuple(seen)
+
+
 def load(path: Path) -> Exporter:
     """The exporter described by the CSV at `path`; MappingError names a bad line."""
     meta: dict[str, str] = {}
@@ -114,17 +158,20 @@ def load(path: Path) -> Exporter:
                     meta[key.strip()] = value.strip()
                 continue
             rows.append((number, next(csv.reader([text]))))
-    if not rows or tuple(rows[0][1]) != COLUMNS:
-        raise MappingError(f"{path.name}: the header must be {','.join(COLUMNS)}")
+    header = tuple(rows[0][1]) if rows else ()
+    if header not in (COLUMNS, (*COLUMNS, SELECT)):
+        raise MappingError(
+            f"{path.name}: the header must be {','.join(COLUMNS)} (and optionally ,{SELECT})"
+        )
     if "exporter" not in meta or "vendor" not in meta:
         raise MappingError(f"{path.name}: '# exporter:' and '# vendor:' lines are required")
     identity = dict(part.split("=", 1) for part in meta.get("identity", "").split() if "=" in part)
     lines = []
     for number, cells in rows[1:]:
         where = f"{path.name} line {number}"
-        if len(cells) != len(COLUMNS):
-            raise MappingError(f"{where}: {len(COLUMNS)} columns expected")
-        series, index_label, name, scale, combine, source = (c.strip() for c in cells)
+        if len(cells) not in (len(COLUMNS), len(header)):  # a line may leave `select` out
+            raise MappingError(f"{where}: {len(header)} columns expected")
+        series, index_label, name, scale, combine, source = (c.strip() for c in cells[:6])
         if combine not in COMBINES:
             raise MappingError(f"{where}: combine {combine!r} is not one of {sorted(COMBINES)}")
         if not (series and index_label and name):
@@ -133,7 +180,7 @@ def load(path: Path) -> Exporter:
             raise MappingError(f"{where}: each line cites the vendor's page (https://…)")
         lines.append(
             Line(meta["exporter"], meta["vendor"], series, index_label, name,
-                 _scale(scale, where), combine, source)
+                 _scale(scale, where), combine, source, _select(cells[6:], where))
         )  # fmt: skip
     return Exporter(
         slug=path.stem,
@@ -198,6 +245,30 @@ def cannot_report(source: str, names: Iterable[str]) -> str:
     return "" if made.names().intersection(names) else made.name
 
 
+# How a chart over a range reads a name (docs/integrations.md, 2d. Prometheus as the
+# telemetry source): the series of `value` lines, then of `fallback` lines where no value.
+CHARTED = ("value", "max", "fallback")
+
+
+def chart_lines(made: Exporter, name: str) -> tuple[Line, ...]:
+    """The lines of `made` a chart of `name` reads, `value` lines before `fallback` ones;
+    empty when its file fills `name` no way a chart can draw (it is not reported)."""
+    lines = [line for line in made.lines if line.name == name and line.combine in CHARTED]
+    return tuple(sorted(lines, key=lambda line: CHARTED.index(line.combine)))
+
+
+def exporter_for(source: str, vendor: str) -> Exporter | None:
+    """The exporter of a GPU: the mapping file its `source` names, else the one of its
+    vendor (`nvidia` → dcgm-exporter, `amd`, `intel`); None when neither names one."""
+    for each in exporters():
+        if each.slug == source:
+            return each
+    for each in exporters():
+        if vendor and each.vendor == vendor:
+            return each
+    return None
+
+
 def index_labels() -> tuple[str, ...]:
     """Every label that gives a GPU index, in a stable order."""
     seen = dict.fromkeys(line.index_label for e in exporters() for line in e.lines)
@@ -238,6 +309,10 @@ class GpuValues:
         combine, name = line.combine, line.name
         if combine == "value":
             self._values[name] = value * line.scale
+        elif combine == "max":
+            have = self._values.get(name)
+            scaled = value * line.scale
+            self._values[name] = scaled if have is None or scaled > have else have
         elif combine == "fallback":
             self._fallback[name] = value * line.scale
         elif combine == "count_zero":
@@ -303,8 +378,9 @@ def gpu_samples(
     ts: dt.datetime,
 ) -> list[TelemetrySample]:
     """One sample per (host, GPU) that has values, in order: its metrics, its identity
-    (uuid, model, PCI address) and the vendor and `source` of the exporter that named it —
-    what exposition text and a Prometheus answer both come to."""
+    (uuid, model, PCI address; an AMD PCI device id as model is read as the model's name)
+    and the vendor and `source` of the exporter that named it — what exposition text and a
+    Prometheus answer both come to."""
     from apps.telemetry.intake import TelemetrySample
 
     out = []
@@ -314,5 +390,6 @@ def gpu_samples(
             made = exporter_named(accumulated.exporter)
             vendor, source = (made.vendor, made.slug) if made else ("", "")
             uuid, model, bus = identity.get((host, gpu), NO_IDENTITY)
+            model = model_name(vendor, model)  # AMD's card_model may be a PCI device id
             out.append(TelemetrySample(host, gpu, ts, metrics, uuid, model, bus, vendor, source))
     return out

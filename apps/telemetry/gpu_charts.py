@@ -133,6 +133,19 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                 "font": {"size": 12},
             }
         )
+        blind = history.blind.get(panel.key)
+        if blind:  # its exporter cannot publish it: said in the chart, nothing asked
+            annotations.append(
+                {
+                    "text": plain(f"not reported by {blind}"),
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": left + cell_w / 2,
+                    "y": top - cell_h / 2,
+                    "showarrow": False,
+                    "font": {"size": 12, "color": Series.MTTR.colour},
+                }
+            )
         hover = panel.hover or ("%{y:.2f}" if panel.key == "tensor_active" else "%{y:.0f}")
         for trace in traces:
             x, y = _capped(trace)

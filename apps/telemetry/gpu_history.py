@@ -2,7 +2,9 @@
 (docs/integrations.md, 2d. Prometheus as the telemetry source).
 
 From the cluster's Prometheus when it names one: one `query_range` per metric for all the
-node's GPUs, the step chosen so each series has at most 2,000 points (`promql.range_step`).
+node's GPUs, of the series its GPUs' exporter publishes for it (the mapping files,
+apps.telemetry.exporters; a metric that exporter cannot publish is asked nothing), the
+step chosen so each series has at most 2,000 points (`promql.range_step`).
 Without one, from what KUAE keeps itself: the 5-minute rollups per node (mean over the
 node's GPUs, with the lowest and highest GPU) — KUAE stores no per-GPU history of posted
 telemetry, only each GPU's latest values, and the charts say so.
@@ -11,22 +13,26 @@ telemetry, only each GPU's latest values, and the charts say so.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.utils.dateparse import parse_datetime
 
 from apps.fleet.models import Cluster, Node
+from apps.fleet.vendors import vendor_of
+from apps.telemetry.exporters import Exporter, cannot_report, chart_lines, exporter, exporter_for
 from apps.telemetry.models import NodeRollup
 from apps.telemetry.names import ROLLUP_SECONDS
 from apps.telemetry.prometheus_source import SourceDown, range_query, token_for
-from apps.telemetry.promql import MAX_POINTS, gpu_range_query, range_step
+from apps.telemetry.promql import MAX_POINTS, exporter_range_query, range_step
 
 
 @dataclass(frozen=True)
 class Panel:
     """One chart of the node's GPUs (or ports): the metric as KUAE names it, its dcgm field
-    (or node_exporter series), a title; optionally its y axis from zero, its hover format
+    (a GPU chart asks each exporter's series of `key` through its mapping file; a port chart
+    the node_exporter series), a title; optionally its y axis from zero, its hover format
     and named ticks (value → word, e.g. a port's state)."""
 
     key: str
@@ -134,6 +140,8 @@ class GPUHistory:
     note: str = ""
     error: str = ""
     what: str = "telemetry"  # what a chart with nothing in its range had none of
+    # panel key → the exporter that cannot report it ("not reported by …"; no query asked)
+    blind: dict[str, str] = field(default_factory=dict)
 
 
 def node_gpu_history(*, node: Node, window: Window) -> GPUHistory:
@@ -144,23 +152,48 @@ def node_gpu_history(*, node: Node, window: Window) -> GPUHistory:
     return _from_rollups(node, window)
 
 
+def node_exporter(node: Node) -> Exporter:
+    """The exporter the node's GPUs report through (docs/integrations.md, Exporters and
+    their mapping files): the most common among its GPUs' `source` (else their vendor, else
+    their model's), else the cluster's model's vendor, else dcgm-exporter. A cluster may mix
+    vendors; one node does not."""
+    counts: Counter[str] = Counter()
+    for source, vendor, model in node.gpus.values_list("source", "vendor", "model"):
+        made = exporter_for(source, vendor_of(vendor, model))
+        if made is not None:
+            counts[made.slug] += 1
+    if counts:
+        return exporter(counts.most_common(1)[0][0])
+    return exporter_for("", vendor_of("", node.cluster.gpu_model)) or exporter("dcgm")
+
+
 def _from_prometheus(node: Node, window: Window) -> GPUHistory:
     cluster = node.cluster
+    made = node_exporter(node)
     history = GPUHistory(window, "prometheus", per_gpu=True)
     history.note = (
-        f"Per GPU from {cluster.prometheus_url}, one point every {_duration(window.step_s)}."
+        f"Per GPU from {cluster.prometheus_url} ({made.name}), one point every "
+        f"{_duration(window.step_s)}."
     )
-    queries = [(panel, gpu_range_query(panel.field, node.hostname)) for panel in GPU_PANELS]
+    queries: list[tuple[Panel, str]] = []
+    for panel in GPU_PANELS:
+        query = exporter_range_query(made, panel.key, node.hostname)
+        if query is None:  # its file cannot fill it: no query, the panel says so
+            history.blind[panel.key] = cannot_report(made.slug, [panel.key])
+        else:
+            queries.append((panel, query))
     try:
-        answered = panel_ranges(cluster, window, queries)
+        answered = dict(panel_ranges(cluster, window, queries))
     except SourceDown as exc:
         history.panels, history.error = [], str(exc)
         return history
-    for panel, series in answered:
+    for panel in GPU_PANELS:
+        lines = chart_lines(made, panel.key)
+        label = lines[0].index_label if lines else ""
         traces = [
-            trace_of(f"GPU {labels['gpu']}", points, int(labels["gpu"]))
-            for labels, points in series
-            if labels.get("gpu", "").isdigit()
+            trace_of(f"GPU {labels[label]}", points, int(labels[label]))
+            for labels, points in answered.get(panel, [])
+            if labels.get(label, "").isdigit()
         ]
         traces.sort(key=lambda t: t.gpu if t.gpu is not None else -1)
         history.panels.append((panel, traces))

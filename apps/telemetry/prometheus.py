@@ -20,6 +20,7 @@ from apps.telemetry.exporters import (
     gpu_index,
     gpu_samples,
     identity_labels,
+    selected,
     series_index,
 )
 from apps.telemetry.infiniband import PREFIX as INFINIBAND
@@ -138,6 +139,10 @@ def _samples(
         if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
         mapped = index.get(name)
+        if mapped is not None:
+            mapped = selected(mapped, labels)
+            if not mapped:
+                continue  # a series of the name that no line reads (another clock type)
         for line in mapped or (None,):
             gpu = gpu_index(line, labels, name)
             if gpu is None:

@@ -20,11 +20,15 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from apps.telemetry.exporters import (
+    Exporter,
     GpuValues,
+    chart_lines,
     exporters,
     gpu_samples,
     identity_labels,
     index_labels,
+    select_labels,
+    selected,
     series_for,
     series_index,
 )
@@ -35,7 +39,8 @@ from apps.telemetry.pcibus import pci_bus_or_blank
 HOST_LABELS = ("Hostname", "hostname")
 # The labels a value is filed under: the series, the host and the GPU (each exporter's index
 # label: dcgm-exporter's `gpu`, AMD's `gpu_id`, Gaudi's `id`).
-VALUE_LABELS = ("__name__", *HOST_LABELS, *index_labels())
+# And the labels a mapping line selects on (AMD's `clock_type`): kept apart by `max by`.
+VALUE_LABELS = ("__name__", *HOST_LABELS, *index_labels(), *select_labels())
 # What names the GPU besides, asked of one series per exporter only: the same on every series
 # of a GPU, and as long again as the rest of a series in the answer.
 IDENTITY_SERIES = {"dcgm": "DCGM_FI_DEV_GPU_TEMP", "amd": "gpu_power_usage",
@@ -181,6 +186,7 @@ def samples_of(
         lines = index.get(field) if type(field) is str else None
         if lines is None or not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
+        lines = selected(lines, labels)
         for line in lines:
             label = line.index_label
             seen = (labels.get("Hostname"), labels.get("hostname"), label, labels.get(label))
@@ -267,12 +273,54 @@ def _quoted(pattern: str) -> str:
     return pattern.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def gpu_range_query(field: str, hostname: str) -> str:
-    """One node's per-GPU series of one dcgm field: one series per `gpu` label, whether the
-    exporter names the host with `Hostname` or `hostname` (`max by (gpu)` also merges an HA
-    pair of exporters reporting the same GPU)."""
+def gpu_range_query(field: str, hostname: str, *, index_label: str = "gpu") -> str:
+    """One node's per-GPU series of one series name (a dcgm field): one series per
+    `index_label` (dcgm-exporter's `gpu`), whether the exporter names the host with
+    `Hostname` or `hostname` (`max by` also merges an HA pair of exporters reporting the
+    same GPU)."""
+    return _per_gpu([field], (), index_label, hostname)
+
+
+def _per_gpu(names: Sequence[str], matchers: Sequence[str], index_label: str, hostname: str) -> str:
+    """`max by (index_label)` of the series spelled `names` on the node, one part per host
+    label, with `matchers` (label selectors, already PromQL) besides."""
     pattern = _host_pattern(hostname)
-    return " or ".join(f'max by (gpu) ({field}{{{label}=~"{pattern}"}})' for label in HOST_LABELS)
+    parts = []
+    for label in HOST_LABELS:
+        inner = [*matchers, f'{label}=~"{pattern}"']
+        if len(names) == 1:
+            selector = f"{names[0]}{{{','.join(inner)}}}"
+        else:
+            selector = f'{{__name__=~"{"|".join(names)}",{",".join(inner)}}}'
+        parts.append(f"max by ({index_label}) ({selector})")
+    return " or ".join(parts)
+
+
+def _scaled(query: str, scale: float) -> str:
+    """`query` times `scale`, written as a division where the factor is 1/n (mW → W: /
+    1000; bytes → MiB: / 1048576)."""
+    if scale == 1:
+        return query
+    inverse = 1 / scale
+    if inverse.is_integer():
+        return f"({query}) / {int(inverse)}"
+    return f"({query}) * {scale!r}"
+
+
+def exporter_range_query(made: Exporter, name: str, hostname: str) -> str | None:
+    """One node's per-GPU series of KUAE's `name` as exporter `made` publishes it (its
+    mapping file's lines, `exporters.chart_lines`), in KUAE's unit: one query, each line's
+    series `max by` its index label and scaled, a `fallback` line's only for the GPUs no
+    `value` line gave (PromQL's `or`). None when the file cannot fill `name`."""
+    parts = []
+    for line in chart_lines(made, name):
+        names = [line.series] + ([made.prefix + line.series] if made.prefix else [])
+        matchers = [
+            f'{label}=~"{_quoted("|".join(_regex_literal(v) for v in sorted(values)))}"'
+            for label, values in line.select
+        ]
+        parts.append(_scaled(_per_gpu(names, matchers, line.index_label, hostname), line.scale))
+    return " or ".join(parts) if parts else None
 
 
 def port_range_query(series: str, names: Sequence[str], *, rate_s: int | None) -> str:

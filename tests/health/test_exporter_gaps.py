@@ -136,7 +136,7 @@ def test_an_amd_mi3xx_gpu_names_its_temperature_junction(cluster, fleet, browser
     answer = fleet["agent"].post(URL, amd_mi300_scrape("h12"), content_type="text/plain")
     assert answer.status_code == 202, answer.json()
     gpu = GPU.objects.get(node__hostname="h12", index=0)
-    assert (gpu.vendor, gpu.model, gpu.source) == ("amd", "0x74a1", "amd")
+    assert (gpu.vendor, gpu.model, gpu.source) == ("amd", "AMD Instinct MI300X", "amd")
     assert gpu.metrics["temp_c"] == 71
     html = browser.get("/nodes/h12/").content.decode()
     assert 'title="which temperature the exporter published">junction</span>' in html

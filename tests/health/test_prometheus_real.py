@@ -337,3 +337,98 @@ def test_node_charts_and_fleet_view_from_prometheus(
     assert down["data"] == [] and "did not answer" in down["layout"]["annotations"][0]["text"]
     page = client.get("/gpus/", {"cluster": cluster.name})
     assert page.status_code == 200 and b"Telemetry source down" in page.content
+
+
+def amd_and_gaudi_exposition(amd_host: str, gaudi_host: str, *, hot_gpu: int) -> str:
+    """AMD device-metrics-exporter text for `amd_host` (8 MI300X GPUs: junction but no edge
+    temperature, as the metric list says of MI3xx; the labels of its Slurm page's example
+    line) and Intel Gaudi metric exporter text for `gaudi_host` (8 Gaudi: power in mW, a
+    `hostname` label as the relabel docs/integrations.md asks for adds it). Built from the
+    vendors' published names, not captured from hardware: none is here."""
+    out = []
+    for i in range(8):
+        amd = (
+            f'card_model="0x74a1",gpu_id="{i}",gpu_uuid="72ff740f-0000-1000-804c-3b58bf67050{i}",'
+            f'hostname="{amd_host}",serial_number="69225100112{i}"'
+        )
+        out += [
+            f"gpu_junction_temperature{{{amd}}} {90 if i == hot_gpu else 60 + i}",
+            f"gpu_power_usage{{{amd}}} {600 + i}",
+            f"gpu_gfx_activity{{{amd}}} 97",
+            f"gpu_used_vram{{{amd}}} 150123",
+            # gpu_clock as the metric list's GPU_CLOCK measurements example: one series per
+            # clock, two system clocks on this GPU (the higher is its SM clock)
+            f'gpu_clock{{clock_index="0",clock_type="data",{amd}}} 22',
+            f'gpu_clock{{clock_index="1",clock_type="system",{amd}}} {2100 - i}',
+            f'gpu_clock{{clock_index="2",clock_type="system",{amd}}} 132',
+            f'gpu_clock{{clock_index="8",clock_type="memory",{amd}}} 900',
+        ]
+        gaudi = f'Serial="AN000{i}",UUID="01P0-HL2080A0-15-{i}",hostname="{gaudi_host}",id="{i}"'
+        out += [
+            f"habanalabs_temperature_onchip{{{gaudi}}} {50 + i}",
+            f"habanalabs_power_mW{{{gaudi}}} {412000 + 1000 * i}",
+            f"habanalabs_utilization{{{gaudi}}} 88",
+            f"habanalabs_memory_used_bytes{{{gaudi}}} 68719476736",
+            f"habanalabs_clock_soc_mhz{{{gaudi}}} 1600",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def test_amd_and_gaudi_node_charts_from_prometheus(
+    stack: dict[str, Any], client: Any, users: Any
+) -> None:
+    """A cluster of one AMD and one Gaudi node: a pull files each GPU under its exporter
+    (`source`), and each node's charts ask that exporter's series, one `query_range` per
+    panel it publishes, evaluated by the real server (Gaudi's mW → W by the query's `/ 1000`);
+    a metric it does not publish is asked nothing and its chart says so."""
+    stack["exporter"].text = amd_and_gaudi_exposition("pa-001", "pg-001", hot_gpu=5)
+    server: Server = stack["server"]
+    until(
+        lambda: (
+            server.value('gpu_junction_temperature{hostname="pa-001",gpu_id="5"}')
+            and server.value('habanalabs_power_mW{hostname="pg-001",id="7"}')
+        ),
+        "scraped",
+        [server.log],
+    )
+    cluster = _cluster("mixed", ["pa-001", "pg-001"], stack["proxy"].url)
+    _run(cluster, "heartbeat")
+    amd_gpu = GPU.objects.get(node__hostname="pa-001", index=5)
+    assert (amd_gpu.source, amd_gpu.vendor) == ("amd", "amd")
+    assert amd_gpu.model == "AMD Instinct MI300X"  # card_model="0x74a1", its PCI device id
+    assert amd_gpu.metrics["sm_clock_mhz"] == 2095  # the higher system clock, not memory's
+    assert GPU.objects.get(node__hostname="pg-001", index=7).source == "gaudi"
+    proxy: CountingProxy = stack["proxy"]
+    client.force_login(users["mia"])
+
+    def drawn(host: str, panels: int) -> Callable[[], dict[str, Any] | None]:
+        def check() -> dict[str, Any] | None:
+            proxy.requests.clear()
+            answer = client.get(f"/charts/nodes/{host}/gpus.json", {"range": "1h"})
+            assert answer.status_code == 200
+            fig: dict[str, Any] = answer.json()
+            return fig if len({t["yaxis"] for t in fig["data"]}) == panels else None
+
+        return check
+
+    # AMD: temperature, power, SM clock (gpu_clock's system clocks), utilisation, VRAM; no
+    # tensor activity.
+    fig = until(drawn("pa-001", 5), "a point in each AMD chart", [server.log])
+    assert len(proxy.requests) == 5
+    temps = [t for t in fig["data"] if t["yaxis"] == "y"]
+    assert [t["name"] for t in temps] == [f"GPU {i}" for i in range(8)]
+    assert temps[5]["y"][-1] == 90 and temps[1]["y"][-1] == 61  # junction: no edge published
+    clocks = [t for t in fig["data"] if t["yaxis"] == "y3"]
+    assert clocks[3]["y"][-1] == 2097  # max of its system clocks: 2097 and 132
+    said = [a["text"] for a in fig["layout"]["annotations"]]
+    assert said.count("not reported by AMD device-metrics-exporter") == 1
+    # Gaudi: every panel but tensor activity; power in W.
+    fig = until(drawn("pg-001", 5), "a point in each Gaudi chart", [server.log])
+    assert len(proxy.requests) == 5
+    power = [t for t in fig["data"] if t["yaxis"] == "y2"]
+    assert [t["name"] for t in power] == [f"GPU {i}" for i in range(8)]
+    assert power[7]["y"][-1] == 419  # 419000 mW
+    memory = [t for t in fig["data"] if t["yaxis"] == "y5"]
+    assert memory[0]["y"][-1] == 65536  # 64 GiB in MiB
+    said = [a["text"] for a in fig["layout"]["annotations"]]
+    assert said.count("not reported by Intel Gaudi metric exporter") == 1

@@ -21,7 +21,7 @@ from apps.telemetry import exporters
 from apps.telemetry.exporters import MappingError, load, temp_source
 from apps.telemetry.names import METRIC_NAMES
 from apps.telemetry.prometheus import parse_dcgm
-from apps.telemetry.promql import host_index, samples_of
+from apps.telemetry.promql import dcgm_query, host_index, samples_of
 
 TS = dt.datetime(2025, 5, 1, tzinfo=dt.UTC)
 AMD_LABELS = (
@@ -67,7 +67,8 @@ def test_amd_values_in_kuae_names_and_units() -> None:
     assert m["mem_temp_c"] == 64 and m["pcie_replay_total"] == 2
     assert m["nvlink_crc_errors"] == 5  # XGMI: correctable + uncorrectable of its ECC block
     assert m["gpu_xgmi_link_rx"] == 123456  # an unknown series is kept as it is
-    assert sample.uuid == "72ff740f-0000-1000-804c-3b58bf670500" and sample.model == "0x74a1"
+    assert sample.uuid == "72ff740f-0000-1000-804c-3b58bf670500"
+    assert sample.model == "AMD Instinct MI300X"  # card_model="0x74a1": its PCI device id
 
 
 def test_amd_ecc_published_totals_win_over_blocks_never_both() -> None:
@@ -168,7 +169,7 @@ def test_a_bad_mapping_file_names_its_line(tmp_path: Path) -> None:
 
 def test_vendor_model_and_source_come_from_the_exporter_that_reported_the_gpu() -> None:
     (amd,) = parse_dcgm(amd_text(edge=False, totals=True), ts=TS)
-    assert (amd.vendor, amd.model, amd.source) == ("amd", "0x74a1", "amd")
+    assert (amd.vendor, amd.model, amd.source) == ("amd", "AMD Instinct MI300X", "amd")
     (gaudi,) = parse_dcgm(GAUDI.replace("{i}", "0"), ts=TS, node="gaudi-07")
     assert (gaudi.vendor, gaudi.model, gaudi.source) == ("intel", "", "gaudi")
     text = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h",modelName="NVIDIA H100 80GB HBM3"} 55\n'
@@ -193,3 +194,83 @@ def test_cannot_report_reads_the_mapping_file() -> None:
     assert exporters.cannot_report("amd", ("nvlink_crc_errors",)) == ""  # XGMI's ECC block
     assert exporters.cannot_report("amd", ("row_remap_failure",)) == exporters.exporter("amd").name
     assert exporters.cannot_report("", ("ecc_dbe_total",)) == ""  # posted JSON: unknown
+
+
+def test_an_amd_pci_device_id_reads_as_its_model_and_finds_its_peak() -> None:
+    """AMD's card_model as a PCI device id (the exporter's Slurm page shows `card_model=…`;
+    the test's `0x74a1` is pci.ids' Instinct MI300X): the model is the name, through the
+    cited table apps/fleet/data/amd_pci_ids.csv, and the peak table finds it."""
+    from apps.fleet.vendors import amd_pci_models, model_name, peak_for
+
+    def pulled(card_model: str) -> str:
+        labels = {"__name__": "gpu_power_usage", "hostname": "m", "gpu_id": "0"}
+        vector = [({**labels, "card_model": card_model}, 600.0)]
+        (sample,) = samples_of(vector, hosts=host_index(["m"]), known={("m", 0)}, ts=TS)
+        return sample.model
+
+    assert pulled("0x74a1") == "AMD Instinct MI300X"
+    assert pulled("0x74A5") == "AMD Instinct MI325X" and pulled("740f") == "AMD Instinct MI210"
+    assert pulled("0x738c") == "AMD Instinct MI100"
+    assert pulled("0x7fff") == "0x7fff"  # an id the table does not list: kept as given
+    assert pulled("MI300X") == "MI300X"  # a name: kept
+    assert model_name("nvidia", "0x74a1") == "0x74a1"  # only AMD's ids are read
+    peak = peak_for(pulled("0x74a1"), gpu_model="H100", peak_tflops_per_gpu=989.4, by_model={})
+    assert peak == 1307.4  # the MI300X row of apps/fleet/data/gpu_peaks.csv
+    for device_id, name in amd_pci_models().items():  # 4 hex digits → an Instinct name
+        assert len(device_id) == 4 and int(device_id, 16) and name.startswith("AMD Instinct MI")
+
+
+def amd_clocks(labels: str, *, system: tuple[int, ...], normalised: bool = True) -> str:
+    """`gpu_clock` as the metric list's "GPU_CLOCK measurements" example gives it: one series
+    per clock, `clock_type` (lower case since exporter v1.4.2, `GPU_CLOCK_TYPE_…` before)
+    and `clock_index` apart; `system` clocks at those MHz, with a data, memory, video and soc
+    clock besides."""
+    kinds = [("data", 22), *(("system", mhz) for mhz in system), ("memory", 900)]
+    kinds += [("video", 29), ("soc", 1100)]
+    out = []
+    for index, (kind, mhz) in enumerate(kinds):
+        spelled = kind if normalised else f"GPU_CLOCK_TYPE_{kind.upper()}"
+        out.append(f'gpu_clock{{clock_index="{index}",clock_type="{spelled}",{labels}}} {mhz}')
+    return "\n".join(out) + "\n"
+
+
+def test_amd_system_clock_is_the_sm_clock_other_clocks_are_not() -> None:
+    labels = AMD_LABELS.format(i=0)
+    text = amd_text(edge=False, totals=True) + amd_clocks(labels, system=(2100, 2075, 132))
+    (sample,) = parse_dcgm(text, ts=TS)
+    # The highest of the GPU's system clocks; not the memory (900) or soc (1100) clock.
+    assert sample.metrics["sm_clock_mhz"] == 2100
+    assert "gpu_clock" not in sample.metrics  # the other clocks are not kept raw either
+    older = amd_text(edge=False, totals=True) + amd_clocks(labels, system=(1500,), normalised=False)
+    (sample,) = parse_dcgm(older, ts=TS)
+    assert sample.metrics["sm_clock_mhz"] == 1500
+    (idle,) = parse_dcgm(amd_clocks(labels, system=(132,)), ts=TS)
+    assert idle.metrics == {"sm_clock_mhz": 132}
+    # A Prometheus pull: the query keeps `clock_type` apart, the same line reads the answer.
+    assert dcgm_query(["gpu_clock"], identity=False) == (
+        "max by (__name__, Hostname, hostname, gpu, gpu_id, id, clock_type) "
+        '({__name__=~"amd_gpu_clock|gpu_clock"})'
+    )
+    base = {"__name__": "gpu_clock", "hostname": "m", "gpu_id": "0"}
+    vector = [
+        ({**base, "clock_type": "memory"}, 900.0),
+        ({**base, "clock_type": "system"}, 1980.0),
+        ({**base, "clock_type": "soc"}, 1100.0),
+    ]
+    (pulled,) = samples_of(vector, hosts=host_index(["m"]), known={("m", 0)}, ts=TS)
+    assert pulled.metrics == {"sm_clock_mhz": 1980} and pulled.source == "amd"
+    assert exporters.cannot_report("amd", ("sm_clock_mhz",)) == ""
+
+
+def test_a_bad_select_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    header = "# exporter: x\n# vendor: x\nseries,index_label,name,scale,combine,source,select\n"
+    path.write_text(header + "a,gpu,temp_c,1,value,https://example.org,clock_type\n")
+    with pytest.raises(MappingError, match="x.csv line 4: select 'clock_type'"):
+        load(path)
+    path.write_text(
+        header + "a,gpu,temp_c,1,value,https://example.org,k=a|b\nb,gpu,x,1,value,https://e.org\n"
+    )
+    (first, second) = load(path).lines
+    assert first.select == (("k", frozenset({"a", "b"})),) and second.select == ()
+    assert first.selects({"k": "b"}) and not first.selects({"k": "c"}) and not first.selects({})

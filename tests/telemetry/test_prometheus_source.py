@@ -74,8 +74,9 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
     query = dcgm_query()
     identity, values = query.split(" or ")
     # One query whatever the vendors: each exporter's index label (dcgm `gpu`, AMD `gpu_id`,
-    # Gaudi `id`) and identity labels, the identity asked of one series per exporter.
-    by = "__name__, Hostname, hostname, gpu, gpu_id, id"
+    # Gaudi `id`) and identity labels, the identity asked of one series per exporter; the
+    # label a mapping line selects on (AMD's gpu_clock `clock_type`) kept apart.
+    by = "__name__, Hostname, hostname, gpu, gpu_id, id, clock_type"
     assert identity == (
         f"max by ({by}, UUID, modelName, pci_bus_id, gpu_uuid, card_model) "
         '({__name__=~"DCGM_FI_DEV_GPU_TEMP|gpu_power_usage|amd_gpu_power_usage|'

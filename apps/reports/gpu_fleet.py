@@ -9,8 +9,10 @@ bounded by KUAE_PROMETHEUS_MAX_BYTES), else from the telemetry posted to KUAE (`
 those updated in the last FRESH).
 
 "Throttled" here: a busy GPU (utilisation ≥ BUSY_UTIL) whose SM clock is at least
-CLOCK_SHORTFALL below the highest SM clock reported across the cluster's GPUs, or any GPU
-whose exporter reports a clock-throttle reason that slows it (DCGM_FI_DEV_CLOCK_THROTTLE_
+CLOCK_SHORTFALL below the highest SM clock reported among the cluster's GPUs of its own
+model (a blank model is the cluster's `gpu_model`, docs/pages.md, Vendors and models: an
+H100 at its normal clock is not slow beside an MI300X's higher one), or any GPU whose
+exporter reports a clock-throttle reason that slows it (DCGM_FI_DEV_CLOCK_THROTTLE_
 REASONS / CLOCKS_EVENT_REASONS: power cap, hardware slowdown, thermal, power brake). An idle
 GPU's low clock is power saving, not throttling. Ranked by clock shortfall, largest first.
 """
@@ -23,26 +25,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import BigIntegerField, Count, F, FloatField, Max, Q, Value
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Count,
+    F,
+    FloatField,
+    Max,
+    Q,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, Collate
+from django.db.models.functions import Cast, Coalesce, Collate, NullIf
 
 from apps.fleet.models import GPU, Cluster, Node
 from apps.jobs.models import Job
 from apps.telemetry.prometheus_source import SourceDown, prometheus_latest
+from apps.telemetry.promql import dcgm_fields
 
 FRESH = dt.timedelta(minutes=15)
 TOP = 10
 BUSY_UTIL = 50.0
 CLOCK_SHORTFALL = 0.10
-RANKED_FIELDS = (
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+# The values ranked and shown, by KUAE's names: from a Prometheus, the series of every
+# exporter that fills them (dcgm-exporter's, AMD's, Gaudi's: `dcgm_fields`).
+RANKED_METRICS = frozenset(
+    {"temp_c", "gpu_util", "sm_clock_mhz", "power_w", "tensor_active", "sm_clock_throttle"}
 )
 # The throttle-reason bits that slow a GPU down (NVML's clocks event reasons); idle (0x1)
 # and application-clock settings (0x2) are left out, as is sync boost (0x10).
@@ -62,6 +71,14 @@ class GPUValues:
     hostname: str
     index: int
     metrics: Mapping[str, float]
+    # Its model, a blank one already read as the cluster's (`model_of`): the clocks compared.
+    model: str = ""
+
+
+def model_of(model: str, cluster: Cluster) -> str:
+    """A GPU's model as its clock is compared: a blank model is the cluster's `gpu_model`
+    (docs/pages.md, Vendors and models; the rule of `apps.health.inputs.gpus_latest`)."""
+    return model or cluster.gpu_model
 
 
 def reasons_of(bitmask: float | None) -> list[str]:
@@ -74,8 +91,8 @@ def reasons_of(bitmask: float | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Ranked:
-    """A GPU in one of the lists: its values, its clock shortfall against the fleet's highest
-    SM clock (0.25 = 25 % below), its throttle reasons."""
+    """A GPU in one of the lists: its values, its clock shortfall against the highest SM
+    clock of its model in the cluster (0.25 = 25 % below), its throttle reasons."""
 
     gpu: GPUValues
     shortfall: float | None
@@ -93,29 +110,42 @@ class Rankings:
     hottest: list[Ranked] = field(default_factory=list)
     least_utilised: list[Ranked] = field(default_factory=list)
     throttled: list[Ranked] = field(default_factory=list)
-    max_clock: float | None = None
+    # model → the highest SM clock reported among the cluster's GPUs of that model (MHz), by
+    # model name; a model none of whose GPUs reported a clock is not in it.
+    max_clocks: dict[str, float] = field(default_factory=dict)
     counted: int = 0
+
+
+def highest_clocks(gpus: Iterable[GPUValues]) -> dict[str, float]:
+    """model → the highest SM clock among `gpus` of that model (a zero clock is no
+    reading), by model name."""
+    out: dict[str, float] = {}
+    for g in gpus:
+        clock = g.metrics.get("sm_clock_mhz")
+        if clock and clock > out.get(g.model, 0):
+            out[g.model] = clock
+    return dict(sorted(out.items()))
 
 
 def rank_gpus(
     gpus: Iterable[GPUValues],
     *,
     top: int = TOP,
-    max_clock: float | None = None,
+    max_clocks: Mapping[str, float] | None = None,
     counted: int | None = None,
 ) -> Rankings:
     """Rank GPUs: hottest (temperature, highest first), least utilised (utilisation, lowest
-    first) and throttled (see the module's docstring), `top` of each; ties by host and GPU.
-    `max_clock` and `counted` are the fleet's when `gpus` are only the candidates for the
-    lists (else taken from `gpus`)."""
+    first) and throttled (see the module's docstring: each GPU's clock against the highest
+    of its own model), `top` of each; ties by host and GPU. `max_clocks` (model → MHz) and
+    `counted` are the fleet's when `gpus` are only the candidates for the lists (else taken
+    from `gpus`)."""
     rows = list(gpus)
-    if max_clock is None:
-        clocks = [g.metrics["sm_clock_mhz"] for g in rows if g.metrics.get("sm_clock_mhz")]
-        max_clock = max(clocks) if clocks else None
+    clocks = highest_clocks(rows) if max_clocks is None else dict(sorted(max_clocks.items()))
 
     def ranked(g: GPUValues) -> Ranked:
         clock = g.metrics.get("sm_clock_mhz")
-        shortfall = 1 - clock / max_clock if clock is not None and max_clock else None
+        highest = clocks.get(g.model)
+        shortfall = 1 - clock / highest if clock is not None and highest else None
         return Ranked(g, shortfall, reasons_of(g.metrics.get("sm_clock_throttle")))
 
     def name(g: GPUValues) -> tuple[str, int]:
@@ -141,7 +171,7 @@ def rank_gpus(
         hottest=[ranked(g) for g in hot[:top]],
         least_utilised=[ranked(g) for g in idle[:top]],
         throttled=throttled[:top],
-        max_clock=max_clock,
+        max_clocks=clocks,
         counted=len(rows) if counted is None else counted,
     )
 
@@ -168,23 +198,39 @@ class GPUFleet:
 
 def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
     """The posted values (fresh within FRESH) ranked in the database: the count and the
-    highest SM clock in one query, then each list's `top` by the same keys as `rank_gpus`
-    (names compared bytewise, as Python does), which ranks those candidates again — so a
-    100,000-GPU cluster sends a few dozen GPUs' documents, not all of them."""
+    highest SM clock of each model in one query (one row per model), then each list's `top`
+    by the same keys as `rank_gpus` (names compared bytewise, as Python does; the shortfall
+    against the GPU's model's highest, one `When` per model), which ranks those candidates
+    again — so a 100,000-GPU cluster sends a few dozen GPUs' documents, not all of them."""
     fresh = GPU.objects.filter(node__cluster=cluster, updated_at__gte=now - FRESH).annotate(
         temp=_number("temp_c"),
         util=_number("gpu_util"),
         clock=_number("sm_clock_mhz"),
         throttle=_number("sm_clock_throttle"),
+        # model_of in SQL: a blank model is the cluster's
+        kind=Coalesce(NullIf("model", Value("")), Value(cluster.gpu_model)),
     )
-    fleet = fresh.aggregate(n=Count("pk"), max_clock=Max("clock", filter=~Q(clock=0)))
-    max_clock = fleet["max_clock"]
+    per_model = (
+        fresh.order_by()
+        .values("kind")
+        .annotate(n=Count("pk"), max_clock=Max("clock", filter=~Q(clock=0)))
+        .values_list("kind", "n", "max_clock")
+    )
+    counted, max_clocks = 0, {}
+    for kind, n, max_clock in per_model:
+        counted += n
+        if max_clock:
+            max_clocks[kind] = float(max_clock)
     host = Collate("node__hostname", "C" if connection.vendor == "postgresql" else "BINARY")
     slowdown = Cast("throttle", BigIntegerField()).bitand(sum(SLOWDOWN_REASONS))
     throttled = Q(throttle__isnull=False) & ~Q(reasons=0)
     shortfall: Any = Value(0.0)
-    if max_clock:
-        shortfall = Coalesce(Value(1.0) - F("clock") / Value(float(max_clock)), Value(0.0))
+    if max_clocks:
+        below = [
+            When(kind=kind, then=Value(1.0) - F("clock") / Value(highest))
+            for kind, highest in max_clocks.items()
+        ]
+        shortfall = Coalesce(Case(*below, default=None, output_field=FloatField()), Value(0.0))
         busy = Q(util__gte=BUSY_UTIL, clock__isnull=False, shortfall__gte=CLOCK_SHORTFALL)
         throttled |= busy
     candidates = fresh.annotate(host=host, reasons=slowdown, shortfall=shortfall)
@@ -195,11 +241,10 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
     )
     found: dict[tuple[str, int], GPUValues] = {}
     for listed in lists:
-        for hostname, index, metrics in listed.values_list("node__hostname", "index", "metrics")[
-            :top
-        ]:
-            found[(hostname, index)] = GPUValues(hostname, index, metrics or {})
-    return rank_gpus(found.values(), top=top, max_clock=max_clock, counted=fleet["n"])
+        rows = listed.values_list("node__hostname", "index", "metrics", "kind")[:top]
+        for hostname, index, metrics, kind in rows:
+            found[(hostname, index)] = GPUValues(hostname, index, metrics or {}, kind)
+    return rank_gpus(found.values(), top=top, max_clocks=max_clocks, counted=counted)
 
 
 def _number(key: str) -> Cast:
@@ -215,11 +260,15 @@ def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet
     rankings = Rankings()
     if cluster.prometheus_url:
         try:
-            samples = prometheus_latest(cluster, fields=RANKED_FIELDS, now=now)
+            samples = prometheus_latest(cluster, fields=dcgm_fields(RANKED_METRICS), now=now)
         except SourceDown as exc:
             error = str(exc)
         else:
-            rankings = rank_gpus((GPUValues(s.node, s.gpu, s.metrics) for s in samples), top=top)
+            # Each sample's model: its exporter's, else the stored GPU's (prometheus_latest).
+            rankings = rank_gpus(
+                (GPUValues(s.node, s.gpu, s.metrics, model_of(s.model, cluster)) for s in samples),
+                top=top,
+            )
     else:
         rankings = _posted(cluster, now, top)
     fleet = GPUFleet(cluster=cluster, source=source, rankings=rankings, error=error)

@@ -30,13 +30,15 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
     if cluster is not None:
         fleet = gpu_fleet(cluster=cluster, now=now)
         context["fleet"] = fleet
+        # model → its highest SM clock, as pairs (a model named "items" is no dict method)
+        context["max_clocks"] = list(fleet.rankings.max_clocks.items())
         lists = (
             ("hot", "Hottest", "temperature, highest first", fleet.rankings.hottest),
             ("idle", "Least utilised", "utilisation, lowest first", fleet.rankings.least_utilised),
             (
                 "throttled",
                 "Most throttled",
-                "SM clock furthest below the cluster's highest",
+                "SM clock furthest below the highest of its model",
                 fleet.rankings.throttled,
             ),
         )

@@ -17,6 +17,7 @@ written then.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Collection, Iterable
@@ -227,12 +228,20 @@ def _pull_query(cluster: Cluster, query: str, now: dt.datetime) -> list[tuple[di
 def prometheus_latest(
     cluster: Cluster, *, fields: Iterable[str], now: dt.datetime
 ) -> list[TelemetrySample]:
-    """The latest values of `fields` (dcgm names) of the cluster's GPUs, read with one
-    instant query and named as posted telemetry names them, without storing anything (the
-    fleet view's GPU rankings). SourceDown when the server does not answer."""
+    """The latest values of `fields` (series of any exporter: `dcgm_fields`) of the cluster's
+    GPUs, read with one instant query and named as posted telemetry names them, without
+    storing anything (the fleet view's GPU rankings). Each sample's model is its exporter's
+    identity label (asked of one series per exporter, as a pull does), else the stored GPU's
+    (which may be blank: the cluster's). SourceDown when the server does not answer."""
     url = cluster.prometheus_url
-    known = set(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
-    query = dcgm_query(fields, identity=False)
-    vector = instant_query(url, query, at=now, token=token_for(cluster))
-    hosts = host_index({host for host, _ in known})
-    return samples_of(vector, hosts=hosts, known=known, ts=now)
+    stored = GPU.objects.filter(node__cluster=cluster).values_list(
+        "node__hostname", "index", "model"
+    )
+    models = {(host, index): model for host, index, model in stored}
+    vector = instant_query(url, dcgm_query(fields), at=now, token=token_for(cluster))
+    hosts = host_index({host for host, _ in models})
+    samples = samples_of(vector, hosts=hosts, known=models, ts=now)
+    return [
+        s if s.model else dataclasses.replace(s, model=models.get((s.node, s.gpu), ""))
+        for s in samples
+    ]

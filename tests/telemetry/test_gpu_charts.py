@@ -184,7 +184,7 @@ def test_ranking_and_throttle_reasons() -> None:
         ("b", 1),
     ]
     assert [(r.gpu.hostname, r.gpu.index) for r in ranked.throttled] == [("a", 1), ("b", 1)]
-    assert ranked.max_clock == 1980 and ranked.throttled[1].reasons == ["hardware thermal"]
+    assert ranked.max_clocks == {"": 1980} and ranked.throttled[1].reasons == ["hardware thermal"]
     assert reasons_of(0x1 | 0x4 | 0x8) == ["power cap", "hardware slowdown"]
 
 

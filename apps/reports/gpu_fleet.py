@@ -25,17 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import (
-    BigIntegerField,
-    Case,
-    Count,
-    F,
-    FloatField,
-    Max,
-    Q,
-    Value,
-    When,
-)
+from django.db.models import BigIntegerField, Case, Count, F, FloatField, Max, Q, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Collate, NullIf
 

@@ -36,6 +36,25 @@ class ThresholdsForm(forms.Form):
                 },
             )
 
+    def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """The fields by the check they belong to, as the page shows them: those every
+        check shares first, then each check's, in the plug-ins' order."""
+        kinds = dict.fromkeys(f.metadata["check"] for f in FIELDS)
+        return [
+            (
+                "Every check" if kind == "*" else kind_label(kind),
+                [self[f.name] for f in FIELDS if f.metadata["check"] == kind],
+            )
+            for kind in kinds
+        ]
+
+    def reading_groups(self) -> list[tuple[str, list[tuple[str, float, float]]]]:
+        """(label, value in force, default) of every threshold, by check as `groups`."""
+        return [
+            (title, [(str(b.label), self.initial[b.name], DEFAULTS[b.name]) for b in fields])
+            for title, fields in self.groups()
+        ]
+
     def readings(self) -> list[tuple[str, float, float]]:
         """(label, value in force, default) of every threshold: what a role that may not
         change them reads instead of the inputs."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.cache import cache
 
 from apps.fleet.services import cluster_create
-from apps.health.checks import SCHEDULED_KINDS
+from apps.health.checks import CHECKS, SCHEDULED_KINDS
 from apps.health.forms import ThresholdsForm
 from apps.health.models import CheckRun, Thresholds
 from apps.health.services import runs_execute_now, schedules_ensure
@@ -29,8 +31,22 @@ def test_health_page(client, users, checked, django_assert_max_num_queries):
     assert "node:h03" in html and "no heartbeat" in html
     assert html.count('<a class="tile') == 16 and "worst-fail" in html
     assert "Run now" not in html  # managers read; operators run
+    # The thresholds in force, by check, as a manager reads them (no inputs).
+    read = html[html.index('id="thresholds"') :]
+    assert "<input" not in read[: read.index("</section>")]
+    assert '<th scope="rowgroup" colspan="3">Fabric (NIC ports)</th>' in read
     client.force_login(users["otto"])
-    assert "Run now" in client.get("/health/").content.decode()
+    operated = client.get("/health/").content.decode()
+    assert "Run now" in operated
+    # An operator's form: one group per check, each holding its own plug-in's thresholds.
+    form = operated[operated.index('id="thresholds"') :]
+    groups = re.findall(r"<legend>(.*?)</legend>(.*?)</fieldset>", form, re.S)
+    titles = [title for title, _ in groups]
+    assert titles[0] == "Every check" and titles[-1] == "Fabric (NIC ports)"
+    assert len(titles) == len(CHECKS) + 1
+    fabric = dict(groups)["Fabric (NIC ports)"]
+    assert fabric.count("<input") == len(CHECKS["fabric"].thresholds)
+    assert 'name="fabric_flaps_per_min"' in fabric and 'name="temp_c"' not in fabric
     # Reading the page writes nothing: no thresholds row until someone saves one.
     assert "the defaults" in client.get("/health/?cluster=c1").content.decode()
     assert not Thresholds.objects.exists()

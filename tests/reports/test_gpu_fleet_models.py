@@ -108,6 +108,11 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
     throttled = html[html.index('id="gpus-throttled"') :]
     throttled = throttled[: throttled.index("</table>")]
     assert ">h-002<" in throttled and ">h-001<" not in throttled and ">a-001<" not in throttled
+    assert throttled.count('<th scope="col">Model</th>') == 1  # several models: named per GPU
+    # One model: no Model column (the header names it once).
+    GPU.objects.filter(node__cluster=cluster).exclude(model="").update(model="H100")
+    html = client.get("/gpus/", {"cluster": cluster.name}).content.decode()
+    assert '<th scope="col">Model</th>' not in html and "per GPU model: H100 " in html
 
 
 @pytest.mark.django_db

@@ -32,8 +32,6 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
         context["fleet"] = fleet
         # model → its highest SM clock, as pairs (a model named "items" is no dict method)
         context["max_clocks"] = list(fleet.rankings.max_clocks.items())
-        # a Model column only where the cluster's GPUs are of several models
-        context["mixed"] = len(context["max_clocks"]) > 1
         lists = (
             ("hot", "Hottest", "temperature, highest first", fleet.rankings.hottest),
             ("idle", "Least utilised", "utilisation, lowest first", fleet.rankings.least_utilised),
@@ -44,6 +42,8 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
                 fleet.rankings.throttled,
             ),
         )
+        # a Model column only where the GPUs listed are of several models
+        context["mixed"] = len({r.gpu.model for *_, rows in lists for r in rows}) > 1
         context["tables"] = [
             (
                 key,

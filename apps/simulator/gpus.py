@@ -59,6 +59,7 @@ def gpu_metrics(
     if gpu.vendor == "amd":
         out["temp_junction_c"] = temp
         out["mem_temp_c"] = round(rng.uniform(60, 78) if busy else rng.uniform(34, 44))
+        out["sm_clock_mhz"] = 2100 if busy else 140  # the system clock (gpu_clock)
         out["ecc_sbe_total"] = counters.ecc_sbe_total
         out["ecc_dbe_total"] = 0
         out["nvlink_crc_errors"] = 0  # XGMI errors (the exporter's xgmi_wafl ECC block)

@@ -1,7 +1,8 @@
 """Every check's thresholds together: `Limits`, what one run of any check reads, and the
 rules for the overrides a cluster stores (its `Thresholds` row) and the health page's form
-edits. Each threshold is declared by its check's plug-in (`apps.health.thresholds`); the
-form, the docs table (`manage.py docs_thresholds`) and the bounds are read from here.
+edits. Each threshold is declared by its check's plug-in module, as
+`apps.health.thresholds` describes; the form, the docs table (`manage.py docs_thresholds`)
+and the bounds are read from here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ __all__ = [
     "Limits",
     "bounds",
     "check_value",
-    "fields_of",
     "limits_from",
     "values_problems",
 ]
@@ -93,8 +93,3 @@ def limits_from(overrides: dict[str, Any]) -> Limits:
             if check_value(f.name, value) is None:
                 values[f.name] = value
     return Limits(**values)
-
-
-def fields_of(check: str) -> tuple[dataclasses.Field[Any], ...]:
-    """The thresholds that belong to `check` (a kind, or `*` for those every check uses)."""
-    return tuple(f for f in FIELDS if f.metadata["check"] == check)

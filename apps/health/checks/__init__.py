@@ -59,6 +59,7 @@ def _thresholds_registered() -> None:
 
 
 _thresholds_registered()
+
 # The kinds beat runs; the on-demand pre-flight (services.job_preflight) is not a plug-in.
 SCHEDULED_KINDS: tuple[str, ...] = tuple(s.kind for s in PLUGINS if s.scheduled)
 PREFLIGHT = "preflight"

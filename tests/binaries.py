@@ -6,11 +6,9 @@ asks a server. A binary that is absent skips its test with a reason, except unde
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import closed_port
+from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 DEADLINE_S = 30.0
 
@@ -199,12 +197,7 @@ class PrometheusServer:
         stop(self.process)
 
 
-class _Quiet(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class CountingProxy:
+class CountingProxy(LoopbackServer):
     """Forwards every request to `upstream` and counts them: what KUAE asks Prometheus."""
 
     def __init__(self, upstream: str) -> None:
@@ -212,7 +205,7 @@ class CountingProxy:
         self.requests: list[str] = []
         owner = self
 
-        class Handler(_Quiet):
+        class Handler(QuietHandler):
             def _forward(self) -> None:
                 owner.requests.append(f"{self.command} {self.path}")
                 length = int(self.headers.get("Content-Length") or 0)
@@ -231,23 +224,14 @@ class CountingProxy:
                         timeout=10,
                     )
                 except httpx.HTTPError:
-                    self.send_response(502)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
+                    return reply(self, 502)
+                reply(
+                    self,
+                    answer.status_code,
+                    answer.content,
+                    answer.headers.get("content-type", "text/plain"),
+                )
 
             do_GET = do_POST = _forward
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)

@@ -1,4 +1,5 @@
-"""Test helpers: a real dcgm-exporter stand-in on loopback, free ports, shared data."""
+"""Test helpers: HTTP servers on loopback, a real dcgm-exporter stand-in, free ports,
+shared data."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import io
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from django.core.management import call_command
 
@@ -23,6 +27,73 @@ SECRET = b"root:x:0:0:root:/root:/bin/bash\nDB_PASSWORD=hunter2-not-for-readers\
 MIB = 1024 * 1024
 
 
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """A request handler that logs nothing, and says nothing when the client hangs up before
+    the answer is written (some tests' clients give up early on purpose)."""
+
+    def handle(self) -> None:
+        """Serve the connection; a client gone mid-answer ends it quietly."""
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def log_message(self, *args: object) -> None:
+        """Log nothing."""
+
+
+def reply(
+    handler: http.server.BaseHTTPRequestHandler,
+    status: int,
+    body: bytes = b"",
+    content_type: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Answer `status` with `body`: its Content-Type if given, `headers`, its Content-Length."""
+    handler.send_response(status)
+    if content_type is not None:
+        handler.send_header("Content-Type", content_type)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if body:
+        handler.wfile.write(body)
+
+
+class LoopbackServer:
+    """A threaded HTTP server serving `handler` on a free loopback port, from a daemon thread,
+    until `close()` (or the end of a `with` block): `port`, `address` (host:port), `url`."""
+
+    def __init__(
+        self, handler: type[http.server.BaseHTTPRequestHandler], *, poll_interval: float = 0.5
+    ) -> None:
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port: int = self.server.server_address[1]
+        self.address = f"127.0.0.1:{self.port}"
+        self.url = f"http://{self.address}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": poll_interval}, daemon=True
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 @functools.cache
 def gzip_bomb() -> bytes:
     """100 MiB of zeros, gzipped to ~100 KB."""
@@ -34,7 +105,7 @@ def gzip_bomb() -> bytes:
     return out.getvalue()
 
 
-class _Exporter(http.server.BaseHTTPRequestHandler):
+class _Exporter(QuietHandler):
     """Serves the real dcgm-exporter sample at /metrics; /slow never answers in time.
 
     Hostile exporters too: /drip (a byte a second), /bomb (a gzip bomb), /huge (400 MiB,
@@ -74,15 +145,14 @@ class _Exporter(http.server.BaseHTTPRequestHandler):
         if self.path in ("/huge", "/endless"):
             return self._stream(400 * MIB, declare=self.path == "/huge")
         if self.path in ("/bomb", "/leak", "/leak500"):
-            body = gzip_bomb() if self.path == "/bomb" else SECRET
-            self.send_response(500 if self.path == "/leak500" else 200)
-            self.send_header("Content-Type", "text/plain")
-            if self.path == "/bomb":
-                self.send_header("Content-Encoding", "gzip")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return None
+            bomb = self.path == "/bomb"
+            return reply(
+                self,
+                500 if self.path == "/leak500" else 200,
+                gzip_bomb() if bomb else SECRET,
+                "text/plain",
+                {"Content-Encoding": "gzip"} if bomb else None,
+            )
         if self.path == "/slow":
             threading.Event().wait(3)
         if self.path == "/broken":
@@ -93,14 +163,7 @@ class _Exporter(http.server.BaseHTTPRequestHandler):
             self.send_response(404)
             self.end_headers()
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        reply(self, 200, body, "text/plain; version=0.0.4")
 
 
 def closed_port() -> int:
@@ -110,22 +173,13 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-class ExporterServer:
-    """A threaded HTTP server serving `_Exporter` on a free loopback port."""
+class ExporterServer(LoopbackServer):
+    """`_Exporter` on a free loopback port."""
 
     def __init__(self) -> None:
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
+        super().__init__(_Exporter)
         self.server.hits = []  # type: ignore[attr-defined]
         self.server.sent = 0  # type: ignore[attr-defined]
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def simulate(**options: object) -> None:

@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import collections
-import http.server
-import threading
 import time
 
 import httpx
 
+from tests.support import LoopbackServer, QuietHandler, reply
 
-class FaultyProxy:
+
+class FaultyProxy(LoopbackServer):
     """`FaultyProxy(target).url`; set `.mode`; `.seen[mode]` counts requests per mode."""
 
     def __init__(self, target: str, hang_s: float = 3.0) -> None:
@@ -24,7 +24,7 @@ class FaultyProxy:
         self.forwarded_samples = 0  # samples in requests the server answered 2xx
         proxy = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def _handle(self) -> None:
@@ -40,7 +40,7 @@ class FaultyProxy:
                     self.close_connection = True
                     return
                 if mode == "503":
-                    return self._answer(503, b"{}")
+                    return reply(self, 503, b"{}", "application/json")
                 headers = {
                     k: v
                     for k, v in self.headers.items()
@@ -53,27 +53,9 @@ class FaultyProxy:
                 if answer.is_success and b'"samples"' in body:
                     proxy.forwarded_samples += body.count(b'"ts"')
                 if mode == "lost":
-                    return self._answer(503, b"{}")
-                self._answer(answer.status_code, answer.content)
-
-            def _answer(self, code: int, content: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
+                    return reply(self, 503, b"{}", "application/json")
+                reply(self, answer.status_code, answer.content, "application/json")
 
             do_GET = do_POST = do_PATCH = _handle  # noqa: N815
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)

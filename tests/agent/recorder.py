@@ -6,13 +6,14 @@ connection unanswered (a server that is down)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support import LoopbackServer, QuietHandler, reply
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Request:
     at: float  # time.monotonic() when it arrived
 
 
-class Recorder:
+class Recorder(LoopbackServer):
     """`Recorder().url`; set `.mode`; `.requests` holds what came, `.jobs` maps a Slurm id
     to the job id the lookup answers."""
 
@@ -38,7 +39,7 @@ class Recorder:
         self.lock = threading.Lock()
         recorder = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def _handle(self) -> None:
@@ -76,24 +77,11 @@ class Recorder:
                 return self._answer(202, {})
 
             def _answer(self, code: int, content: Any) -> None:
-                data = json.dumps(content).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply(self, code, json.dumps(content).encode(), "application/json")
 
             do_GET = do_POST = do_PATCH = _handle  # noqa: N815
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        super().__init__(Handler, poll_interval=0.05)
 
     def posted(self, path_end: str) -> list[Any]:
         """The bodies of the POSTs whose path ends with `path_end`, in order."""
@@ -107,8 +95,3 @@ class Recorder:
         for body in self.posted("/ingest/stalls/"):
             out.extend(body.get("reports", [body]))
         return out
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from kuae_agent.client import Client, Outcome
 from kuae_agent.probe import ProbeResult
 from kuae_agent.sources import parse_smi_csv
 from kuae_agent.spool import Spool
-from tests.support import closed_port
+from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -95,7 +93,7 @@ def test_a_4xx_is_set_aside_not_retried(live_server, exporter, token, tmp_path):
     assert len(reasons) == 1 and "HTTP 400" in reasons[0] and "unknown node" in reasons[0]
 
 
-class _Flaky(http.server.BaseHTTPRequestHandler):
+class _Flaky(QuietHandler):
     """Answers 503 to the first two posts, then 202."""
 
     calls = 0
@@ -103,19 +101,12 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         type(self).calls += 1
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(503 if type(self).calls <= 2 else 202)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+        reply(self, 503 if type(self).calls <= 2 else 202)
 
 
 def test_5xx_is_retried_with_backoff(tmp_path):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        client = Client(f"http://127.0.0.1:{server.server_address[1]}", "t")
+    with LoopbackServer(_Flaky) as server:
+        client = Client(server.url, "t")
         spool = Spool(tmp_path)
         spool.put("/api/v1/ingest/telemetry/", "{}", "application/json")
         assert client.drain(spool, now=0) == 0 and client.failures == 1
@@ -126,9 +117,6 @@ def test_5xx_is_retried_with_backoff(tmp_path):
         assert client.drain(spool, now=client.not_before) == 1 and client.failures == 0
         assert spool.pending() == [] and _Flaky.calls == 3
         assert client.send("/x", "{}", "application/json")[0] is Outcome.STORED
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def probe(server: str, spool: Path, *extra: str) -> int:

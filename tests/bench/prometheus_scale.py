@@ -11,11 +11,9 @@ CI; the tests against a real Prometheus are tests/health/test_prometheus_real.py
 
 from __future__ import annotations
 
-import http.server
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +32,7 @@ from apps.health.services import PULLED_METRICS, TELEMETRY_KINDS, runs_execute_n
 from apps.telemetry.names import DCGM_FIELDS
 from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
 from apps.telemetry.promql import dcgm_fields, dcgm_query
-from tests.support import closed_port
+from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 NODES_PER_TARGET = 128
 SCRAPE_INTERVAL_S = 30  # ample for a target of 128 nodes on a busy 2-core machine
@@ -83,26 +81,12 @@ def exporters(cluster: Cluster) -> Iterator[tuple[list[str], int]]:
     texts = [exposition(rows[k : k + per_target]) for k in range(0, len(rows), per_target)]
     series = sum(t.count(b"\n") - t.count(b"# TYPE") for t in texts)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
-            body = texts[int(self.path.split("/")[2])]
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            reply(self, 200, texts[int(self.path.split("/")[2])], "text/plain; version=0.0.4")
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    address = f"127.0.0.1:{server.server_address[1]}"
-    try:
-        yield [f"{address}/t/{k}/metrics" for k in range(len(texts))], series
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackServer(Handler) as server:
+        yield [f"{server.address}/t/{k}/metrics" for k in range(len(texts))], series
 
 
 @contextmanager

@@ -5,9 +5,7 @@ and, when fetching, a connection to the very address that was checked."""
 
 from __future__ import annotations
 
-import http.server
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +15,7 @@ from django.utils import timezone
 from apps.fleet import destinations
 from apps.fleet.models import Cluster, Node
 from apps.telemetry.prometheus_source import SourceDown, instant_query
+from tests.support import LoopbackServer, QuietHandler, reply
 
 pytestmark = pytest.mark.django_db
 CLUSTER = "/api/v1/clusters/c1/"
@@ -86,33 +85,20 @@ def test_a_sites_private_addresses_stay_allowed(no_allow, api, cluster, url):
     assert api("root").patch(CLUSTER, sock, format="json").status_code == 200
 
 
-class _Prometheus:
+class _Prometheus(LoopbackServer):
     """A loopback server answering a vector, recording each request's Host header."""
 
     def __init__(self) -> None:
         self.hosts: list[str] = []
         owner = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.hosts.append(self.headers.get("Host", ""))
-                body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, b'{"status":"success","data":{"resultType":"vector","result":[]}}')
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 @pytest.fixture

@@ -11,9 +11,7 @@ when it is installed: it answers the same HTTP API."""
 from __future__ import annotations
 
 import datetime as dt
-import http.server
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from apps.telemetry.gpu_history import GPU_PANELS
 from apps.telemetry.names import DCGM_FIELDS
 from tests.binaries import CountingProxy, debian_binary, find_binary, until
 from tests.binaries import PrometheusServer as Server
+from tests.support import LoopbackServer, QuietHandler, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TEMPLATE = (Path(__file__).parents[1] / "data" / "dcgm" / "h100-node.prom").read_text()
@@ -55,34 +54,18 @@ def exposition(hosts: list[str], values: dict[tuple[str, str, int], float]) -> s
     return "\n".join(out) + "\n"
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class FakeExporter:
+class FakeExporter(LoopbackServer):
     """A dcgm-exporter on a free loopback port serving `self.text`."""
 
     def __init__(self) -> None:
         self.text = ""
         owner = self
 
-        class Handler(_Handler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
-                body = owner.text.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, owner.text.encode(), "text/plain; version=0.0.4")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 def _servers() -> list[Any]:

@@ -4,9 +4,7 @@ broker — instead of waiting for the 10-s tick; the round posts each alert once
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +17,14 @@ from apps.incidents.models import Incident
 from apps.incidents.services import incident_update
 from apps.incidents.tasks import alerts_out
 from tests.incidents.test_notify import BODY
+from tests.support import LoopbackServer, QuietHandler
 
 pytestmark = pytest.mark.django_db
 
 TASK = "apps.incidents.tasks.alerts_out"
 
 
-class _AM(http.server.BaseHTTPRequestHandler):
+class _AM(QuietHandler):
     """A stand-in Alertmanager: keeps every `POST /api/v2/alerts` body."""
 
     received: list[list[dict]] = []
@@ -35,20 +34,14 @@ class _AM(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.end_headers()
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def am(settings) -> Iterator[type[_AM]]:  # noqa: ANN001
     _AM.received = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AM)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    settings.KUAE_ALERTMANAGER_URL = [f"http://127.0.0.1:{server.server_address[1]}"]
-    settings.KUAE_BASE_URL = "https://ops.example"
-    yield _AM
-    server.shutdown()
-    server.server_close()
+    with LoopbackServer(_AM) as server:
+        settings.KUAE_ALERTMANAGER_URL = [server.url]
+        settings.KUAE_BASE_URL = "https://ops.example"
+        yield _AM
 
 
 def _rounds_on_broker() -> set[Path]:

@@ -3,9 +3,7 @@ delivery — claimed once, retried alone, so a failing webhook never re-sends th
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +12,7 @@ from django.utils import timezone
 
 from apps.incidents.models import Delivery
 from apps.incidents.tasks import delivery_send_task
+from tests.support import LoopbackServer, QuietHandler
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +27,7 @@ BODY = {
 }
 
 
-class _Hook(http.server.BaseHTTPRequestHandler):
+class _Hook(QuietHandler):
     """A webhook receiver that answers 500 to its first `failures` posts, then 204."""
 
     failures = 0
@@ -45,21 +44,15 @@ class _Hook(http.server.BaseHTTPRequestHandler):
             self.send_response(204)
         self.end_headers()
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def hook(settings) -> Iterator[type[_Hook]]:  # noqa: ANN001
     _Hook.failures, _Hook.received = 0, []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    settings.KUAE_NOTIFY_WEBHOOK = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    settings.KUAE_NOTIFY_EMAILS = ["oncall@example.com"]
-    settings.KUAE_BASE_URL = "https://ops.example"
-    yield _Hook
-    server.shutdown()
-    server.server_close()
+    with LoopbackServer(_Hook) as server:
+        settings.KUAE_NOTIFY_WEBHOOK = f"{server.url}/hook"
+        settings.KUAE_NOTIFY_EMAILS = ["oncall@example.com"]
+        settings.KUAE_BASE_URL = "https://ops.example"
+        yield _Hook
 
 
 def _file(api, django_capture_on_commit_callbacks) -> tuple[int, list]:  # noqa: ANN001

@@ -5,8 +5,6 @@ partial read). The checks against a real Prometheus: tests/health/test_prometheu
 from __future__ import annotations
 
 import datetime as dt
-import http.server
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,6 +18,7 @@ from apps.telemetry.infiniband import PORT_METRICS
 from apps.telemetry.names import COUNTERS, DCGM_FIELDS
 from apps.telemetry.prometheus_source import SourceDown, instant_query, token_for
 from apps.telemetry.promql import dcgm_fields, dcgm_query, host_index, samples_of, vector_of
+from tests.support import LoopbackServer, QuietHandler, reply
 
 URL = "/api/v1/clusters/c1/"
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -197,33 +196,21 @@ def test_vector_of_refuses_what_is_not_a_vector(answer: object, said: str) -> No
         vector_of(answer)
 
 
-class _Fake:
+class _Fake(LoopbackServer):
     """A loopback server answering every request with `status` and `body` (after `delay`)."""
 
     def __init__(self, status: int, body: bytes, delay: float = 0.0) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         owner = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.requests.append((self.path, dict(self.headers)))
                 time.sleep(delay)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, status, body)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 @pytest.fixture

@@ -15,9 +15,7 @@ The same through a real Prometheus: tests/health/test_prometheus_real.py."""
 from __future__ import annotations
 
 import datetime as dt
-import http.server
 import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +27,7 @@ from apps.telemetry.exporters import exporter
 from apps.telemetry.gpu_charts import gpu_history_figure
 from apps.telemetry.gpu_history import GPU_PANELS, Window, node_exporter, node_gpu_history
 from apps.telemetry.promql import exporter_range_query, gpu_range_query
+from tests.support import LoopbackServer, QuietHandler, reply
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.UTC)
 WINDOW = Window("1h", "1 h", NOW - dt.timedelta(hours=1), NOW, 15)
@@ -61,7 +60,7 @@ ANSWERS = {
 EMPTY = {"status": "success", "data": {"resultType": "matrix", "result": []}}
 
 
-class FakePrometheus:
+class FakePrometheus(LoopbackServer):
     """A loopback server answering `query_range` with the recorded answer of the first series
     a query names, and keeping every query it was asked."""
 
@@ -69,29 +68,16 @@ class FakePrometheus:
         self.queries: list[str] = []
         owner = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
                 query = urllib.parse.parse_qs(body)["query"][0]
                 owner.queries.append(query)
                 named = sorted((query.find(name), name) for name in ANSWERS if name in query)
                 payload = json.dumps(ANSWERS[named[0][1]] if named else EMPTY).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                reply(self, 200, payload, "application/json")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 @pytest.fixture

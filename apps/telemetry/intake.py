@@ -16,7 +16,7 @@ from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.common.parse import batch_items, integer, text
 from apps.common.timeutil import FUTURE_SLACK, not_future, parse_ts
-from apps.fleet.vendors import VENDORS, vendor_error
+from apps.fleet.vendors import VENDORS, model_name, vendor_error
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.pcibus import pci_bus_normal
 
@@ -105,7 +105,7 @@ def _plain_sample(raw: Any, latest: dt.datetime) -> TelemetrySample | None:
         when,
         metrics,
         uuid=uuid or "",
-        model=model or "",
+        model=model_name(vendor or "", model or ""),
         pci_bus=bus,
         vendor=vendor or "",
     )
@@ -179,7 +179,7 @@ def _parse_each(samples: list[Any], now: dt.datetime) -> list[TelemetrySample]:
                     ts,
                     metrics,
                     uuid=uuid,
-                    model=model,
+                    model=model_name(vendor, model),  # an AMD PCI device id as its name
                     pci_bus=pci_bus,
                     vendor=vendor,
                 )

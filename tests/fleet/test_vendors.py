@@ -219,3 +219,15 @@ def _all(text: str, word: str) -> list[int]:
         out.append(i)
         i = text.find(word, i + 1)
     return out
+
+
+def test_posted_json_with_an_amd_pci_device_id_as_model_files_the_models_name(cluster, fleet):
+    """A sender that posts AMD's `card_model` as it found it (a PCI device id) gets the
+    model's name stored, as exporter text does; another vendor's text is kept as sent."""
+    from apps.fleet.models import GPU
+
+    agent = fleet["agent"]
+    as_model(agent, ["m00"], "amd", "0x74a1")
+    as_model(agent, ["m01"], "nvidia", "0x74a1")
+    models = dict(GPU.objects.filter(index=0).values_list("node__hostname", "model"))
+    assert models["m00"] == "AMD Instinct MI300X" and models["m01"] == "0x74a1"

@@ -210,9 +210,17 @@ def test_the_weekly_incidents_table_keeps_its_columns_on_a_wide_screen(chromium,
     assert "Lost GPU·h this week" in head.inner_text()
     cells = page.evaluate(INCIDENT_CELLS)
     assert cells["rows"] >= 1 and not cells["outside"], cells
-    first = page.locator("section[aria-labelledby=inc-h] tbody tr").first.locator("td")
-    tops = {round(first.nth(i).bounding_box()["y"]) for i in range(6)}
-    assert len(tops) == 1, tops  # one line per incident, not stacked
+    # Measured in one go, against the row: a chart above that finishes drawing between
+    # two separate reads moves the whole table (CI once saw tops of 500 and 560).
+    tops = page.evaluate(
+        """() => {
+          const row = document.querySelector('section[aria-labelledby=inc-h] tbody tr');
+          const top = row.getBoundingClientRect().top;
+          const cells = [...row.querySelectorAll('td')];
+          return cells.map(td => Math.round(td.getBoundingClientRect().top - top));
+        }"""
+    )
+    assert len(tops) == 6 and set(tops) == {0}, tops  # one line per incident, not stacked
     seen.assert_clean()
     page.close()
 

@@ -51,8 +51,11 @@ def test_operator_books_a_window_and_sees_it_on_the_calendar_and_node_page(chrom
     }
 
     page.click("nav >> text=Maintenance")
+    # The click does not wait for the new page: wait for the calendar's bar itself (counting
+    # at once may count on the window's own page, still shown).
     bar = page.locator(f"a.mw-bar >> text=#{window.pk}")
-    assert bar.count() == 1 and bar.is_visible()
+    bar.wait_for(state="visible")
+    assert bar.count() == 1
     assert page.locator("#cur-h").inner_text().startswith("In progress")
     page.click(f"section[aria-labelledby=cur-h] a >> text=#{window.pk}")
     page.click("a.chip >> text=gpu002")

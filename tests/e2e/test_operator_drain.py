@@ -47,6 +47,7 @@ def test_operator_drains_a_suspect_node_from_the_health_grid(chromium, live_serv
     change = NodeStateChange.objects.filter(node=node).order_by("-at", "-id").first()
     assert (change.by, change.source, change.reason) == ("otto", "user", "drain for GEMM re-test")
     page.click("nav >> text=Health")
+    page.wait_for_selector("a.tile.state-drained")  # the click does not wait for the page
     assert page.locator("a.tile.state-drained").count() == 1
     assert page.locator("a.tile.state-suspect").count() == 0
     seen.assert_clean()

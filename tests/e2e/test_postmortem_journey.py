@@ -71,7 +71,7 @@ def test_engineer_files_and_writes_a_postmortem_another_approves(chromium, live_
         "eve",
     )
     page.click("text=Action items")
-    assert "reseat risers on rack r0" in page.locator("main").inner_text()
+    page.wait_for_selector("main >> text=reseat risers on rack r0")  # the click does not wait
     context.close()
     seen.assert_clean()
     seen_too.assert_clean()

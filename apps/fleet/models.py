@@ -83,6 +83,11 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def model_of(self, model: str) -> str:
+        """A GPU's model as the checks and pages compare it: a blank one (never reported) is
+        the cluster's `gpu_model` (docs/pages.md, Vendors and models)."""
+        return model or self.gpu_model
+
     def peak_for(self, model: str) -> float | None:
         """The dense BF16 peak of one of its GPU models (docs/formulas.md, MFU); None: unknown."""
         return peak_for(

@@ -55,13 +55,6 @@ class ThresholdsForm(forms.Form):
             for title, fields in self.groups()
         ]
 
-    def readings(self) -> list[tuple[str, float, float]]:
-        """(label, value in force, default) of every threshold: what a role that may not
-        change them reads instead of the inputs."""
-        return [
-            (str(self.fields[f.name].label), self.initial[f.name], DEFAULTS[f.name]) for f in FIELDS
-        ]
-
     def clean(self) -> dict[str, Any]:
         """Each value within its bounds."""
         data = super().clean() or {}

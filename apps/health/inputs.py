@@ -113,7 +113,7 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
             hostname,
             index,
             # docs/pages.md, Vendors and models: a blank model is the cluster's
-            model or cluster.gpu_model,
+            cluster.model_of(model),
             {k: _json_value(v) for k, v in zip(keys, values, strict=True) if v is not None},
             from_epoch(updated) if updated is not None else None,
             from_epoch(probe) if probe is not None else None,

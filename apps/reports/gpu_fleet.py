@@ -31,15 +31,15 @@ from django.db.models.functions import Cast, Coalesce, Collate, NullIf
 
 from apps.fleet.models import GPU, Cluster, Node
 from apps.jobs.models import Job
+from apps.telemetry.exporters import series_for
 from apps.telemetry.prometheus_source import SourceDown, prometheus_latest
-from apps.telemetry.promql import dcgm_fields
 
 FRESH = dt.timedelta(minutes=15)
 TOP = 10
 BUSY_UTIL = 50.0
 CLOCK_SHORTFALL = 0.10
 # The values ranked and shown, by KUAE's names: from a Prometheus, the series of every
-# exporter that fills them (dcgm-exporter's, AMD's, Gaudi's: `dcgm_fields`).
+# exporter that fills them (dcgm-exporter's, AMD's, Gaudi's: `exporters.series_for`).
 RANKED_METRICS = frozenset(
     {"temp_c", "gpu_util", "sm_clock_mhz", "power_w", "tensor_active", "sm_clock_throttle"}
 )
@@ -61,14 +61,8 @@ class GPUValues:
     hostname: str
     index: int
     metrics: Mapping[str, float]
-    # Its model, a blank one already read as the cluster's (`model_of`): the clocks compared.
+    # Its model as `Cluster.model_of` reads it (the clocks are compared within one).
     model: str = ""
-
-
-def model_of(model: str, cluster: Cluster) -> str:
-    """A GPU's model as its clock is compared: a blank model is the cluster's `gpu_model`
-    (docs/pages.md, Vendors and models; the rule of `apps.health.inputs.gpus_latest`)."""
-    return model or cluster.gpu_model
 
 
 def reasons_of(bitmask: float | None) -> list[str]:
@@ -197,7 +191,7 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
         util=_number("gpu_util"),
         clock=_number("sm_clock_mhz"),
         throttle=_number("sm_clock_throttle"),
-        # model_of in SQL: a blank model is the cluster's
+        # Cluster.model_of in SQL: a blank model is the cluster's
         kind=Coalesce(NullIf("model", Value("")), Value(cluster.gpu_model)),
     )
     per_model = (
@@ -250,13 +244,13 @@ def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet
     rankings = Rankings()
     if cluster.prometheus_url:
         try:
-            samples = prometheus_latest(cluster, fields=dcgm_fields(RANKED_METRICS), now=now)
+            samples = prometheus_latest(cluster, fields=series_for(RANKED_METRICS), now=now)
         except SourceDown as exc:
             error = str(exc)
         else:
             # Each sample's model: its exporter's, else the stored GPU's (prometheus_latest).
             rankings = rank_gpus(
-                (GPUValues(s.node, s.gpu, s.metrics, model_of(s.model, cluster)) for s in samples),
+                (GPUValues(s.node, s.gpu, s.metrics, cluster.model_of(s.model)) for s in samples),
                 top=top,
             )
     else:

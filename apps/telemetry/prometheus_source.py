@@ -30,12 +30,12 @@ from django.conf import settings
 from apps.fleet.destinations import DestinationRefused, Unresolvable, url_refusal
 from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.pinned import pinned_transport
+from apps.telemetry.exporters import series_for
 from apps.telemetry.infiniband import infiniband_query, instance_index, readings_of_vector
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.ports import PortReading
 from apps.telemetry.promql import (
     AnswerError,
-    dcgm_fields,
     dcgm_query,
     host_index,
     matrix_of,
@@ -196,7 +196,7 @@ def prometheus_pull(
     for nothing is not asked. SourceDown when the server does not answer; nothing is
     written then."""
     samples: list[TelemetrySample] = []
-    fields = None if metrics is None else dcgm_fields(metrics)
+    fields = None if metrics is None else series_for(metrics)
     if metrics is None or fields:
         known = set(
             GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index")
@@ -228,7 +228,7 @@ def _pull_query(cluster: Cluster, query: str, now: dt.datetime) -> list[tuple[di
 def prometheus_latest(
     cluster: Cluster, *, fields: Iterable[str], now: dt.datetime
 ) -> list[TelemetrySample]:
-    """The latest values of `fields` (series of any exporter: `dcgm_fields`) of the cluster's
+    """The latest values of `fields` (any exporter's series: `series_for`) of the cluster's
     GPUs, read with one instant query and named as posted telemetry names them, without
     storing anything (the fleet view's GPU rankings). Each sample's model is its exporter's
     identity label (asked of one series per exporter, as a pull does), else the stored GPU's

@@ -63,12 +63,6 @@ def _spellings(series: str) -> list[str]:
     return out
 
 
-def dcgm_fields(metrics: Container[str]) -> list[str]:
-    """The series of every exporter (dcgm-exporter's first) stored under `metrics` (KUAE's
-    names, as in posted telemetry)."""
-    return series_for(metrics)
-
-
 def all_series() -> list[str]:
     """Every series of every mapping file."""
     return list(series_for(frozenset(line.name for e in exporters() for line in e.lines)))
@@ -271,14 +265,6 @@ def _host_pattern(hostname: str) -> str:
 def _quoted(pattern: str) -> str:
     """A regex written inside a PromQL double-quoted string."""
     return pattern.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def gpu_range_query(field: str, hostname: str, *, index_label: str = "gpu") -> str:
-    """One node's per-GPU series of one series name (a dcgm field): one series per
-    `index_label` (dcgm-exporter's `gpu`), whether the exporter names the host with
-    `Hostname` or `hostname` (`max by` also merges an HA pair of exporters reporting the
-    same GPU)."""
-    return _per_gpu([field], (), index_label, hostname)
 
 
 def _per_gpu(names: Sequence[str], matchers: Sequence[str], index_label: str, hostname: str) -> str:

@@ -30,9 +30,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from apps.fleet.models import GPU, Cluster
 from apps.health.checks import CHECKS, Target
 from apps.health.services import PULLED_METRICS, runs_execute_now
+from apps.telemetry.exporters import series_for
 from apps.telemetry.names import DCGM_FIELDS
 from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
-from apps.telemetry.promql import dcgm_fields, dcgm_query
+from apps.telemetry.promql import dcgm_query
 from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 NODES_PER_TARGET = 128
@@ -203,8 +204,7 @@ def prometheus_measure(cluster: Cluster, out: dict[str, tuple[float, int | None]
             ),
             "every field, the identity on one": dcgm_query(),
         } | {
-            f"{kind}'s fields": dcgm_query(dcgm_fields(PULLED_METRICS[kind]))
-            for kind in GPU_PULLING
+            f"{kind}'s fields": dcgm_query(series_for(PULLED_METRICS[kind])) for kind in GPU_PULLING
         }
         for label, query in queries.items():
             seconds, mb, answered = _ask(url, query)

@@ -1,7 +1,8 @@
 """Honest gaps per exporter (docs/integrations.md, Exporters and their mapping files;
 docs/checks.md, Blind results): a Gaudi node says on its page what its exporter does not
 report, and `gpu_errors` stores `error` — "not checked" — for its GPUs, never a pass and
-never an incident; an AMD MI3xx GPU's temperature is named junction.
+never an incident; an AMD MI3xx GPU's temperature is named junction; and an AMD GPU's
+uncorrectable-ECC growth drains its node as an NVIDIA one's does.
 
 No Gaudi or AMD exporter runs here: the text is in the vendors' published shape — Intel's
 Prometheus Metric Exporter page,
@@ -44,7 +45,9 @@ def gaudi_scrape(replays: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def amd_mi300_scrape(host: str) -> str:
+def amd_mi300_scrape(host: str, uncorrectable: int = 0) -> str:
+    """AMD device-metrics-exporter text for 8 MI300X; GPU 5's uncorrectable ECC count is
+    `uncorrectable`."""
     lines = []
     for i in range(8):
         labels = f'card_model="0x74a1",gpu_id="{i}",hostname="{host}",serial_number="SN{i}"'
@@ -52,7 +55,7 @@ def amd_mi300_scrape(host: str) -> str:
             f"gpu_junction_temperature{{{labels}}} 71",
             f"gpu_power_usage{{{labels}}} 612",
             f"gpu_ecc_correct_total{{{labels}}} 0",
-            f"gpu_ecc_uncorrect_total{{{labels}}} 0",
+            f"gpu_ecc_uncorrect_total{{{labels}}} {uncorrectable if i == 5 else 0}",
             f"gpu_ecc_correct_xgmi_wafl{{{labels}}} 0",
             f"gpu_ecc_uncorrect_xgmi_wafl{{{labels}}} 0",
         ]
@@ -144,3 +147,15 @@ def test_an_amd_mi3xx_gpu_names_its_temperature_junction(cluster, fleet, browser
     run_gpu_errors(cluster)
     # AMD reports ECC and XGMI (its ECC block): nothing blind, a pass.
     assert CheckResult.objects.get(kind="gpu_errors", target="gpu:h12/0").status == "pass"
+
+
+def test_amd_uncorrectable_ecc_growth_drains_the_node(cluster, fleet):  # noqa: ANN001
+    agent = fleet["agent"]
+    for uncorrectable in (0, 4):  # two readings: the counter grows by 4
+        answer = agent.post(URL, amd_mi300_scrape("h09", uncorrectable), content_type="text/plain")
+        assert answer.status_code == 202, answer.json()
+        run_gpu_errors(cluster)
+    result = CheckResult.objects.get(kind="gpu_errors", target="gpu:h09/5")
+    assert result.status != "pass"
+    assert Incident.objects.get().category == "gpu_hbm"
+    assert Node.objects.get(hostname="h09").state == "drained"

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU
 from apps.fleet.services import NodeSpec, nodes_register
-from apps.reports.gpu_fleet import FRESH, GPUValues, gpu_fleet, model_of, rank_gpus
+from apps.reports.gpu_fleet import FRESH, GPUValues, gpu_fleet, rank_gpus
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_the_database_ranks_as_rank_gpus_does_over_every_gpu(cluster, seed, mixe
         "node__hostname", "index", "metrics", "model"
     )
     every = rank_gpus(
-        [GPUValues(h, i, m, model_of(model, cluster)) for h, i, m, model in fresh], top=10
+        [GPUValues(h, i, m, cluster.model_of(model)) for h, i, m, model in fresh], top=10
     )
     with CaptureQueriesContext(connection) as queries:
         ranked = gpu_fleet(cluster=cluster, now=now, top=10).rankings

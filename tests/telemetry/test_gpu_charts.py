@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU, Cluster, Node
 from apps.reports.gpu_fleet import GPUValues, rank_gpus, reasons_of
+from apps.telemetry.exporters import exporter
 from apps.telemetry.gpu_charts import gpu_history_figure
 from apps.telemetry.gpu_history import GPU_PANELS, GPUHistory, Trace, Window, window_from
 from apps.telemetry.models import NodeRollup
-from apps.telemetry.promql import MAX_POINTS, gpu_range_query, matrix_of, range_step
+from apps.telemetry.promql import MAX_POINTS, exporter_range_query, matrix_of, range_step
 from tests.support import closed_port
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.UTC)
@@ -36,8 +37,8 @@ def test_step_keeps_every_range_under_2000_points(hours: int, step: int) -> None
 
 
 def test_range_query_per_gpu_and_matrix_reading() -> None:
-    query = gpu_range_query("DCGM_FI_DEV_GPU_TEMP", "gpu-a017.dc1.example")
-    assert query.startswith('max by (gpu) (DCGM_FI_DEV_GPU_TEMP{Hostname=~"')
+    query = exporter_range_query(exporter("dcgm"), "temp_c", "gpu-a017.dc1.example")
+    assert query is not None and query.startswith('max by (gpu) (DCGM_FI_DEV_GPU_TEMP{Hostname=~"')
     assert 'hostname=~"' in query and " or " in query
     answer = {
         "status": "success",

@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from apps.fleet.models import Cluster
 from apps.health.services import PULLED_METRICS
+from apps.telemetry.exporters import series_for
 from apps.telemetry.infiniband import PORT_METRICS
 from apps.telemetry.names import COUNTERS, DCGM_FIELDS
 from apps.telemetry.prometheus_source import SourceDown, instant_query, token_for
-from apps.telemetry.promql import dcgm_fields, dcgm_query, host_index, samples_of, vector_of
+from apps.telemetry.promql import dcgm_query, host_index, samples_of, vector_of
 from tests.support import LoopbackServer, QuietHandler, reply
 
 URL = "/api/v1/clusters/c1/"
@@ -92,12 +93,12 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
     )
     assert dcgm_query(["DCGM_FI_DEV_GPU_UTIL"]).count("DCGM_FI_DEV_GPU_TEMP") == 1
     # KUAE's names to the exporters' series: both spellings of the throttle reasons.
-    assert dcgm_fields({"xid", "sm_clock_throttle"}) == [
+    assert series_for({"xid", "sm_clock_throttle"}) == [
         "DCGM_FI_DEV_XID_ERRORS",
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
         "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
     ]
-    assert dcgm_fields({"power_w"}) == [
+    assert series_for({"power_w"}) == [
         "DCGM_FI_DEV_POWER_USAGE",
         "gpu_power_usage",
         "habanalabs_power_mW",

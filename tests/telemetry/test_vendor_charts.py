@@ -26,7 +26,7 @@ from apps.fleet.models import GPU, Cluster, Node
 from apps.telemetry.exporters import exporter
 from apps.telemetry.gpu_charts import gpu_history_figure
 from apps.telemetry.gpu_history import GPU_PANELS, Window, node_exporter, node_gpu_history
-from apps.telemetry.promql import exporter_range_query, gpu_range_query
+from apps.telemetry.promql import exporter_range_query
 from tests.support import LoopbackServer, QuietHandler, reply
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.UTC)
@@ -108,9 +108,10 @@ def test_each_exporter_is_asked_its_own_series_index_label_and_unit() -> None:
     assert gaudi_power.endswith(") / 1000")  # mW → W in the query
     gaudi_memory = exporter_range_query(exporter("gaudi"), "mem_used_mib", "g1")
     assert gaudi_memory is not None and gaudi_memory.endswith(") / 1048576")  # bytes → MiB
-    # dcgm-exporter's query is the one the charts always asked.
-    assert exporter_range_query(exporter("dcgm"), "temp_c", host) == gpu_range_query(
-        "DCGM_FI_DEV_GPU_TEMP", host
+    # dcgm-exporter's query is the one the charts always asked (host "mi300-01": no dot).
+    assert exporter_range_query(exporter("dcgm"), "temp_c", host) == " or ".join(
+        f'max by (gpu) (DCGM_FI_DEV_GPU_TEMP{{{label}=~"mi300-01|mi300-01\\\\..+"}})'
+        for label in ("Hostname", "hostname")
     )
     # AMD's SM clock: its system clocks only, in either spelling of `clock_type`.
     clock = exporter_range_query(exporter("amd"), "sm_clock_mhz", host)

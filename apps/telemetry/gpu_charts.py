@@ -142,6 +142,10 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     "yref": "paper",
                     "x": left + cell_w / 2,
                     "y": top - cell_h / 2,
+                    # centred on the cell (Plotly's "auto" anchors the right column's text
+                    # by its end)
+                    "xanchor": "center",
+                    "yanchor": "middle",
                     "showarrow": False,
                     "font": {"size": 12, "color": Series.MTTR.colour},
                 }

@@ -152,6 +152,10 @@ def test_amd_node_charts_its_series_and_says_what_amd_does_not_report(
     fig = gpu_history_figure(history)
     said = [a["text"] for a in fig["layout"]["annotations"]]
     assert "not reported by AMD device-metrics-exporter" in said
+    # Centred on its own chart's cell: the last of two columns (tensor activity).
+    (gap,) = (a for a in fig["layout"]["annotations"] if a["text"].startswith("not reported"))
+    domain = fig["layout"][f"xaxis{len(GPU_PANELS)}"]["domain"]
+    assert gap["xanchor"] == "center" and gap["x"] == (domain[0] + domain[1]) / 2
     assert {t["name"] for t in fig["data"]} == {"GPU 0", "GPU 1"}
 
 

@@ -4,6 +4,7 @@ buttons, series colours from the palette, target and reference lines."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from apps.common.choices import Series
@@ -34,6 +35,22 @@ def iso(ts: float | dt.datetime) -> str:
     if not isinstance(ts, dt.datetime):
         ts = dt.datetime.fromtimestamp(ts, tz=dt.UTC)
     return ts.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def line_style(y: Sequence[float | None], colour: str) -> dict[str, Any]:
+    """A line trace's Plotly mode, with a dot of the line's colour on each point that has no
+    neighbour to be joined to (a series of one point, or one between gaps), which a line
+    alone leaves undrawn: a port's first 5-minute rollup, a job's first sample."""
+    last = len(y) - 1
+    sizes = [
+        6
+        if value is not None and (i == 0 or y[i - 1] is None) and (i == last or y[i + 1] is None)
+        else 0
+        for i, value in enumerate(y)
+    ]
+    if not any(sizes):
+        return {"mode": "lines"}
+    return {"mode": "lines+markers", "marker": {"color": colour, "size": sizes}}
 
 
 def translucent(colour: str, alpha: float) -> str:

@@ -13,6 +13,7 @@ from apps.common.charts import (
     SERIES,
     base_layout,
     iso,
+    line_style,
     reference_line,
     target_line,
 )
@@ -80,7 +81,7 @@ def _checkpoint_strip(marks: list[CheckpointMark]) -> dict[str, Any]:
 def _line(x: list[str], y: list[Any], name: str, axis: str, hover: str) -> dict[str, Any]:
     return {
         "type": "scattergl" if len(x) > 5000 else "scatter",
-        "mode": "lines",
+        **line_style(y, SERIES[name]),
         "name": name,
         "x": x,
         "y": y,

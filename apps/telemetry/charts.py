@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, RANGE_BUTTONS, base_layout, iso, translucent
+from apps.common.charts import CONFIG, RANGE_BUTTONS, base_layout, iso, line_style, translucent
 from apps.common.choices import Series
 from apps.fleet.models import Node
 from apps.telemetry.selectors import node_rollups
@@ -28,6 +28,7 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
         colour = series.colour
         lows = [getattr(r, f"{metric}_min") for r in rows]
         highs = [getattr(r, f"{metric}_max") for r in rows]
+        means = [r.mean(metric) for r in rows]
         traces += [
             {
                 "type": "scatter",
@@ -53,9 +54,9 @@ def node_telemetry_figure(*, node: Node, hours: int = 24) -> dict[str, Any]:
             },
             {
                 "type": "scatter",
-                "mode": "lines",
+                **line_style(means, colour),
                 "x": x,
-                "y": [r.mean(metric) for r in rows],
+                "y": means,
                 "yaxis": axis,
                 "name": title,
                 "line": {"color": colour, "width": 1.5},

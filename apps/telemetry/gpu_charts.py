@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.common.charts import CONFIG, base_layout, iso, plain, translucent
+from apps.common.charts import CONFIG, base_layout, iso, line_style, plain, translucent
 from apps.common.choices import Hue, Series
 from apps.telemetry.gpu_history import GPUHistory, Trace
 from apps.telemetry.promql import MAX_POINTS
@@ -158,7 +158,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                 data.append(
                     {
                         "type": "scatter",
-                        "mode": "lines",
+                        **line_style(y, colour),
                         "x": x,
                         "y": y,
                         "xaxis": xa,
@@ -196,7 +196,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
             data.append(
                 {
                     "type": "scatter",
-                    "mode": "lines",
+                    **line_style(y, colour),
                     "x": x,
                     "y": y,
                     "xaxis": xa,

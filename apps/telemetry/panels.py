@@ -35,6 +35,9 @@ def node_gpus(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
         "node": node,
         "gpus": gpus,
         "gpu_columns": GPU_COLUMNS,
+        # A Model column only where the node's GPUs are of several models: the page's
+        # header already names one model for all of them ("8 × NVIDIA H100 80GB HBM3").
+        "several_models": len({node.cluster.model_of(g.model) for g in gpus}) > 1,
         "node_vendor": common_vendor(list(vendors.values())),
         "gaps": gaps,
         # dcgm-exporter's counters file is the advice for NVIDIA GPUs (or of no known

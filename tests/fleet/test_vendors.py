@@ -206,6 +206,13 @@ def test_pages_name_the_link_by_the_vendor_word(cluster, fleet, users):
     as_model(agent, ["m03"], "nvidia", "NVIDIA H100 80GB HBM3")
     named = web.get("/nodes/m03/").content.decode()
     assert "8 × NVIDIA H100 80GB HBM3" in named and "NVIDIA NVIDIA" not in named
+    # The header names the one model; the GPU table adds a Model column only for several.
+    assert '<th scope="col">Model</th>' not in named
+    assert post(agent, [sample("m04", 5, model="MI300X", vendor="amd")]).status_code == 202
+    mixed = web.get("/nodes/m04/").content.decode()
+    assert mixed.count('<th scope="col">Model</th>') == 1
+    assert "7 × NVIDIA H100" in mixed and "1 × AMD MI300X" in mixed
+    assert '<td class="small">AMD MI300X</td>' in mixed
     # A Moore Threads node's gaps name no NVIDIA exporter: its reader does not send them.
     as_model(agent, ["m02"], "mthreads", "MTT S4000")
     mtt = web.get("/nodes/m02/").content.decode()

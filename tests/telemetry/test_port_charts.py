@@ -75,6 +75,13 @@ def test_rollup_port_charts_per_node_summed_over_ports(
     assert 'href="?range=30d#port-charts"' in ports_card
     assert 'aria-current="true">7 d</a>' in ports_card
     # nothing in range is a message, not empty axes; a bad custom range is its problem
+    # A line alone draws nothing of one point: a port's first rollup is a dot, the rest lines.
+    assert all(t["mode"] == "lines" for t in lines)
+    PortRollup.objects.create(node=nodes[2], bucket=bucket_of(timezone.now()), ports=8)
+    first = client.get(f"/charts/nodes/{nodes[2].hostname}/ports.json", {"range": "1h"}).json()
+    dots = [t for t in first["data"] if t.get("name")]
+    assert len(dots) == len(lines) and all(t["mode"] == "lines+markers" for t in dots)
+    assert all(t["marker"]["size"] == [6] and t["y"] == [0.0] for t in dots)
     empty = client.get(f"/charts/nodes/{nodes[1].hostname}/ports.json", {"range": "1h"}).json()
     assert "No port readings for this node" in empty["layout"]["annotations"][0]["text"]
     bad = client.get(f"/charts/nodes/{node.hostname}/ports.json", {"start": "soon"}).json()

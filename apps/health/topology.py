@@ -197,9 +197,12 @@ def topology_page(request: HttpRequest) -> HttpResponse:
             "link_words": words,
             "states": list(NodeState),
             "placed": sum(len(rows) for rows in kinds.values()),
+            # the ports' legend only where some switch has ports cabled to it
             "port_verdicts": [
                 SimpleNamespace(verdict=v, glyph=PORT_GLYPHS[v], words=PORT_WORDS[v])
                 for v in PORT_VERDICTS
-            ],
+            ]
+            if any(row.port_count for rows in kinds.values() for row in rows)
+            else [],
         },
     )

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
-from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, gpu_fleet
+from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, GPUFleet, gpu_fleet
 from apps.reports.params import pick_cluster
 
 
@@ -58,7 +58,35 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
                     }
                     for r in rows
                 ],
+                _empty(key, fleet),
             )
             for key, title, order, rows in lists
         ]
     return render(request, "reports/gpus.html", context)
+
+
+# What a table's GPUs must report to be ranked in it.
+_NEEDS = {"hot": "its temperature", "idle": "its utilisation"}
+
+
+def _empty(key: str, fleet: GPUFleet) -> str:
+    """What an empty table says: why nothing is listed, never a pass it could not judge (a
+    cluster whose GPUs report no SM clock is not "not throttled")."""
+    counted = fleet.rankings.counted
+    if fleet.error:
+        return "Nothing to rank while the source is down."
+    if not counted:
+        if fleet.source == "prometheus":
+            return "The cluster's Prometheus has no GPU series for this cluster."
+        return (
+            f"No GPU has posted telemetry in the last {int(FRESH.total_seconds() // 60)} minutes."
+        )
+    gpus = f"{counted:,} GPU{'s' if counted != 1 else ''}"
+    if key in _NEEDS:
+        return f"None of the {gpus} ranked reports {_NEEDS[key]}."
+    if not fleet.rankings.max_clocks:
+        return (
+            f"Not judged by clock: none of the {gpus} ranked reports its SM clock. None "
+            "reports a reason that slows its clocks either."
+        )
+    return f"None of the {gpus} ranked is throttled."

@@ -111,6 +111,7 @@ def test_a_switch_without_ports_shows_no_port_counts(cluster, client, users):
     client.force_login(users["mia"])
     page = client.get("/topology/?cluster=c1").content.decode()
     assert 'data-component="switch:leaf-00"' in page and "ports-summary" not in page
+    assert "port not judged yet" not in page  # no ports, no ports' legend
 
 
 def test_a_port_with_no_switch_on_a_node_placed_nowhere_counts_nowhere(cluster):

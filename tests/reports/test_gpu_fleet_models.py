@@ -115,6 +115,48 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
     assert '<th scope="col">Model</th>' not in html and "per GPU model: H100 " in html
 
 
+def _empty_texts(html: str) -> dict[str, str]:
+    """Each ranked table's empty-row text, by table ('' when it lists GPUs)."""
+    out = {}
+    for key in ("hot", "idle", "throttled"):
+        table = html[html.index(f'id="gpus-{key}"') :]
+        table = table[: table.index("</table>")]
+        start = table.find('class="empty">')
+        out[key] = table[start + 14 : table.index("</td>", start)] if start >= 0 else ""
+    return out
+
+
+@pytest.mark.django_db
+def test_an_empty_table_says_why_never_a_pass_it_could_not_judge(
+    cluster: Cluster, client: Any, users: Any
+) -> None:
+    nodes_register(cluster=cluster, specs=[NodeSpec(hostname="m-001")])
+    client.force_login(users["mia"])
+    html = client.get("/gpus/", {"cluster": cluster.name}).content.decode()
+    assert set(_empty_texts(html).values()) == {
+        "No GPU has posted telemetry in the last 15 minutes."
+    }
+    # GPUs that report no SM clock (as Moore Threads' through the node agent): the hottest
+    # are listed, and "Most throttled" says it could not judge, not that none is throttled.
+    now = timezone.now()
+    GPU.objects.filter(node__cluster=cluster).update(
+        metrics={"temp_c": 61, "gpu_util": 97}, updated_at=now
+    )
+    said = _empty_texts(client.get("/gpus/", {"cluster": cluster.name}).content.decode())
+    assert said["hot"] == said["idle"] == ""
+    assert said["throttled"] == (
+        "Not judged by clock: none of the 8 GPUs ranked reports its SM clock. None reports "
+        "a reason that slows its clocks either."
+    )
+    _post(cluster, now, {("m-001", i): H100_MHZ for i in range(8)})
+    said = _empty_texts(client.get("/gpus/", {"cluster": cluster.name}).content.decode())
+    assert said["throttled"] == "None of the 8 GPUs ranked is throttled."
+    GPU.objects.filter(node__cluster=cluster).update(metrics={"power_w": 500}, updated_at=now)
+    said = _empty_texts(client.get("/gpus/", {"cluster": cluster.name}).content.decode())
+    assert said["hot"] == "None of the 8 GPUs ranked reports its temperature."
+    assert said["idle"] == "None of the 8 GPUs ranked reports its utilisation."
+
+
 @pytest.mark.django_db
 def test_prometheus_mixed_cluster_flags_only_the_slow_h100(
     stack: dict[str, Any],  # noqa: F811

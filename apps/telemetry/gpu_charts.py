@@ -134,10 +134,19 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
             }
         )
         blind = history.blind.get(panel.key)
-        if blind:  # its exporter cannot publish it: said in the chart, nothing asked
+        # Its exporter cannot publish it (nothing was asked), or nothing came in the range
+        # (as a Moore Threads GPU's SM clock): said in the chart, never bare axes.
+        gap = (
+            f"not reported by {blind}"
+            if blind
+            else ""
+            if any(trace.x for trace in traces)
+            else f"no readings over {history.window.label}"
+        )
+        if gap:
             annotations.append(
                 {
-                    "text": plain(f"not reported by {blind}"),
+                    "text": plain(gap),
                     "xref": "paper",
                     "yref": "paper",
                     "x": left + cell_w / 2,

@@ -99,6 +99,23 @@ def test_figure_one_trace_per_gpu_per_panel_same_colour_capped() -> None:
     assert all(len(t["x"]) <= MAX_POINTS for t in fig["data"])
 
 
+def test_a_chart_with_no_readings_says_so_not_bare_axes() -> None:
+    history = _history(2, 10)
+    clock = next(i for i, (p, _) in enumerate(history.panels) if p.key == "sm_clock_mhz")
+    panel, _ = history.panels[clock]
+    history.panels[clock] = (panel, [])  # as a Moore Threads GPU's SM clock
+    fig = gpu_history_figure(history)
+    said = [a["text"] for a in fig["layout"]["annotations"]]
+    assert said.count(f"no readings over {history.window.label}") == 1
+    note = next(a for a in fig["layout"]["annotations"] if a["text"].startswith("no readings"))
+    domain = fig["layout"][f"xaxis{clock + 1}"]["domain"]
+    assert note["x"] == (domain[0] + domain[1]) / 2  # on its own chart
+    assert not any(
+        a["text"].startswith("no readings")
+        for a in gpu_history_figure(_history(2, 10))["layout"]["annotations"]
+    )
+
+
 def test_figure_for_an_error_is_a_message() -> None:
     history = _history(8, 10)
     history.panels, history.error = [], "telemetry source http://p:9090 did not answer: refused"

@@ -162,7 +162,13 @@ def _write_interruptions(
         node = nodes[item.node]
         job = jobs.get(item.job) if item.job is not None else None
         label = Category(item.category).label
-        xid = XID_BY_CATEGORY.get(item.category)
+        # An XID is NVIDIA's word for a GPU error (its driver's): another vendor's GPU
+        # reports none, so its incident names none.
+        xid = (
+            XID_BY_CATEGORY.get(item.category)
+            if plan.gpu_of(item.node).vendor == "nvidia"
+            else None
+        )
         title = f"{label} on {node.hostname}" + (f" (XID {xid})" if xid else "")
         if item.planned:
             title = f"Planned maintenance on {node.hostname}"

@@ -144,3 +144,22 @@ def test_demo_has_a_moore_threads_cluster_beside_the_nvidia_one(settings):
     assert vendors == {"kuae-sim": {"nvidia"}, "kuae-mtt": {"mthreads"}}
     gpu = GPU.objects.filter(node__cluster__name="kuae-mtt").first()
     assert gpu.link_word == "MTLink" and gpu.model == "MTT S4000"
+
+
+def test_an_incident_names_an_xid_only_on_nvidia_gpus():
+    """XIDs are NVIDIA's driver's error codes: a Moore Threads cluster's GPU incidents name
+    none (the demo's said "GPU SRAM memory on mt-r000n05 (XID 94)")."""
+    from apps.incidents.models import Incident
+
+    for vendor in ("mthreads", "nvidia"):
+        simulate(gpus=64, days=7, seed=5, vendor=vendor, cluster=f"x-{vendor}",
+                 host_prefix=f"{vendor[:2]}-", failure_rate=0.5)  # fmt: skip
+    gpu = ("gpu", "gpu_hbm", "gpu_sram", "gpu_system_processor")
+    for vendor, named in (("mthreads", False), ("nvidia", True)):
+        titles = list(
+            Incident.objects.filter(cluster__name=f"x-{vendor}", category__in=gpu).values_list(
+                "title", flat=True
+            )
+        )
+        assert titles, f"{vendor}: the plan drew GPU faults"
+        assert all(("(XID " in t) == named for t in titles), titles

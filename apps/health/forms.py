@@ -11,6 +11,15 @@ from apps.health.limits import DEFAULTS, FIELDS, bounds, check_value
 from apps.health.models import Thresholds
 
 
+class _Number(forms.NumberInput):
+    """A number as its default is written: 10, not 10.0 (a float's exact digits kept)."""
+
+    def format_value(self, value: Any) -> str | None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return super().format_value(value)
+
+
 class ThresholdsForm(forms.Form):
     """Every threshold of `apps.health.limits`, with its label, unit and bounds."""
 
@@ -29,6 +38,7 @@ class ThresholdsForm(forms.Form):
                 "" if check in ("*", *SCHEDULED_KINDS) else f" — {kind_label(check)}, not run yet"
             )
             self.fields[f.name] = field_class(
+                widget=_Number(attrs={"step": "1" if whole else "any"}),
                 label=f.metadata["label"] + (f" ({unit})" if unit else "") + waiting,
                 help_text=f"default {DEFAULTS[f.name]:g}",
                 error_messages={

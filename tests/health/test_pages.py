@@ -47,6 +47,10 @@ def test_health_page(client, users, checked, django_assert_max_num_queries):
     fabric = dict(groups)["Fabric (NIC ports)"]
     assert fabric.count("<input") == len(CHECKS["fabric"].thresholds)
     assert 'name="fabric_flaps_per_min"' in fabric and 'name="temp_c"' not in fabric
+    # A value written as its default is: 5, not 5.0; a fraction exactly; a whole count steps by 1.
+    assert re.search(r'name="fabric_flaps_per_min" value="5" step="any"', fabric)
+    assert re.search(r'name="slow_factor" value="1.1" step="any"', form)
+    assert re.search(r'name="fabric_warns_to_fail" value="3" step="1"', fabric)
     # Reading the page writes nothing: no thresholds row until someone saves one.
     assert "the defaults" in client.get("/health/?cluster=c1").content.decode()
     assert not Thresholds.objects.exists()

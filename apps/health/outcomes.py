@@ -302,6 +302,27 @@ def _component_incidents(
     return opened
 
 
+def named_parts(items: list[d.Finding], *, one_host: bool) -> str:
+    """The GPUs and NIC ports findings point at, for an incident's title: "GPU 3",
+    "port mlx5_5/1" (with their node where the incident has several), at most three, in
+    the findings' order; '' where they point at nodes or jobs only."""
+    named: list[str] = []
+    for finding in items:
+        kind, _, rest = finding.target.partition(":")
+        if kind == "gpu":
+            host, _, index = rest.rpartition("/")
+            part = f"GPU {index}"
+        elif kind == "port":
+            host, _, port = rest.partition("/")
+            part = f"port {port}"
+        else:
+            continue
+        part = part if one_host else f"{host} {part}"
+        if part not in named:
+            named.append(part)
+    return ", ".join(named[:3]) + (" …" if len(named) > 3 else "")
+
+
 def _open(
     run: CheckRun,
     category: str,
@@ -320,6 +341,9 @@ def _open(
     where = job.name if job else str(ident)
     if hosts and scope == "job":
         where += f" ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"
+    parts = named_parts(items, one_host=len(hosts) == 1)
+    if parts:  # the GPUs and ports it blames, as a repair names them
+        where += f" — {parts}"
     said = _localized(items)
     incident = incident_open(
         cluster=run.cluster,

@@ -359,3 +359,20 @@ def test_sdc_without_a_node_majority_says_nothing():
     gpus = [d.GpuLatest(n, 0, "H100", {"gemm_checksum": 1.0}, NOW, NOW) for n in "abc"]
     gpus += [d.GpuLatest(n, 0, "H100", {"gemm_checksum": 2.0}, NOW, NOW) for n in "def"]
     assert d.sdc([], {}, gpus, limits=L) == []
+
+
+def test_an_incident_title_names_the_gpus_and_ports_its_findings_blame():
+    from apps.health.detectors.findings import Finding
+    from apps.health.outcomes import named_parts
+
+    def finding(target: str) -> Finding:
+        return Finding("fabric", target, "fail", "")
+
+    port, gpu = finding("port:gpu-7/mlx5_5/1"), finding("gpu:gpu-7/3")
+    assert named_parts([port, gpu, port], one_host=True) == "port mlx5_5/1, GPU 3"
+    assert named_parts([port, finding("gpu:gpu-8/0")], one_host=False) == (
+        "gpu-7 port mlx5_5/1, gpu-8 GPU 0"
+    )
+    many = [finding(f"gpu:gpu-7/{i}") for i in range(5)]
+    assert named_parts(many, one_host=True) == "GPU 0, GPU 1, GPU 2 …"
+    assert named_parts([finding("node:gpu-7"), finding("job:12")], one_host=True) == ""

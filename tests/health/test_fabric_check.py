@@ -88,6 +88,7 @@ def test_a_downed_link_drains_with_one_nic_incident_a_reset_is_silent_a_flap_war
     (incident,) = Incident.objects.all()
     assert (incident.category, incident.severity) == ("nic", "sev2")
     assert [n.hostname for n in incident.nodes.all()] == ["gpu000"]
+    assert incident.title == "Fabric (NIC ports): gpu000 — port mlx5_0/1"  # what to blame
     assert state("gpu000") == "drained" and state("gpu001") == "healthy"
     # Still down a minute later: no new incident, the node stays drained, the result says
     # why (its node is now out of service) instead of "within limits".

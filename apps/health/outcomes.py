@@ -302,6 +302,13 @@ def _component_incidents(
     return opened
 
 
+def fit_title(text: str) -> str:
+    """`text` cut to what an incident's title holds, an ellipsis saying it was cut (a
+    200-character job name and three long hostnames must not fail the run)."""
+    most = Incident._meta.get_field("title").max_length or len(text)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def named_parts(items: list[d.Finding], *, one_host: bool) -> str:
     """The GPUs and NIC ports findings point at, for an incident's title: "GPU 3",
     "port mlx5_5/1" (with their node where the incident has several), at most three, in
@@ -347,7 +354,7 @@ def _open(
     said = _localized(items)
     incident = incident_open(
         cluster=run.cluster,
-        title=f"{kind_label(run.kind)}: {where}",
+        title=fit_title(f"{kind_label(run.kind)}: {where}"),
         category=category,
         severity=worst,
         detected_at=now,

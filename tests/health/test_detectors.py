@@ -376,3 +376,15 @@ def test_an_incident_title_names_the_gpus_and_ports_its_findings_blame():
     many = [finding(f"gpu:gpu-7/{i}") for i in range(5)]
     assert named_parts(many, one_host=True) == "GPU 0, GPU 1, GPU 2 …"
     assert named_parts([finding("node:gpu-7"), finding("job:12")], one_host=True) == ""
+
+
+def test_an_incident_title_is_cut_to_what_the_field_holds():
+    from apps.health.outcomes import fit_title
+    from apps.incidents.models import Incident
+
+    most = Incident._meta.get_field("title").max_length
+    assert fit_title("Thermal: gpu-7 — GPU 3") == "Thermal: gpu-7 — GPU 3"
+    long = "Fabric (NIC ports): " + "j" * 200 + " (" + ", ".join(["h" * 60] * 3) + ")"
+    cut = fit_title(long)
+    assert len(long) > most and len(cut) == most and cut.endswith("…")
+    assert cut[:-1] == long[: most - 1]

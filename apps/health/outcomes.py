@@ -24,6 +24,14 @@ from apps.health import blast, inputs
 from apps.health import detectors as d
 from apps.health.checks import CHECKS, kind_label
 from apps.health.choices import ResultStatus
+from apps.health.incident_text import (
+    fit_title,
+    named_parts,
+    part_words,
+    times,
+    xid_pairs,
+    xid_seen,
+)
 from apps.health.limits import Limits
 from apps.health.models import CheckResult, CheckRun
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
@@ -302,34 +310,6 @@ def _component_incidents(
     return opened
 
 
-def fit_title(text: str) -> str:
-    """`text` cut to what an incident's title holds, an ellipsis saying it was cut (a
-    200-character job name and three long hostnames must not fail the run)."""
-    most = Incident._meta.get_field("title").max_length or len(text)
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def named_parts(items: list[d.Finding], *, one_host: bool) -> str:
-    """The GPUs and NIC ports findings point at, for an incident's title: "GPU 3",
-    "port mlx5_5/1" (with their node where the incident has several), at most three, in
-    the findings' order; '' where they point at nodes or jobs only."""
-    named: list[str] = []
-    for finding in items:
-        kind, _, rest = finding.target.partition(":")
-        if kind == "gpu":
-            host, _, index = rest.rpartition("/")
-            part = f"GPU {index}"
-        elif kind == "port":
-            host, _, port = rest.partition("/")
-            part = f"port {port}"
-        else:
-            continue
-        part = part if one_host else f"{host} {part}"
-        if part not in named:
-            named.append(part)
-    return ", ".join(named[:3]) + (" …" if len(named) > 3 else "")
-
-
 def _open(
     run: CheckRun,
     category: str,
@@ -369,14 +349,14 @@ def _open(
         details={"verdict": said} if said else None,
         actor=f"check:{run.kind}",
     )
-    seen = _xid_seen(items)
+    seen = xid_seen(items)
     if seen:  # a storm's first run says how many lines it folded (docs/checks.md, Storms)
         incident.details = {**incident.details, "xid_counts": seen}
         Incident.objects.filter(pk=incident.pk).update(details=incident.details)
     lines = [said] if said else []
     lines += [
-        f"XID {code} seen {_times(n)} on {_gpu_words(target)}"
-        for (target, code), n in _xid_pairs(seen)
+        f"XID {code} seen {times(n)} on {part_words(target)}"
+        for (target, code), n in xid_pairs(seen)
     ]
     if lines:
         incident_note(
@@ -386,30 +366,6 @@ def _open(
             at=now,
             text="; ".join(lines),
         )
-
-
-def _xid_seen(items: Sequence[d.Finding]) -> dict[str, dict[str, int]]:
-    """Each GPU target's XID codes and how many lines of each this run's findings folded."""
-    seen: dict[str, dict[str, int]] = {}
-    for f in items:
-        for code, n in (f.details.get("xid_counts") or {}).items():
-            codes = seen.setdefault(f.target, {})
-            codes[code] = codes.get(code, 0) + n
-    return seen
-
-
-def _xid_pairs(seen: dict[str, dict[str, int]]) -> list[tuple[tuple[str, str], int]]:
-    return sorted(((t, c), n) for t, codes in seen.items() for c, n in codes.items())
-
-
-def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
-
-
-def _gpu_words(target: str) -> str:
-    """`gpu:h01/3` → `h01 GPU 3` (a GPU known only by its PCI address: `h01 GPU 0000:17:00`)."""
-    host, _, index = target.removeprefix("gpu:").partition("/")
-    return f"{host} GPU {index}" if index else target
 
 
 def _localized(items: Sequence[d.Finding]) -> str:
@@ -453,15 +409,15 @@ def _update(
         lines.append(said)
         incident.details = {**incident.details, "verdict": said}
         Incident.objects.filter(pk=incident.pk).update(details=incident.details)
-    seen = _xid_seen(items)
+    seen = xid_seen(items)
     if seen:  # a storm folds in: its count grows, and the timeline says by how much
         totals = {t: dict(codes) for t, codes in (incident.details.get("xid_counts") or {}).items()}
-        for (target, code), n in _xid_pairs(seen):
+        for (target, code), n in xid_pairs(seen):
             codes = totals.setdefault(target, {})
             codes[code] = codes.get(code, 0) + n
             lines.append(
                 f"XID {code} seen {n} more time{'s' if n != 1 else ''} on "
-                f"{_gpu_words(target)} ({codes[code]} in all)"
+                f"{part_words(target)} ({codes[code]} in all)"
             )
         incident.details = {**incident.details, "xid_counts": totals}
         Incident.objects.filter(pk=incident.pk).update(details=incident.details)

@@ -104,6 +104,10 @@ class AlertStatus(ColouredChoices):
         return {"firing": Hue.RED, "resolved": Hue.GREEN}
 
 
+# The most characters an incident's title holds (Incident.title; a check cuts its titles
+# to it).
+TITLE_LENGTH = 300
+
 ACTIVE_STATUSES = frozenset(
     {IncidentStatus.OPEN, IncidentStatus.INVESTIGATING, IncidentStatus.MITIGATED}
 )

@@ -7,6 +7,7 @@ from django.db import models
 
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import (
+    TITLE_LENGTH,
     AlertStatus,
     Category,
     IncidentStatus,
@@ -22,7 +23,7 @@ class Incident(models.Model):
     (docs/incidents.md, Times)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="incidents")
-    title = models.CharField(max_length=300)
+    title = models.CharField(max_length=TITLE_LENGTH)
     category = models.CharField(max_length=32, choices=Category.choices)
     severity = models.CharField(max_length=8, choices=Severity.choices)
     status = models.CharField(

@@ -13,6 +13,8 @@ from apps.accounts.permissions import role_required
 from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, GPUFleet, gpu_fleet
 from apps.reports.params import pick_cluster
 
+FRESH_MIN = int(FRESH.total_seconds() // 60)
+
 
 @role_required()
 def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
@@ -25,7 +27,7 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
         "now": now,
         "busy_util": BUSY_UTIL,
         "shortfall_pct": round(CLOCK_SHORTFALL * 100),
-        "fresh_min": int(FRESH.total_seconds() // 60),
+        "fresh_min": FRESH_MIN,
     }
     if cluster is not None:
         fleet = gpu_fleet(cluster=cluster, now=now)
@@ -78,9 +80,7 @@ def _empty(key: str, fleet: GPUFleet) -> str:
     if not counted:
         if fleet.source == "prometheus":
             return "The cluster's Prometheus has no GPU series for this cluster."
-        return (
-            f"No GPU has posted telemetry in the last {int(FRESH.total_seconds() // 60)} minutes."
-        )
+        return f"No GPU has posted telemetry in the last {FRESH_MIN} minutes."
     gpus = f"{counted:,} GPU{'s' if counted != 1 else ''}"
     if key in _NEEDS:
         return f"None of the {gpus} ranked reports {_NEEDS[key]}."

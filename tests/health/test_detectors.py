@@ -363,7 +363,7 @@ def test_sdc_without_a_node_majority_says_nothing():
 
 def test_an_incident_title_names_the_gpus_and_ports_its_findings_blame():
     from apps.health.detectors.findings import Finding
-    from apps.health.outcomes import named_parts
+    from apps.health.incident_text import named_parts, part_words
 
     def finding(target: str) -> Finding:
         return Finding("fabric", target, "fail", "")
@@ -376,13 +376,16 @@ def test_an_incident_title_names_the_gpus_and_ports_its_findings_blame():
     many = [finding(f"gpu:gpu-7/{i}") for i in range(5)]
     assert named_parts(many, one_host=True) == "GPU 0, GPU 1, GPU 2 …"
     assert named_parts([finding("node:gpu-7"), finding("job:12")], one_host=True) == ""
+    # the XID storm's timeline words, from the same reading of a target
+    assert part_words("gpu:h01/0000:17:00.0") == "h01 GPU 0000:17:00.0"
+    assert part_words("node:h01") == "node:h01"
 
 
 def test_an_incident_title_is_cut_to_what_the_field_holds():
-    from apps.health.outcomes import fit_title
+    from apps.health.incident_text import fit_title
     from apps.incidents.models import Incident
 
-    most = Incident._meta.get_field("title").max_length
+    most = Incident._meta.get_field("title").max_length  # the field's own bound
     assert fit_title("Thermal: gpu-7 — GPU 3") == "Thermal: gpu-7 — GPU 3"
     long = "Fabric (NIC ports): " + "j" * 200 + " (" + ", ".join(["h" * 60] * 3) + ")"
     cut = fit_title(long)

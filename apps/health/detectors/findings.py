@@ -81,6 +81,16 @@ def gpu_target(host: str, index: int | str) -> str:
     return f"gpu:{host}/{index}"
 
 
+def target_part(target: str) -> tuple[str, str] | None:
+    """The node and the part of it a GPU or NIC port target names: `gpu:h01/3` → ("h01",
+    "GPU 3"), `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"); None for any other target."""
+    kind, _, rest = target.partition(":")
+    host, _, part = rest.partition("/")
+    if not part or kind not in ("gpu", "port"):
+        return None
+    return host, f"GPU {part}" if kind == "gpu" else f"port {part}"
+
+
 def job_target(job: int) -> str:
     """The result target of a job."""
     return f"job:{job}"

@@ -28,7 +28,14 @@ from apps.jobs.peaks import attach_peaks
 from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
 from apps.jobs.ranks import ranks_register, stalls_ingest
 from apps.jobs.readers import job_incidents
-from apps.jobs.scope import job_for_write, require_job, require_job_nodes
+from apps.jobs.scope import (
+    job_for_write,
+    require_job,
+    require_job_change,
+    require_job_nodes,
+    require_whole_job,
+    speaks_for_whole_job,
+)
 from apps.jobs.selectors import (
     MAX_POINTS_DEFAULT,
     MAX_POINTS_LIMIT,
@@ -161,6 +168,7 @@ class JobListView(generics.ListAPIView):
             )
             if existing is not None:
                 require_job(request.user, existing)
+                require_job_change(request.user, existing, values, nodes or None)
         job, created = job_create(cluster=values.pop("cluster"), nodes=nodes, **values)
         return _job_response(
             job, status.HTTP_201_CREATED if created else status.HTTP_200_OK, request
@@ -178,7 +186,12 @@ class JobDetailView(APIView):
         return _job_response(get_object_or_404(Job.objects.select_related("cluster"), pk=pk))
 
     @extend_schema(
-        request=JobWriteSerializer, responses={200: person_or_agent("Job", AGENT_JOB_ID)}
+        description="Changes a job's fields. A node's token may add its own nodes and mark "
+        "the run running; ending the job, removing nodes and changing `gpu_count`, `n_params` "
+        "or `flops_per_token` take a token that speaks for the whole job — a cluster's, or the "
+        "node's that holds rank 0 (docs/operations.md, Agent tokens and scopes).",
+        request=JobWriteSerializer,
+        responses={200: person_or_agent("Job", AGENT_JOB_ID)},
     )
     def patch(self, request: Request, pk: int) -> Response:
         job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
@@ -189,6 +202,7 @@ class JobDetailView(APIView):
         nodes = values.pop("nodes", None)
         if nodes is not None:
             require_job_nodes(request.user, job.cluster, [n.hostname for n in nodes])
+        require_job_change(request.user, job, values, nodes)
         return _job_response(job_update(job=job, nodes=nodes, **values), request=request)
 
 
@@ -249,11 +263,19 @@ class JobMetricsView(APIView):
         ]
         return Response({"points": points})
 
-    @extend_schema(request=MetricBatchSerializer, responses={202: AcceptedSerializer})
+    @extend_schema(
+        description="Step samples, all or nothing. A node's token sends its nodes' samples; "
+        "job-wide samples (no `node`) only from the node that holds rank 0 (docs/operations.md, "
+        "Agent tokens and scopes).",
+        request=MetricBatchSerializer,
+        responses={202: AcceptedSerializer},
+    )
     def post(self, request: Request, pk: int) -> Response:
         job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
         samples = parse_metric_batch(request.data)
         require_nodes(request.user, {s.node for s in samples if s.node is not None})
+        if any(s.node is None for s in samples):
+            require_whole_job(request.user, job, "job-wide samples")
         accepted = job_metrics_ingest(job=job, samples=samples)
         return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
 
@@ -393,7 +415,10 @@ class JobRanksView(APIView):
         "joins it, a re-sent registration (same `started_at` and `pid`) changes nothing, a "
         "rank that started again later begins the next attempt (a restarted job registers "
         "afresh), an older registration is ignored. A node not yet among the job's joins "
-        "them. An agent token only for a job on its nodes.",
+        "them. An agent token only for a job on its nodes; a node's token registers ranks "
+        "only on its nodes, never one the current attempt has elsewhere, and begins a new "
+        "attempt only from the node that holds rank 0 (docs/operations.md, Agent tokens and "
+        "scopes). `world_size` is at most the job's `gpu_count`.",
         request=RankBatchSerializer,
         responses={202: RankRegisteredSerializer},
     )
@@ -402,7 +427,13 @@ class JobRanksView(APIView):
         now = timezone.now()
         items = parse_rank_batch(request.data, now=now)
         require_nodes(request.user, {it.node for it in items})
-        accepted, attempt = ranks_register(job=job, items=items, now=now)
+        accepted, attempt = ranks_register(
+            job=job,
+            items=items,
+            now=now,
+            user=request.user,
+            new_attempts=speaks_for_whole_job(request.user, job),
+        )
         return Response({"accepted": accepted, "attempt": attempt}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -420,7 +451,8 @@ class StallIngestView(APIView):
         "rank not registered in the job's current attempt is registered by its first "
         "report (`world_size` from it, else the largest known). An unknown job or node is "
         "a 400 naming it (`reports[i].job`; a single report's `job`); an agent token only "
-        "for jobs on its nodes.",
+        "for jobs on its nodes, and a node's token only for ranks the current attempt has on "
+        "its nodes (or none yet).",
         request=StallBatchSerializer,
         responses={202: AcceptedSerializer},
     )

@@ -32,11 +32,11 @@ from django.db.models import Max
 
 from apps.common.bulk import among, insert_ignore, update_many
 from apps.common.errors import BatchError
-from apps.fleet.scope import require_nodes
+from apps.fleet.scope import refuse, require_nodes
 from apps.fleet.validators import nodes_named
 from apps.jobs.models import Job, Rank, RankStack
-from apps.jobs.rank_intake import RankItem, StallReport
-from apps.jobs.scope import require_jobs
+from apps.jobs.rank_intake import MAX_WORLD, RankItem, StallReport
+from apps.jobs.scope import require_jobs, require_own_ranks
 from apps.jobs.stacks import Stack
 
 _SHOWN = 100  # unknown names one 400 lists
@@ -61,6 +61,30 @@ def _node_ids(
             {key(i): [f"unknown node in cluster {clusters[pairs[i][0]]}"] for i in unknown[:_SHOWN]}
         )
     return known
+
+
+def world_bound(job: Job) -> int:
+    """The largest world size a rank of `job` may give: its GPU count (any number up to the
+    intake's bound while the job's count is unknown, 0)."""
+    return job.gpu_count if job.gpu_count > 0 else MAX_WORLD
+
+
+def _check_world(job: Job, sizes: Sequence[tuple[int, int | None, int]], key: Any) -> None:
+    """A BatchError naming `key(i, field)` for each item `(i, world size, rank)` whose world
+    size, or whose rank, is past the job's GPU count: a job's ranks are capped by its size
+    (an attempt holds at most `world_size` ranks, `world_size` at most the job's
+    `gpu_count`)."""
+    bound = world_bound(job)
+    errors: dict[str, list[str]] = {}
+    for i, world, rank in sizes:
+        if world is not None and world > bound:
+            errors[key(i, "world_size")] = [f"must be at most the job's gpu_count ({bound:,})"]
+        elif rank >= bound:
+            errors[key(i, "rank")] = [f"must be less than the job's gpu_count ({bound:,})"]
+        if len(errors) >= _SHOWN:
+            break
+    if errors:
+        raise BatchError(errors)
 
 
 def _lock_job(job_id: int) -> None:
@@ -135,16 +159,34 @@ class _Registration:
 
 
 @transaction.atomic
-def ranks_register(*, job: Job, items: Sequence[RankItem], now: dt.datetime) -> tuple[int, int]:
+def ranks_register(
+    *,
+    job: Job,
+    items: Sequence[RankItem],
+    now: dt.datetime,
+    user: Any = None,
+    new_attempts: bool = True,
+) -> tuple[int, int]:
     """Register a validated batch of ranks for `job` (the attempt rule: this module's
     docstring). Each node must be the job's cluster's: an unknown one rejects the whole
-    batch (`ranks[i].node`). Returns (accepted, the attempt the batch ended in)."""
+    batch (`ranks[i].node`), as does a world size past the job's GPU count. A node's token
+    (`user`) registers only ranks that are not registered on another node in the current
+    attempt; a new attempt begins only with `new_attempts` (apps/jobs/scope.py):
+    otherwise OutOfScope, nothing stored. Returns (accepted, the attempt the batch ended
+    in)."""
+    _check_world(
+        job,
+        [(i, it.world_size, it.rank) for i, it in enumerate(items)],
+        lambda i, name: f"ranks[{i}].{name}",
+    )
     clusters = {job.cluster_id: job.cluster.name}
     node_ids = _node_ids(
         [(job.cluster_id, it.node) for it in items], lambda i: f"ranks[{i}].node", clusters
     )
     _lock_job(job.pk)
     attempt = max(current_attempts([job.pk]).get(job.pk, 0), 1)
+    require_own_ranks(user, job, [it.rank for it in items], attempt=attempt)
+    first_attempt = attempt
     newest: dict[int, _Registration] = {}
     for pk, att, rank, world, node_id, local, pid, started, report_at in among(
         Rank.objects.filter(job_id=job.pk), "rank", sorted({it.rank for it in items})
@@ -203,6 +245,8 @@ def ranks_register(*, job: Job, items: Sequence[RankItem], now: dt.datetime) -> 
             newest[it.rank] = row
             inserts.append(row)
         used.add(node_id)
+    if attempt > first_attempt and not new_attempts:
+        refuse(f"a new attempt of job {job.pk}'s ranks (a node's token that does not hold rank 0)")
     insert_ignore(
         Rank._meta.db_table,
         (
@@ -332,7 +376,7 @@ def stalls_ingest(
     `reports[i].job` / `.node`; a single report's `job` / `node` when not `batch`), and
     each must be `user`'s to write for (OutOfScope, a 403)."""
     key = _report_key(batch)
-    jobs = {
+    jobs: dict[int, Job] = {
         j.pk: j
         for j in Job.objects.filter(pk__in={r.job for r in reports}).select_related("cluster")
     }
@@ -342,6 +386,12 @@ def stalls_ingest(
     if unknown:
         raise BatchError({key(i, "job"): ["unknown job"] for i in unknown[:_SHOWN]})
     require_nodes(user, {r.node for r in reports})
+    for job_id, job in jobs.items():
+        _check_world(
+            job,
+            [(i, r.world_size, r.rank) for i, r in enumerate(reports) if r.job == job_id],
+            lambda i, name: key(i, name),
+        )
     clusters = {j.cluster_id: j.cluster.name for j in jobs.values()}
     node_ids = _node_ids(
         [(jobs[r.job].cluster_id, r.node) for r in reports], lambda i: key(i, "node"), clusters
@@ -350,6 +400,8 @@ def stalls_ingest(
     for r in reports:
         by_job[r.job].append(r)
     attempts = current_attempts(sorted(by_job))
+    for job_id, mine in by_job.items():  # a node's token: only ranks registered on its nodes
+        require_own_ranks(user, jobs[job_id], [r.rank for r in mine], attempt=attempts.get(job_id))
     live: list[_Live] = []
     for job_id, mine in by_job.items():
         job = jobs[job_id]

@@ -1,21 +1,30 @@
 """Where an agent token may write, about jobs (docs/operations.md#agent-tokens-and-scopes):
 a job of its cluster and, for a node's token, one that runs on at least one of its nodes.
 
+A node's token speaks only for its nodes, about a job too: it registers ranks on them and
+reports stalls only for ranks registered on them, and it may add its own nodes to a job.
+What is said of the job as a whole — ending it, removing nodes, resizing it, starting a
+new attempt of ranks, job-wide samples — takes a token that speaks for the whole job
+(`speaks_for_whole_job`): a cluster's or a whole-fleet relay's, or a node's whose nodes
+hold rank 0 of the job's current attempt (or every node of a job with no ranks yet).
+
 Built on the fleet's checks (apps/fleet/scope.py), which hold the scope itself; each is one
 query at most, and a refusal is an `OutOfScope` (a 403 from the API's exception handler).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 from django.shortcuts import get_object_or_404
 
-from apps.fleet.models import Cluster
+from apps.common.bulk import among
+from apps.fleet.models import Cluster, Node
 from apps.fleet.scope import refuse, require_cluster, scope_of
-from apps.jobs.models import Job
+from apps.jobs.choices import ENDED_STATUSES
+from apps.jobs.models import Job, Rank
 
 
 def _refuse_jobs(pks: Iterable[object]) -> NoReturn:
@@ -85,3 +94,99 @@ def require_jobs(user: Any, jobs: Sequence[Job], asked: Collection[int] = ()) ->
         outside = sorted(j.pk for j in jobs if j.pk not in ours)
         if outside:
             _refuse_jobs(outside)
+
+
+def rank0_hostname(job: Job) -> str | None:
+    """The node that holds rank 0 of the job's current attempt (None: no ranks registered,
+    or rank 0 not among the current attempt's). Two index reads."""
+    attempt = Rank.objects.filter(job_id=job.pk).aggregate(top=Max("attempt"))["top"]
+    if attempt is None:
+        return None
+    hostname: str | None = (
+        Rank.objects.filter(job_id=job.pk, attempt=attempt, rank=0)
+        .values_list("node__hostname", flat=True)
+        .first()
+    )
+    return hostname
+
+
+def speaks_for_whole_job(user: Any, job: Job) -> bool:
+    """Whether `user` may say what concerns `job` as a whole. People, whole-fleet and
+    cluster agents may; a node's token only when its nodes hold rank 0 of the job's current
+    attempt or, while the job has no ranks registered, when every node of the job is one of
+    its own (a one-node run's launcher). Call after `require_job`."""
+    scope = scope_of(user)
+    if scope is None or scope.hostnames is None:
+        return True
+    holder = rank0_hostname(job)
+    if holder is not None:
+        return holder in scope.hostnames
+    if Rank.objects.filter(job_id=job.pk).exists():
+        return False  # ranks registered, rank 0 not among the current attempt's
+    hostnames = set(
+        Job.nodes.through.objects.filter(job_id=job.pk).values_list("node__hostname", flat=True)
+    )
+    return bool(hostnames) and hostnames <= scope.hostnames
+
+
+def require_whole_job(user: Any, job: Job, what: str) -> None:
+    """OutOfScope unless `user` speaks for `job` as a whole (`speaks_for_whole_job`);
+    `what` names the refused part of the write, e.g. `job-wide samples`."""
+    if not speaks_for_whole_job(user, job):
+        refuse(f"{what} of job {job.pk} (a node's token that does not hold rank 0)")
+
+
+# Fields of a job only a token speaking for the whole job may change (ending it or
+# resizing it); `status` only to an ended status, `ended_at` only to a time.
+WHOLE_JOB_FIELDS = ("gpu_count", "n_params", "flops_per_token")
+
+
+def require_job_change(
+    user: Any, job: Job, values: Mapping[str, Any], nodes: Sequence[Node] | None
+) -> None:
+    """OutOfScope when a node's token that does not speak for the whole job would end it,
+    resize it, remove its nodes or add nodes that are not its own (`PATCH jobs/{id}/`, or
+    `POST jobs/` naming a known job). Fields given with the value they have change nothing
+    and pass (a launcher re-posting its registration)."""
+    scope = scope_of(user)
+    if scope is None or scope.hostnames is None:
+        return
+    changed = [
+        name for name in WHOLE_JOB_FIELDS if name in values and values[name] != getattr(job, name)
+    ]
+    status = values.get("status")
+    if status in ENDED_STATUSES and status != job.status:
+        changed.append("status")
+    if values.get("ended_at") is not None and values["ended_at"] != job.ended_at:
+        changed.append("ended_at")
+    if nodes is not None:
+        wanted = {n.hostname for n in nodes}
+        have = set(
+            Job.nodes.through.objects.filter(job_id=job.pk).values_list("node__hostname", flat=True)
+        )
+        added = wanted - have
+        if added - scope.hostnames:
+            refuse("nodes", sorted(added - scope.hostnames))
+        if have - wanted:
+            changed.append("nodes")
+    if changed and not speaks_for_whole_job(user, job):
+        refuse(
+            f"changing {', '.join(changed)} of job {job.pk} "
+            "(a node's token that does not hold rank 0)"
+        )
+
+
+def require_own_ranks(user: Any, job: Job, ranks: Collection[int], *, attempt: int | None) -> None:
+    """OutOfScope naming the ranks of `attempt` that are registered on a node outside a
+    node token's scope: it speaks only for ranks on its own nodes. One query."""
+    scope = scope_of(user)
+    if scope is None or scope.hostnames is None or attempt is None or not ranks:
+        return
+    rows = among(Rank.objects.filter(job_id=job.pk, attempt=attempt), "rank", sorted(set(ranks)))
+    theirs = sorted(
+        rank
+        for rank, hostname in rows.values_list("rank", "node__hostname")
+        if hostname not in scope.hostnames
+    )
+    if theirs:
+        refuse(f"job {job.pk}'s {'rank' if len(theirs) == 1 else 'ranks'}", theirs)

@@ -160,7 +160,9 @@ class RankItemSerializer(serializers.Serializer):
     """One rank's process as it started."""
 
     rank = serializers.IntegerField(min_value=0, max_value=999_999, help_text="< world_size")
-    world_size = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    world_size = serializers.IntegerField(
+        min_value=1, max_value=1_000_000, help_text="at most the job's gpu_count"
+    )
     node = serializers.CharField(
         max_length=253, help_text="a node of the job's cluster; joins the job's nodes"
     )
@@ -215,7 +217,9 @@ class StallReportSerializer(serializers.Serializer):
         allow_null=True, help_text="null: whether the stack holds a torch.distributed collective"
     )
     resumed = serializers.BooleanField(required=False, default=False, help_text="steps came again")
-    world_size = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    world_size = serializers.IntegerField(
+        min_value=1, max_value=1_000_000, required=False, help_text="at most the job's gpu_count"
+    )
 
 
 class StallBatchSerializer(serializers.Serializer):

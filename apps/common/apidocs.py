@@ -73,6 +73,14 @@ would freeze a GPU's or a job's state). An unknown cluster, node or job inside a
 transient failure (the database restarting) is a **503** with `Retry-After`; clients retry
 5xx answers and timeouts, never 4xx.
 
+**Bounds on numbers.** Numbers a real cluster never reaches are refused with a 400 naming
+the field (`samples[3].tokens_per_s`, `reports[0].stalled_s` in a batch), so that every
+figure derived from what is stored (MFU, lost GPU-hours, checkpoint time) stays finite:
+durations at most 30 days, 2,592,000 s (`blocking_s`, `stalled_s`, `step_time_s`,
+`compute_s`); `n_params` at most 1e14, `flops_per_token` 1e16, `tokens_per_s` 1e12;
+`gpu_count` at most 1,048,576 (`apps/common/limits.py`). A derived figure that is still not
+finite (a row stored before these bounds) is unknown: `null`, never `Infinity`.
+
 **Batches.** A batch (telemetry, metrics, events, Slurm records) is all-or-nothing: one bad
 item rejects the whole batch and nothing is stored. A 2xx means the data is stored in the
 database, not merely queued. Posting the same batch twice stores each item once: a

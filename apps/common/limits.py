@@ -28,3 +28,16 @@ JSON_DEPTH = 64
 PAGES_PER_MINUTE = 30
 # A hostname: a DNS name (RFC 1123 labels of at most 63 characters), at most this long.
 HOSTNAME_LENGTH = 253
+
+# Numbers a real cluster never reaches (docs/api.md, Conventions: "Bounds on numbers"):
+# past one an intake answers 400 naming the field, so that every figure derived from what
+# is stored (MFU, lost GPU-hours, checkpoint time) stays finite.
+# Seconds: a checkpoint's `blocking_s`, a stall's `stalled_s`, a step's `step_time_s` (and
+# its `compute_s`, part of a step) — 30 days.
+DURATION_S = 30 * 86_400
+# A job's parameters and FLOPs per token, and its tokens per second.
+N_PARAMS = 1e14
+FLOPS_PER_TOKEN = 1e16
+TOKENS_PER_S = 1e12
+# GPUs one job holds (2**20).
+GPU_COUNT = 1_048_576

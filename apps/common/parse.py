@@ -13,8 +13,15 @@ _NONFINITE_WORDS = {
 }
 
 
-def number(value: object, *, minimum: float | None = None, allow_nonfinite: bool = False) -> float:
-    """A JSON number (not a bool); non-finite only when allowed (then also as words)."""
+def number(
+    value: object,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    allow_nonfinite: bool = False,
+) -> float:
+    """A JSON number (not a bool) in [minimum, maximum]; non-finite only when allowed (then
+    also as words, and unbounded)."""
     if isinstance(value, str) and allow_nonfinite:
         word = value.strip().lower()
         if word in _NONFINITE_WORDS:
@@ -29,7 +36,15 @@ def number(value: object, *, minimum: float | None = None, allow_nonfinite: bool
         return result
     if minimum is not None and result < minimum:
         raise ValueError(f"must be ≥ {minimum:g}")
+    if maximum is not None and result > maximum:
+        raise ValueError(f"must be ≤ {bound_text(maximum)}")
     return result
+
+
+def bound_text(value: float) -> str:
+    """A bound as an error names it: 2,592,000, 1e+12."""
+    value = float(value)
+    return f"{int(value):,}" if value.is_integer() and abs(value) < 1e7 else f"{value:g}"
 
 
 def integer(value: object, *, minimum: int | None = None) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from apps.common.intervals import Interval, length, subtract
+from apps.common.limits import DURATION_S
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ def last_checkpoint_before(
     done = [
         saved
         for saved, blocking in checkpoints
-        if saved + dt.timedelta(seconds=blocking) <= failed_at
+        # a blocking time past the bound on durations (stored before it) is unknown: no
+        # pause, as apps.jobs.models.known_blocking reads it
+        if saved + dt.timedelta(seconds=blocking if 0 <= blocking <= DURATION_S else 0.0)
+        <= failed_at
     ]
     return max(done, default=None)
 

@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from apps.common.errors import BatchError
+from apps.common.limits import DURATION_S, TOKENS_PER_S
 from apps.common.parse import batch_items, integer, number, text
 from apps.common.timeutil import not_future, parse_ts
 
@@ -47,7 +48,8 @@ def _word(value: float) -> str:
 
 def parse_metric_batch(payload: Any, *, now: dt.datetime | None = None) -> list[MetricSample]:
     """Parse `{samples: [...]}`; raise BatchError naming `samples[i].field` for every problem
-    (a `ts` more than 5 minutes after `now`, default now, among them)."""
+    (a `ts` more than 5 minutes after `now`, default now, among them; a duration or tokens/s
+    past the bounds on numbers, apps.common.limits)."""
     now = now or timezone.now()
     samples = batch_items(payload, limit=MAX_SAMPLES)
     errors: dict[str, list[str]] = {}
@@ -86,12 +88,16 @@ def _parse_one(
 
     field("ts", lambda v: not_future(parse_ts(v), now), required=True)
     field("step", lambda v: integer(v, minimum=0), required=True)
-    field("step_time_s", lambda v: number(v, minimum=0), required=True)
-    field("tokens_per_s", lambda v: number(v, minimum=0), required=node is None)
+    field("step_time_s", lambda v: number(v, minimum=0, maximum=DURATION_S), required=True)
+    field(
+        "tokens_per_s",
+        lambda v: number(v, minimum=0, maximum=TOKENS_PER_S),
+        required=node is None,
+    )
     field("loss", lambda v: number(v, allow_nonfinite=True), required=False)
     field("grad_norm", lambda v: number(v, allow_nonfinite=True), required=False)
     field("node", text, required=False)
-    field("compute_s", lambda v: number(v, minimum=0), required=False)
+    field("compute_s", lambda v: number(v, minimum=0, maximum=DURATION_S), required=False)
     if any(key.startswith(where + ".") for key in errors):
         return None
     return MetricSample(**values)

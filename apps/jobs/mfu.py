@@ -6,6 +6,13 @@ import math
 from collections.abc import Iterable
 
 
+def finite(value: float | None) -> float | None:
+    """`value`, or None (unknown) when it is missing or not finite: a figure derived from
+    absurd stored inputs (1e300 FLOPs per token at 1e100 tokens/s) is never stored, drawn or
+    answered as `Infinity` (docs/api.md, Conventions)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def flops_per_token(*, flops_per_token: float | None, n_params: float | None) -> float | None:
     """The job's FLOPs per token: its own value, else 6 × n_params, else unknown."""
     if flops_per_token:
@@ -23,7 +30,15 @@ def mfu(
         return None
     if not math.isfinite(tokens_per_s):
         return None
-    return fpt * tokens_per_s / (gpu_count * peak_tflops_per_gpu * 1e12)
+    return finite(fpt * tokens_per_s / (gpu_count * peak_tflops_per_gpu * 1e12))
+
+
+def mfu_of(tokens_per_s: float | None, factor: float | None) -> float | None:
+    """MFU from tokens/s and the job's `mfu_factor`; None when either is unknown or the
+    product is not finite."""
+    if tokens_per_s is None or factor is None:
+        return None
+    return finite(tokens_per_s * factor)
 
 
 def mfu_factor(*, fpt: float | None, gpu_count: int, peak_tflops_per_gpu: float) -> float | None:
@@ -41,4 +56,4 @@ def weighted_mean_mfu(samples: Iterable[tuple[float | None, float]]) -> float | 
             continue
         total += value * step_time
         weight += step_time
-    return total / weight if weight else None
+    return finite(total / weight) if weight else None

@@ -7,9 +7,10 @@ from functools import cached_property
 
 from django.db import models
 
+from apps.common.limits import DURATION_S
 from apps.fleet.models import Cluster, Node
 from apps.jobs.choices import JobStatus
-from apps.jobs.mfu import flops_per_token, mfu_factor
+from apps.jobs.mfu import flops_per_token, mfu_factor, mfu_of
 
 
 class Job(models.Model):
@@ -96,7 +97,7 @@ class Job(models.Model):
         if stopped:
             return 0.0
         factor = self.mfu_factor()
-        return self.last_tokens_per_s * factor if factor and self.last_tokens_per_s else None
+        return mfu_of(self.last_tokens_per_s, factor) if factor and self.last_tokens_per_s else None
 
     @property
     def status_choice(self) -> JobStatus:
@@ -219,6 +220,22 @@ class Checkpoint(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} step {self.step} @ {self.saved_at:%Y-%m-%d %H:%M}"
+
+
+def known_blocking(seconds: float) -> float:
+    """A stored `blocking_s` as every derived figure reads it: one outside [0, 30 days]
+    (stored before the bound on durations, docs/api.md, Conventions) or not finite is unknown, and
+    counts as no pause, so that no sum, mean or `saved_at + blocking_s` overflows."""
+    return seconds if 0 <= seconds <= DURATION_S else 0.0
+
+
+def known_blocking_sql() -> models.Case:
+    """`known_blocking` in SQL, for aggregates over checkpoints."""
+    return models.Case(
+        models.When(blocking_s__gte=0, blocking_s__lte=DURATION_S, then=models.F("blocking_s")),
+        default=models.Value(0.0),
+        output_field=models.FloatField(),
+    )
 
 
 class RankStack(models.Model):

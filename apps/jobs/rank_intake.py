@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from apps.common.errors import BatchError
-from apps.common.limits import HOSTNAME_LENGTH
+from apps.common.limits import DURATION_S, HOSTNAME_LENGTH
 from apps.common.parse import batch_items, integer, number, text
 from apps.common.timeutil import not_future, parse_ts
 from apps.jobs.stacks import FILE_LENGTH, FUNCTION_LENGTH, MAX_FRAMES, Frame, Stack, stack_of
@@ -185,7 +185,7 @@ def parse_stall_batch(payload: Any, *, now: dt.datetime) -> list[StallReport]:
             where,
             errors,
             "stalled_s",
-            lambda v: number(v, minimum=0),
+            lambda v: number(v, minimum=0, maximum=DURATION_S),
             required=True,
             nullable=True,
         )

@@ -16,7 +16,16 @@ from apps.common.downsample import downsample_indices
 from apps.common.sql import epoch_seconds
 from apps.jobs.choices import JobStatus
 from apps.jobs.hang import STALL_STEPS, RankView, Verdict, judge, stall_window
-from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric, Rank, RankStack
+from apps.jobs.mfu import mfu_of
+from apps.jobs.models import (
+    Checkpoint,
+    Job,
+    JobMetric,
+    NodeStepMetric,
+    Rank,
+    RankStack,
+    known_blocking_sql,
+)
 
 MAX_POINTS_DEFAULT = 2_000
 MAX_POINTS_LIMIT = 10_000
@@ -104,7 +113,7 @@ def job_metric_series(
         "step_time_s": [r[2] for r in picked],
         "tokens_per_s": [r[3] for r in picked],
         "loss": [_loss(r[4], r[5]) for r in picked],
-        "mfu": [r[3] * factor if factor is not None else None for r in picked],
+        "mfu": [mfu_of(r[3], factor) for r in picked],
     }
 
 
@@ -153,8 +162,8 @@ def checkpoint_marks(*, job: Job, limit: int, now: dt.datetime) -> list[Checkpoi
             count=Count("id"),
             step_lo=Min("step"),
             step_hi=Max("step"),
-            blocking_lo=Min("blocking_s"),
-            blocking_hi=Max("blocking_s"),
+            blocking_lo=Min(known_blocking_sql()),
+            blocking_hi=Max(known_blocking_sql()),
         )
         .order_by("slice")
     )
@@ -174,10 +183,10 @@ def checkpoint_marks(*, job: Job, limit: int, now: dt.datetime) -> list[Checkpoi
 
 def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None:
     """The mean blocking time (seconds) of the cluster's checkpoints saved since `since`
-    that blocked at all; None when there is none."""
+    that blocked at all (one past the bound on durations as none); None when there is none."""
     cost: float | None = Checkpoint.objects.filter(
         job__cluster_id=cluster_id, saved_at__gte=since, blocking_s__gt=0
-    ).aggregate(c=Avg("blocking_s"))["c"]
+    ).aggregate(c=Avg(known_blocking_sql()))["c"]
     return cost
 
 

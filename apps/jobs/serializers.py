@@ -9,6 +9,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.common.limits import DURATION_S, FLOPS_PER_TOKEN, GPU_COUNT, N_PARAMS
 from apps.common.timeutil import not_future
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.serializers import IncidentRefSerializer
@@ -87,9 +88,13 @@ class JobWriteSerializer(serializers.Serializer):
     cluster = ClusterNameField()
     external_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
     model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    n_params = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    flops_per_token = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    gpu_count = serializers.IntegerField(min_value=1, max_value=10_000_000)
+    n_params = serializers.FloatField(
+        min_value=0, max_value=N_PARAMS, required=False, allow_null=True
+    )
+    flops_per_token = serializers.FloatField(
+        min_value=0, max_value=FLOPS_PER_TOKEN, required=False, allow_null=True
+    )
+    gpu_count = serializers.IntegerField(min_value=1, max_value=GPU_COUNT)
     nodes = serializers.ListField(
         child=serializers.CharField(max_length=253), required=False, max_length=20_000
     )
@@ -119,7 +124,7 @@ class CheckpointSerializer(serializers.ModelSerializer):
     """`POST jobs/{id}/checkpoints/` body and answer."""
 
     step = serializers.IntegerField(min_value=0, max_value=2**63 - 1)
-    blocking_s = serializers.FloatField(min_value=0)
+    blocking_s = serializers.FloatField(min_value=0, max_value=DURATION_S)
     size_bytes = serializers.IntegerField(
         min_value=0, max_value=2**63 - 1, required=False, allow_null=True
     )
@@ -206,6 +211,7 @@ class StallReportSerializer(serializers.Serializer):
     )
     stalled_s = serializers.FloatField(
         min_value=0,
+        max_value=DURATION_S,
         allow_null=True,
         help_text="seconds since the rank's last step (null: unknown); with `resumed`, how "
         "long it was stalled",

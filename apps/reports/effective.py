@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from apps.common.intervals import Interval, clip, length, subtract, union
+from apps.jobs.mfu import finite
 
 HOUR = 3600.0
 # Where intervals overlap, the instant goes to the first of these.
@@ -177,7 +178,7 @@ def weekly(
         "scheduled_gpu_hours": scheduled,
         "productive_gpu_hours": scheduled - lost,
         "lost_gpu_hours": by_cause,
-        "mean_mfu": sum(g * mfu for g, mfu in with_mfu) / gpus if gpus else None,
+        "mean_mfu": finite(sum(g * mfu for g, mfu in with_mfu) / gpus) if gpus else None,
         "jobs": [
             {
                 "id": w.job.id,

@@ -16,8 +16,14 @@ from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.incidents.choices import category_label
 from apps.incidents.costs import costs_at
 from apps.incidents.models import Incident
-from apps.jobs.mfu import flops_per_token, mfu_factor
-from apps.jobs.models import Checkpoint, Job, JobMetricHour
+from apps.jobs.mfu import flops_per_token, mfu_factor, mfu_of
+from apps.jobs.models import (
+    Checkpoint,
+    Job,
+    JobMetricHour,
+    known_blocking,
+    known_blocking_sql,
+)
 from apps.jobs.peaks import job_peaks
 from apps.reports.availability import NodeHistory
 from apps.reports.effective import Interruption, JobRun
@@ -58,7 +64,9 @@ def _checkpoints(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> di
     """Each job's checkpoints in [start − longest blocking time, end), plus its latest one
     before that, in time order: enough to find every failure's restart point exactly (a
     checkpoint older than the look-back has finished writing before the window starts)."""
-    longest = Checkpoint.objects.filter(job_id__in=job_ids).aggregate(m=Max("blocking_s"))["m"]
+    longest = Checkpoint.objects.filter(job_id__in=job_ids).aggregate(m=Max(known_blocking_sql()))[
+        "m"
+    ]
     since = start - dt.timedelta(seconds=max(longest or 0.0, 0.0))
     out: dict[int, list[tuple[dt.datetime, float]]] = defaultdict(list)
     for job_id, saved_at, blocking in (
@@ -66,7 +74,7 @@ def _checkpoints(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> di
         .order_by("job_id", "saved_at")
         .values_list("job_id", Epoch("saved_at"), "blocking_s")
     ):
-        out[job_id].append((from_epoch(saved_at), blocking))
+        out[job_id].append((from_epoch(saved_at), known_blocking(blocking)))
     before = Job.objects.filter(pk__in=job_ids).annotate(
         last=Subquery(
             Checkpoint.objects.filter(job=OuterRef("pk"), saved_at__lt=since)
@@ -124,7 +132,7 @@ def job_runs(
                 ended_at=j["ended_at"],
                 interruptions=interruptions.get(j["id"], ()),
                 checkpoints=checkpoints.get(j["id"], ()),
-                mean_mfu=mean * factor if mean is not None and factor else None,
+                mean_mfu=mfu_of(mean, factor or None),
             )
         )
     return out

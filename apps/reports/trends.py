@@ -10,7 +10,7 @@ from typing import Any
 from apps.common.dbfuncs import Epoch
 from apps.common.weeks import week_start
 from apps.fleet.models import Cluster
-from apps.jobs.mfu import flops_per_token, mfu_factor
+from apps.jobs.mfu import finite, flops_per_token, mfu_factor, mfu_of
 from apps.jobs.models import Job, JobMetricHour
 from apps.jobs.peaks import job_peaks
 from apps.reports.availability import bucket_seconds, service_window, unavailable
@@ -51,15 +51,16 @@ def mfu_by_hour(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> di
     for job_id, hour, w, x in JobMetricHour.objects.filter(
         job_id__in=list(jobs), hour__gte=start, hour__lt=end
     ).values_list("job_id", Epoch("hour"), "step_s_sum", "tps_step_sum"):
-        if w and factor[job_id]:
-            per_job[job_id][round(hour)] = factor[job_id] * x / w
+        value = mfu_of(x / w, factor[job_id] or None) if w else None
+        if value is not None:
+            per_job[job_id][round(hour)] = value
     hours = _hours(start, end)
     keys = [round(h.timestamp()) for h in hours]
     cluster_mfu = []
     for h in keys:
         pairs = [(jobs[j]["gpu_count"], s[h]) for j, s in per_job.items() if h in s]
         gpus = sum(g for g, _ in pairs)
-        cluster_mfu.append(sum(g * m for g, m in pairs) / gpus if gpus else None)
+        cluster_mfu.append(finite(sum(g * m for g, m in pairs) / gpus) if gpus else None)
     top = sorted(per_job, key=lambda j: (-jobs[j]["gpu_count"], j))[:TOP_JOBS]
     return {
         "hours": hours,

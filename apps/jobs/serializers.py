@@ -9,6 +9,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.common.fields import NodeNameField
 from apps.common.timeutil import not_future
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.serializers import IncidentRefSerializer
@@ -90,9 +91,7 @@ class JobWriteSerializer(serializers.Serializer):
     n_params = serializers.FloatField(min_value=0, required=False, allow_null=True)
     flops_per_token = serializers.FloatField(min_value=0, required=False, allow_null=True)
     gpu_count = serializers.IntegerField(min_value=1, max_value=10_000_000)
-    nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253), required=False, max_length=20_000
-    )
+    nodes = serializers.ListField(child=NodeNameField(), required=False, max_length=20_000)
     status = serializers.ChoiceField(choices=JobStatus.choices, required=False)
     started_at = serializers.DateTimeField(required=False, allow_null=True)
     ended_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -37,7 +37,7 @@ class ActuationSerializer(serializers.ModelSerializer):
 
 class SlurmResultSerializer(serializers.Serializer):
     """Jobs created and updated; what the NODE_FAIL attempts not seen before did
-    (docs/slurm.md, NODE_FAIL)."""
+    (docs/integrations.md, 4. Slurm)."""
 
     created = serializers.IntegerField()
     updated = serializers.IntegerField()

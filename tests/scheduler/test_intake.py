@@ -100,7 +100,7 @@ def test_rule1_each_node_fail_attempt_is_an_interruption(cluster):
     """22.05 accounting has no restart_cnt: both NODE_FAIL attempts of the requeued job
     are one job and, sent one request each, two interruptions (the code before kept one).
     Sent in one request they name the same node: one incident, the other attempt folded
-    (docs/slurm.md, NODE_FAIL)."""
+    (docs/integrations.md, 4. Slurm)."""
     body = record("22.05/sacct-22.05-requeued-twice.json")
     first, second = ({"jobs": [job]} for job in body["jobs"])
     assert ingest(first) == {

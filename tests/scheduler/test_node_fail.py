@@ -1,4 +1,4 @@
-"""NODE_FAIL records in bulk (CONTRACT-derived bounds, docs/slurm.md, NODE_FAIL): the records
+"""NODE_FAIL records in bulk (docs/integrations.md, 4. Slurm): the records
 of one request that name the same node open one `node_unreachable` incident for it, one
 request opens at most 200 incidents, and the rest are counted in the answer."""
 

@@ -32,7 +32,7 @@ def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]
     `created` and `updated`, and of the NODE_FAIL attempts not seen before: the `incidents`
     opened (`node_unreachable`, interrupting a job), the records `folded` into another record's
     incident of this request (they name the same node), and the records `skipped` past the
-    bound on incidents one request opens (docs/slurm.md, NODE_FAIL)."""
+    bound on incidents one request opens (docs/integrations.md, 4. Slurm)."""
     records = parse_slurm(payload)
     by_cluster: dict[str, list[SlurmJob]] = {}
     errors: dict[str, list[str]] = {}

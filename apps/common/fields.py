@@ -6,8 +6,20 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.common.hostnames import hostname_clean
+from apps.common.hostnames import hostname_clean, hostname_key
 from apps.common.limits import HOSTNAME_LENGTH
+
+
+class NodeNameField(serializers.CharField):
+    """A hostname naming a node that should exist (its lookup says if it does not), in lower
+    case: hostnames compare without regard to case (apps.common.hostnames)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", HOSTNAME_LENGTH)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        return hostname_key(super().to_internal_value(data))
 
 
 class HostnameField(serializers.CharField):
@@ -19,7 +31,7 @@ class HostnameField(serializers.CharField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
-        """The hostname as given."""
+        """The hostname, in lower case (hostnames compare without regard to case)."""
         value = super().to_internal_value(data)
         try:
             return hostname_clean(value)

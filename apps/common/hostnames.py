@@ -4,7 +4,9 @@ A hostname is a DNS name: labels of letters, digits and `-` (not first or last),
 most 63 characters, dot-separated, at most 253 characters in all (RFC 1123). Everything that
 names a node for the first time (`POST nodes/`, the Slurm intake) goes through
 `hostname_clean`, so a name such as `a/b` (a broken URL for every page that links it) never
-becomes a node.
+becomes a node. Like DNS names, hostnames compare without regard to case: every name that
+comes in (registration, intakes, URLs, scopes, hostlists) is put in lower case at the door by
+`hostname_key`, so `R007N01` is `r007n01`, never a second node.
 
 A hostlist (`gpu[001-004,007],login1`) is expanded by `Hostlists`, which counts what an
 expression would give from its ranges before making a single name, and refuses one that
@@ -34,6 +36,16 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
 
 
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def hostname_key(name: str) -> str:
+    """`name` as hostnames are kept and compared: its ASCII letters in lower case (DNS names
+    compare without regard to case; other characters, never in a hostname, are left alone so
+    that no other name folds onto one)."""
+    return name.translate(_LOWER)
+
+
 def hostname_problem(name: str) -> str | None:
     """Why `name` is not a DNS name, or None when it is one."""
     if not name:
@@ -49,13 +61,14 @@ def hostname_problem(name: str) -> str | None:
 
 
 def hostname_clean(value: object) -> str:
-    """`value` as a hostname; ValueError saying why it is not one."""
+    """`value` as a hostname, in lower case (`hostname_key`); ValueError saying why it is
+    not one."""
     if not isinstance(value, str):
         raise ValueError("a hostname must be a string")
     problem = hostname_problem(value)
     if problem:
         raise ValueError(problem)
-    return value
+    return hostname_key(value)
 
 
 class HostlistError(ValueError):
@@ -198,10 +211,10 @@ class Hostlists:
 
     def hostnames(self, expression: str) -> list[str]:
         """`expand`, each name checked to be a DNS name (HostlistError naming the first that
-        is not)."""
+        is not) and put in lower case (`hostname_key`; `GPU1,gpu1` is one name)."""
         names = self.expand(expression)
         for name in names:
             problem = hostname_problem(name)
             if problem:
                 raise HostlistError(problem)
-        return names
+        return list(dict.fromkeys(map(hostname_key, names)))

@@ -14,6 +14,10 @@ NEW_NODES = 2_000
 # Nodes agents' intakes (Slurm records, telemetry) may register in one cluster in any hour;
 # people registering nodes are not capped (apps.fleet.services.nodes_claim).
 NEW_NODES_PER_HOUR = 2_000
+# Incidents one Slurm intake request (`POST ingest/slurm/`, a sync, `import_slurm`) opens:
+# its NODE_FAIL records fold into one incident per node first, and the records of groups past
+# this bound open none (counted in the answer as `skipped`).
+SLURM_INCIDENTS = 200
 # Nodes one `POST nodes/topology/` may place (a whole fleet's switches, PDUs, NVLink domains).
 TOPOLOGY_NODES = 20_000
 # Distinct metric names one GPU keeps (its latest values), whatever the intake.

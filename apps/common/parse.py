@@ -69,6 +69,14 @@ def text(value: object, *, max_length: int = 253) -> str:
     return value.strip()
 
 
+def node_name(value: object) -> str:
+    """A node's hostname as a batch names it: `text`, in lower case (hostnames compare
+    without regard to case; apps.common.hostnames.hostname_key)."""
+    from apps.common.hostnames import hostname_key
+
+    return hostname_key(text(value))
+
+
 def batch_items(payload: object, *, key: str = "samples", limit: int) -> list:
     """The list under `key` of a batch body, checked for shape and size (BatchError)."""
     from apps.common.errors import BatchError

@@ -11,7 +11,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.common.fields import HostnameField
+from apps.common.fields import HostnameField, NodeNameField
 from apps.common.timeutil import not_future
 from apps.fleet.addresses import MAX_ADDRESSES, addresses_clean
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
@@ -315,7 +315,7 @@ class TopologyNodeSerializer(serializers.Serializer):
     """One node's place in a `POST nodes/topology/` body: a field left out stays, null or ""
     clears it."""
 
-    hostname = serializers.CharField()
+    hostname = NodeNameField()
     rack = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)
     switch = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)
     pdu = serializers.CharField(max_length=64, required=False, allow_null=True, allow_blank=True)

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.common import converters  # noqa: F401  (registers <hostname:…>)
 from apps.fleet import views
 
 urlpatterns = [
@@ -11,6 +12,6 @@ urlpatterns = [
         views.cluster_automation_page,
         name="cluster-automation",
     ),
-    path("nodes/<str:hostname>/", views.node_detail_page, name="node-detail"),
-    path("nodes/<str:hostname>/state/", views.node_state_page, name="node-state"),
+    path("nodes/<hostname:hostname>/", views.node_detail_page, name="node-detail"),
+    path("nodes/<hostname:hostname>/state/", views.node_state_page, name="node-state"),
 ]

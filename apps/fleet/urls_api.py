@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.common import converters  # noqa: F401  (registers <hostname:…>)
 from apps.fleet import api
 
 urlpatterns = [
@@ -14,7 +15,11 @@ urlpatterns = [
     ),
     path("nodes/", api.NodeListView.as_view(), name="api-node-list"),
     path("nodes/topology/", api.NodeTopologyView.as_view(), name="api-node-topology"),
-    path("nodes/<str:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
-    path("nodes/<str:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),
-    path("nodes/<str:hostname>/heartbeat/", api.HeartbeatView.as_view(), name="api-node-heartbeat"),
+    path("nodes/<hostname:hostname>/", api.NodeDetailView.as_view(), name="api-node-detail"),
+    path("nodes/<hostname:hostname>/state/", api.NodeStateView.as_view(), name="api-node-state"),
+    path(
+        "nodes/<hostname:hostname>/heartbeat/",
+        api.HeartbeatView.as_view(),
+        name="api-node-heartbeat",
+    ),
 ]

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.common import converters  # noqa: F401  (registers <hostname:…>)
 from apps.health import topology, views
 
 urlpatterns = [
@@ -11,7 +12,7 @@ urlpatterns = [
     path("health/summary/", views.summary_fragment, name="health-summary"),
     path("health/thresholds/", views.thresholds_save, name="health-thresholds"),
     path(
-        "health/nodes/<str:hostname>/evidence/",
+        "health/nodes/<hostname:hostname>/evidence/",
         views.node_evidence_fragment,
         name="health-node-evidence",
     ),

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.common import converters  # noqa: F401  (registers <hostname:…>)
 from apps.health import api
 
 urlpatterns = [
@@ -12,7 +13,7 @@ urlpatterns = [
     path("pipeline/", api.PipelineView.as_view(), name="api-pipeline"),
     path("jobs/<int:pk>/preflight/", api.PreflightView.as_view(), name="api-job-preflight"),
     path(
-        "nodes/<str:hostname>/admission/",
+        "nodes/<hostname:hostname>/admission/",
         api.NodeAdmissionView.as_view(),
         name="api-node-admission",
     ),

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from apps.common.fields import NodeNameField
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import Node
 from apps.fleet.validators import nodes_of_cluster
@@ -104,9 +105,7 @@ class IncidentWriteSerializer(serializers.Serializer):
     job = serializers.PrimaryKeyRelatedField(
         queryset=Job.objects.all(), required=False, allow_null=True
     )
-    nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253), required=False, max_length=20_000
-    )
+    nodes = serializers.ListField(child=NodeNameField(), required=False, max_length=20_000)
     interrupts_job = serializers.BooleanField()
     planned = serializers.BooleanField()
     description = serializers.CharField(required=False, allow_blank=True)

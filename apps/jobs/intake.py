@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.common.errors import BatchError
 from apps.common.limits import DURATION_S, TOKENS_PER_S
-from apps.common.parse import batch_items, integer, number, text
+from apps.common.parse import batch_items, integer, node_name, number
 from apps.common.timeutil import not_future, parse_ts
 
 MAX_SAMPLES = 100_000
@@ -96,7 +96,7 @@ def _parse_one(
     )
     field("loss", lambda v: number(v, allow_nonfinite=True), required=False)
     field("grad_norm", lambda v: number(v, allow_nonfinite=True), required=False)
-    field("node", text, required=False)
+    field("node", node_name, required=False)
     field("compute_s", lambda v: number(v, minimum=0, maximum=DURATION_S), required=False)
     if any(key.startswith(where + ".") for key in errors):
         return None

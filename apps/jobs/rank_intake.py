@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from apps.common.errors import BatchError
+from apps.common.hostnames import hostname_key
 from apps.common.limits import DURATION_S, HOSTNAME_LENGTH
 from apps.common.parse import batch_items, integer, number, text
 from apps.common.timeutil import not_future, parse_ts
@@ -148,7 +149,8 @@ def parse_rank_batch(payload: Any, *, now: dt.datetime) -> list[RankItem]:
 
 
 def _hostname(value: Any) -> str:
-    return text(value, max_length=HOSTNAME_LENGTH)
+    """A node's name, in lower case (hostnames compare without regard to case)."""
+    return hostname_key(text(value, max_length=HOSTNAME_LENGTH))
 
 
 def stall_items(payload: Any) -> tuple[list[Any], bool]:

@@ -9,6 +9,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.common.fields import NodeNameField
 from apps.common.limits import DURATION_S, FLOPS_PER_TOKEN, GPU_COUNT, N_PARAMS
 from apps.common.timeutil import not_future
 from apps.fleet.fields import ClusterNameField
@@ -95,9 +96,7 @@ class JobWriteSerializer(serializers.Serializer):
         min_value=0, max_value=FLOPS_PER_TOKEN, required=False, allow_null=True
     )
     gpu_count = serializers.IntegerField(min_value=1, max_value=GPU_COUNT)
-    nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253), required=False, max_length=20_000
-    )
+    nodes = serializers.ListField(child=NodeNameField(), required=False, max_length=20_000)
     status = serializers.ChoiceField(choices=JobStatus.choices, required=False)
     started_at = serializers.DateTimeField(required=False, allow_null=True)
     ended_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -36,8 +36,18 @@ class ActuationSerializer(serializers.ModelSerializer):
 
 
 class SlurmResultSerializer(serializers.Serializer):
-    """Jobs created and updated, incidents opened."""
+    """Jobs created and updated; what the NODE_FAIL attempts not seen before did
+    (docs/integrations.md, 4. Slurm)."""
 
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
-    incidents = serializers.IntegerField()
+    incidents = serializers.IntegerField(
+        help_text="node_unreachable incidents opened: one per node the NODE_FAIL records name"
+    )
+    folded = serializers.IntegerField(
+        help_text="NODE_FAIL records folded into another record's incident: they name its node"
+    )
+    skipped = serializers.IntegerField(
+        help_text="NODE_FAIL records that opened no incident: past the bound of 200 incidents "
+        "per request (their jobs are stored)"
+    )

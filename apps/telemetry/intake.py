@@ -13,8 +13,9 @@ from typing import Any
 from django.utils import timezone
 
 from apps.common.errors import BatchError
+from apps.common.hostnames import hostname_key
 from apps.common.limits import METRIC_NAMES_PER_GPU
-from apps.common.parse import batch_items, integer, text
+from apps.common.parse import batch_items, integer, node_name
 from apps.common.timeutil import FUTURE_SLACK, not_future, parse_ts
 from apps.fleet.vendors import VENDORS, model_name, vendor_error
 from apps.telemetry.monitored import event_kinds
@@ -71,6 +72,7 @@ def _plain_sample(raw: Any, latest: dt.datetime) -> TelemetrySample | None:
     node, gpu, ts, metrics = raw.get("node"), raw.get("gpu"), raw.get("ts"), raw.get("metrics")
     if type(node) is not str or not 0 < len(node) <= 253 or node.strip() != node:
         return None
+    node = hostname_key(node)
     if type(gpu) is not int or gpu < 0 or type(ts) is not str:
         return None
     if type(metrics) is not dict or not 0 < len(metrics) <= MAX_METRICS:
@@ -163,7 +165,7 @@ def _parse_each(samples: list[Any], now: dt.datetime) -> list[TelemetrySample]:
             errors[where] = ["must be an object"]
             continue
         before = len(errors)
-        node = _field(raw, "node", text, where, errors)
+        node = _field(raw, "node", node_name, where, errors)
         gpu = _field(raw, "gpu", lambda v: integer(v, minimum=0), where, errors)
         ts = _field(raw, "ts", lambda v: not_future(parse_ts(v), now), where, errors)
         metrics = _metrics(raw.get("metrics"), where, errors)
@@ -265,7 +267,7 @@ def parse_event_batch(payload: Any, *, now: dt.datetime) -> list[EventIn]:
             errors[where] = ["must be an object"]
             continue
         before = len(errors)
-        node = _field(raw, "node", text, where, errors)
+        node = _field(raw, "node", node_name, where, errors)
         ts = _field(raw, "ts", parse_ts, where, errors)
         if ts is not None and ts > now + FUTURE_SLACK:
             errors[f"{where}.ts"] = ["is more than 5 minutes in the future"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from apps.common.errors import BatchError
 from apps.common.limits import METRIC_NAMES_PER_PORT
-from apps.common.parse import integer, text
+from apps.common.parse import integer, node_name, text
 from apps.common.timeutil import not_future, parse_ts
 from apps.telemetry.intake import TelemetrySample, _field, _optional, parse_telemetry_batch
 
@@ -82,7 +82,7 @@ def parse_port_batch(items: Any, *, now: dt.datetime) -> list[PortReading]:
             errors[where] = ["must be an object"]
             continue
         before = len(errors)
-        node = _field(raw, "node", text, where, errors)
+        node = _field(raw, "node", node_name, where, errors)
         device = _field(raw, "device", _device, where, errors)
         port = _field(raw, "port", _port_number, where, errors)
         ts = _field(raw, "ts", lambda v: not_future(parse_ts(v), now), where, errors)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from apps.common.hostnames import hostname_key
 from apps.common.limits import METRIC_NAMES_PER_GPU
 from apps.telemetry.exporters import (
     GpuValues,
@@ -94,6 +95,7 @@ def parse_exposition(
     """parse_dcgm's samples, and a reading per NIC port of node_exporter's `node_infiniband_*`
     series, filed under `node` (NoHostError when there are ports and no `node`), in one
     pass; ExpositionError names a bad line, and the series of a bad port value."""
+    node = hostname_key(node) if node else node
     ports = InfinibandPorts()
     samples = _samples(_diverting(parse_lines(text), ports), ts=ts, node=node)
     return samples, ports.readings(node=node, ts=ts)
@@ -122,7 +124,7 @@ def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[T
     exporter has no host label). The GPU's identity labels of its exporter (dcgm-exporter:
     `UUID`, `modelName`, `pci_bus_id`) are kept (the PCI address in one spelling).
     """
-    return _samples(parse_lines(text), ts=ts, node=node)
+    return _samples(parse_lines(text), ts=ts, node=hostname_key(node) if node else node)
 
 
 def _samples(
@@ -136,6 +138,7 @@ def _samples(
         host = node or next((labels[k] for k in HOST_LABELS if labels.get(k)), None)
         if host is None:
             continue  # no host to file it under
+        host = hostname_key(host)
         if not math.isfinite(value) or value >= DCGM_NOT_SUPPORTED:
             continue
         mapped = index.get(name)

@@ -140,7 +140,7 @@ def test_the_bound_is_shared_by_every_expression_of_a_request():
     ],
 )
 def test_dns_names(name):
-    assert hostname_problem(name) is None and hostname_clean(name) == name
+    assert hostname_problem(name) is None and hostname_clean(name) == name.lower()
 
 
 @pytest.mark.parametrize(

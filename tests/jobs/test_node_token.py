@@ -231,3 +231,16 @@ def test_what_a_node_token_may_still_do_and_what_rank_0s_node_may(hung, nodes):
     assert ended.status_code == 200, ended.content
     hung.refresh_from_db()
     assert hung.status == "completed"
+
+
+def test_a_rank_and_a_sample_name_their_node_in_any_case(api, job):
+    """Hostnames compare without regard to case: `GPU000` is gpu000's, for a node's token too."""
+    agent = token("agent-gpu000", "gpu000")
+    url = f"/api/v1/jobs/{job.pk}/ranks/"
+    assert agent.post(url, {"ranks": [item(0, node="GPU000")]}, "json").status_code == 202
+    assert Rank.objects.get().node.hostname == "gpu000"
+    stall = {**report(job, 0), "node": "Gpu000"}
+    assert agent.post(STALLS, stall, "json").status_code == 202
+    sample = {"ts": iso(timezone.now()), "step": 1, "step_time_s": 1.0, "node": "GPU000"}
+    posted = agent.post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": [sample]}, "json")
+    assert posted.status_code == 202, posted.content

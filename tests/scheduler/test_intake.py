@@ -53,6 +53,8 @@ def test_intake_creates_updates_and_registers_nodes(api, cluster):
         "created": 1,
         "updated": 0,
         "incidents": 0,
+        "folded": 0,
+        "skipped": 0,
     }
     job = Job.objects.get(external_id="5557")
     assert job.cluster.name == "c1" and job.status == "running"
@@ -96,9 +98,19 @@ def test_node_fail_opens_one_incident(api, cluster):
 @pytest.mark.django_db
 def test_rule1_each_node_fail_attempt_is_an_interruption(cluster):
     """22.05 accounting has no restart_cnt: both NODE_FAIL attempts of the requeued job
-    are one job and two interruptions (the code before kept one)."""
+    are one job and, sent one request each, two interruptions (the code before kept one).
+    Sent in one request they name the same node: one incident, the other attempt folded
+    (docs/integrations.md, 4. Slurm)."""
     body = record("22.05/sacct-22.05-requeued-twice.json")
-    assert ingest(body) == {"created": 1, "updated": 1, "incidents": 2}
+    first, second = ({"jobs": [job]} for job in body["jobs"])
+    assert ingest(first) == {
+        "created": 1,
+        "updated": 0,
+        "incidents": 1,
+        "folded": 0,
+        "skipped": 0,
+    }
+    assert ingest(second)["incidents"] == 1
     job = Job.objects.get()
     incidents = Incident.objects.order_by("occurred_at")
     assert [i.occurred_at for i in incidents] == [at(1796043925), at(1796044057)]
@@ -109,6 +121,22 @@ def test_rule1_each_node_fail_attempt_is_an_interruption(cluster):
         (1796043925, "NODE_FAIL"),
     ]
     assert job.restart_count == 1
+
+
+@pytest.mark.django_db
+def test_rule1_node_fail_attempts_of_one_request_on_one_node_are_one_incident(cluster):
+    body = record("22.05/sacct-22.05-requeued-twice.json")
+    assert ingest(body) == {
+        "created": 1,
+        "updated": 1,
+        "incidents": 1,
+        "folded": 1,
+        "skipped": 0,
+    }
+    incident = Incident.objects.get()
+    assert incident.occurred_at == at(1796043925) and incident.job == Job.objects.get()
+    assert list(incident.nodes.values_list("hostname", flat=True)) == ["rcgpu02"]
+    assert ingest(body)["incidents"] == 0
 
 
 @pytest.mark.django_db
@@ -182,6 +210,8 @@ def test_rule4_a_reused_job_id_is_a_new_job(api, cluster):
         "created": 6,
         "updated": 0,
         "incidents": 0,
+        "folded": 0,
+        "skipped": 0,
     }
     old, new = Job.objects.filter(external_id="1").order_by("submitted_at")
     assert (old.name, old.submitted_at) == ("ok-train", at(1796043824))

@@ -1,7 +1,7 @@
 """Slurm job records in (docs/integrations.md, 4. Slurm): `POST ingest/slurm/`, `import_slurm`
 and the live sync all come here. The records are parsed (`slurm_jobs`), each joined to its job
-(`slurm_merge`), the jobs written in bulk, and each NODE_FAIL attempt opens an incident
-interrupting its job."""
+(`slurm_merge`), the jobs written in bulk, and the NODE_FAIL attempts open incidents
+interrupting their jobs: one per node each request names, at most `SLURM_INCIDENTS`."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from apps.common.bulk import among, delete_among, insert_ignore, update_many, upsert_merge
 from apps.common.errors import BatchError
+from apps.common.limits import SLURM_INCIDENTS
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import nodes_claim
-from apps.incidents.choices import Category, Severity, Source
+from apps.incidents.choices import TITLE_LENGTH, Category, Severity, Source
 from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
 from apps.jobs.models import Job, JobAttempt
@@ -27,8 +28,11 @@ from apps.scheduler.slurm_merge import UPDATED_FIELDS, Attempt, JobState, apply,
 @transaction.atomic
 def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]:
     """Apply Slurm job records of any supported shape (`sacct`/`squeue --json`, slurmrestd
-    `slurm`/`slurmdb` jobs; docs/integrations.md, 4. Slurm), all or nothing: jobs created or
-    updated, and for each NODE_FAIL attempt a `node_unreachable` incident interrupting the job."""
+    `slurm`/`slurmdb` jobs; docs/integrations.md, 4. Slurm), all or nothing. Answers the jobs
+    `created` and `updated`, and of the NODE_FAIL attempts not seen before: the `incidents`
+    opened (`node_unreachable`, interrupting a job), the records `folded` into another record's
+    incident of this request (they name the same node), and the records `skipped` past the
+    bound on incidents one request opens (docs/integrations.md, 4. Slurm)."""
     records = parse_slurm(payload)
     by_cluster: dict[str, list[SlurmJob]] = {}
     errors: dict[str, list[str]] = {}
@@ -43,15 +47,23 @@ def slurm_ingest(*, cluster_name: str | None, payload: object) -> dict[str, int]
             errors["cluster"] = [f"unknown cluster {name[:80]!r}"]
     if errors:
         raise BatchError(errors)
-    counts = {"created": 0, "updated": 0, "incidents": 0}
+    counts = dict.fromkeys(("created", "updated", "incidents", "folded", "skipped"), 0)
     for name, items in by_cluster.items():
         cluster = clusters[name]
         placed = slurm_jobs_upsert(cluster=cluster, records=items)
-        for _, created in placed:
+        for _, created, _ in placed:
             counts["created" if created else "updated"] += 1
-        failed = [(pk, r) for (pk, _), r in zip(placed, items, strict=True) if r.node_fail]
+        failed = [
+            (pk, r)
+            for (pk, _, known), r in zip(placed, items, strict=True)
+            if r.node_fail and not known
+        ]
         if failed:
-            counts["incidents"] += _node_fail_incidents(cluster, failed)
+            opened = _node_fail_incidents(
+                cluster, failed, room=SLURM_INCIDENTS - counts["incidents"]
+            )
+            for key, value in opened.items():
+                counts[key] += value
     return counts
 
 
@@ -63,10 +75,54 @@ def _node_fail_fingerprint(cluster: Cluster, record: SlurmJob) -> str:
     return text if len(text) <= 128 else "slurm:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _node_fail_incidents(cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]]) -> int:
-    """Open the NODE_FAIL incidents not yet open (three queries, then one incident each).
-    An incident opened before attempts were told apart (fingerprint by `restart_cnt`)
-    counts as this attempt's."""
+_Failed = tuple[str, int, SlurmJob]  # (fingerprint, job id, record)
+_LATE = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+def _blamed(record: SlurmJob) -> list[str]:
+    """The nodes a NODE_FAIL record blames: `failed_node`, else every node of the job."""
+    return record.failed_nodes or record.hostnames
+
+
+def _by_node(todo: Sequence[_Failed]) -> list[list[_Failed]]:
+    """The records grouped so that records naming a common node are one group (a record
+    naming none is a group of its own); each group in the order its attempts failed, the
+    groups in the order of their first failure."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while (up := parent.setdefault(name, name)) != name:
+            parent[name] = parent.setdefault(up, up)
+            name = up
+        return name
+
+    for _, _, record in todo:
+        names = _blamed(record)
+        if names:
+            first = root(names[0])
+            for name in names[1:]:
+                if (other := root(name)) != first:
+                    parent[other] = first
+    groups: dict[str, list[_Failed]] = {}
+    for item in todo:
+        names = _blamed(item[2])
+        groups.setdefault(root(names[0]) if names else "\0" + item[0], []).append(item)
+
+    def order(item: _Failed) -> tuple[dt.datetime, str, int]:
+        record = item[2]
+        return (record.ended_at or _LATE, record.job_id, record.key)
+
+    return sorted((sorted(g, key=order) for g in groups.values()), key=lambda g: order(g[0]))
+
+
+def _node_fail_incidents(
+    cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]], *, room: int
+) -> dict[str, int]:
+    """Open an incident for the NODE_FAIL attempts not yet opened (three queries, then one
+    incident each): the records naming a common node fold into one incident (the first
+    attempt's job, every node they name), and at most `room` incidents open — the records of
+    the groups past it are `skipped`. An incident opened before attempts were told apart
+    (fingerprint by `restart_cnt`) counts as this attempt's."""
     keys = [(_node_fail_fingerprint(cluster, r), pk, r) for pk, r in failed]
     legacy = {
         fp: f"slurm:{cluster.name}:{r.job_id}:{r.restart_cnt}"
@@ -78,23 +134,28 @@ def _node_fail_incidents(cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]
             cluster=cluster, fingerprint__in=[fp for fp, _, _ in keys] + list(legacy.values())
         ).values_list("fingerprint", flat=True)
     )
-    todo = [(fp, pk, r) for fp, pk, r in keys if fp not in seen and legacy.get(fp) not in seen]
-    if not todo:
-        return 0
-    jobs = Job.objects.in_bulk([pk for _, pk, _ in todo])
-    hosts = {h for _, _, r in todo for h in (r.failed_nodes or r.hostnames)}
+    todo: list[_Failed] = []
+    for fp, pk, r in keys:
+        if fp not in seen and legacy.get(fp) not in seen:  # nor the same attempt twice
+            seen.add(fp)
+            todo.append((fp, pk, r))
+    counts = {"incidents": 0, "folded": 0, "skipped": 0}
+    groups = _by_node(todo)
+    for group in groups[max(room, 0) :]:
+        counts["skipped"] += len(group)
+    groups = groups[: max(room, 0)]
+    if not groups:
+        return counts
+    jobs = Job.objects.in_bulk([group[0][1] for group in groups])
+    hosts = {h for group in groups for _, _, r in group for h in _blamed(r)}
     nodes = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=hosts)}
-    opened = 0
-    for fingerprint, pk, record in todo:
-        if fingerprint in seen:  # the same attempt twice in one answer
-            continue
-        seen.add(fingerprint)
-        names = record.failed_nodes or record.hostnames
+    for group in groups:
+        fingerprint, pk, record = group[0]
+        names = list(dict.fromkeys(h for _, _, r in group for h in _blamed(r)))
         failed_at = record.ended_at or timezone.now()
         incident_open(
             cluster=cluster,
-            title=f"Slurm NODE_FAIL for job {record.job_id} ({', '.join(names[:3])}"
-            + (" …)" if len(names) > 3 else ")"),
+            title=_title(group, names),
             category=Category.NODE_UNREACHABLE,
             severity=Severity.SEV2,
             occurred_at=failed_at,
@@ -104,22 +165,54 @@ def _node_fail_incidents(cluster: Cluster, failed: Sequence[tuple[int, SlurmJob]
             interrupts_job=True,
             source=Source.SLURM,
             fingerprint=fingerprint,
+            description=_description(group),
         )
-        opened += 1
-    return opened
+        counts["incidents"] += 1
+        counts["folded"] += len(group) - 1
+    return counts
+
+
+def _title(group: Sequence[_Failed], names: Sequence[str]) -> str:
+    shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+    if len(group) == 1:
+        title = f"Slurm NODE_FAIL for job {group[0][2].job_id} ({shown})"
+    else:
+        title = f"Slurm NODE_FAIL on {shown} ({len(group):,} job attempts)"
+    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+
+
+_LISTED = 20  # jobs a folded incident's description names
+
+
+def _description(group: Sequence[_Failed]) -> str:
+    """For an incident that folds several records: which jobs failed with it."""
+    if len(group) == 1:
+        return ""
+    ids = list(dict.fromkeys(r.job_id for _, _, r in group))
+    listed = ", ".join(ids[:_LISTED]) + (
+        f" and {len(ids) - _LISTED:,} more" if len(ids) > _LISTED else ""
+    )
+    return (
+        f"{len(group):,} NODE_FAIL attempts of one Slurm answer name these nodes: one incident "
+        f"for them, interrupting the first failed job (Slurm jobs {listed})."
+    )
 
 
 @transaction.atomic
-def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[tuple[int, bool]]:
+def slurm_jobs_upsert(
+    *, cluster: Cluster, records: Sequence[SlurmJob]
+) -> list[tuple[int, bool, bool]]:
     """Create or update jobs from Slurm records (docs/integrations.md, 4. Slurm): a job is (cluster,
     job id, submit time), each record one attempt of it (`slurm_merge`). Nodes named by a record and
     not yet known are registered in the cluster. In bulk: the number of queries does not
-    depend on the number of records. Returns, per record, (job id, whether it created it)."""
+    depend on the number of records. Returns, per record, (job id, whether it created it,
+    whether its attempt was already stored as NODE_FAIL — its incident is not this call's)."""
     node_ids = _slurm_nodes(cluster, records)
     now = timezone.now()
     candidates = _slurm_known(cluster, sorted({r.job_id for r in records}))
     stored = {id(j) for jobs in candidates.values() for j in jobs}
     placed: dict[int, tuple[JobState, bool]] = {}
+    failed_before: dict[int, bool] = {}
     for i in sorted(range(len(records)), key=lambda i: (records[i].job_id, records[i].key)):
         record = records[i]
         jobs = candidates.setdefault(record.job_id, [])
@@ -128,6 +221,8 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
         if job is None:
             job = placed[i][0]
             jobs.append(job)
+        known = job.attempts.get(record.key)
+        failed_before[i] = known is not None and known.state == "NODE_FAIL"
         apply(job, record, gpus_per_node=cluster.gpus_per_node, now=now)
     every = [j for jobs in candidates.values() for j in jobs]
     new = [j for j in every if id(j) not in stored]
@@ -160,7 +255,7 @@ def slurm_jobs_upsert(*, cluster: Cluster, records: Sequence[SlurmJob]) -> list[
             ("job_id", "node_id"),
             [(j.pk, node_ids[h]) for j in relinked for h in j.hostnames or ()],
         )
-    return [(placed[i][0].pk or 0, placed[i][1]) for i in range(len(records))]
+    return [(placed[i][0].pk or 0, placed[i][1], failed_before[i]) for i in range(len(records))]
 
 
 def _slurm_nodes(cluster: Cluster, records: Sequence[SlurmJob]) -> dict[str, int]:

@@ -2,9 +2,11 @@
 `ROOT/class/infiniband/<device>/ports/<port>/` → the telemetry batch's `ports` items
 (docs/agent.md, The node agent's fabric ports).
 
-Only what the server takes is sent: a state it knows, a rate it can read, counters that are
-non-negative integers below 2**64. A file that is missing, unreadable or holds something
-else is left out of its port, never an error; a port with nothing readable is left out."""
+Only what the server takes is sent: a state by its name (one the kernel adds, such as
+`5: ACTIVE_DEFER`, as it names it: never ACTIVE, never dropped), a rate it can read,
+counters that are non-negative integers below 2**64. A file that is missing, unreadable or
+holds something else is left out of its port, never an error; a port with nothing readable
+is left out."""
 
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ COUNTERS = (
     "port_xmit_wait",
 )
 HW_COUNTERS = ("rnr_nak_retry_err", "local_ack_timeout_err")
-STATES = ("DOWN", "INIT", "ARMED", "ACTIVE")
+# As the kernel names them (drivers/infiniband/core/sysfs.c); another is sent as it reads.
+STATES = ("NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER")
+STATE_LENGTH = 32  # the most characters of a state's name the server keeps
 PHYS_STATES = (
     "Sleep",
     "Polling",
@@ -95,7 +99,8 @@ def port_dirs(root: Path) -> list[tuple[str, int, Path]]:
 
 
 def read_port(path: Path) -> dict[str, Any]:
-    """One port folder's metrics: `state`, `phys_state` (the words the server knows),
+    """One port folder's metrics: `state`, `phys_state` (as the server spells the words it
+    knows, another by the name sysfs gives it),
     `rate_gbps`, and each counter of COUNTERS and HW_COUNTERS that reads as one."""
     metrics: dict[str, Any] = {}
     state = _word(_read(path / "state"), STATES)
@@ -123,12 +128,19 @@ def _read(file: Path) -> str | None:
 
 
 def _word(text: str | None, names: tuple[str, ...]) -> str | None:
-    """sysfs's `4: ACTIVE` or `7: Phy Test` → the name as the server spells it, or None."""
+    """sysfs's `4: ACTIVE` or `7: Phy Test` → the name as the server spells it; a name not
+    among `names` (`5: ACTIVE_DEFER` on an older table, one the kernel adds) as sysfs gives
+    it, at most STATE_LENGTH characters that can be shown; None for an empty file."""
     if text is None:
         return None
     numbered = _NUMBERED.fullmatch(text)
-    word = (numbered.group(1) if numbered else text).replace(" ", "").strip().lower()
-    return next((name for name in names if name.lower() == word), None)
+    reported = (numbered.group(1) if numbered else text).strip()
+    word = reported.replace(" ", "").lower()
+    known = next((name for name in names if name.lower() == word), None)
+    if known is not None:
+        return known
+    shown = "".join(c if c.isprintable() else "?" for c in reported[:STATE_LENGTH])
+    return shown or None
 
 
 def _counter(text: str | None) -> int | None:

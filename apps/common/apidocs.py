@@ -195,7 +195,11 @@ class _Schemas:
             return "one of " + ", ".join(f"`{v}`" for v in values) + nullable
         for key in ("oneOf", "anyOf"):
             if key in s:
-                return " or ".join(self.type_of(x, link=link) for x in s[key]) + nullable
+                # drf-spectacular's NullEnum (`enum: [null]`) is the word "null", once.
+                kinds = [x for x in s[key] if self.resolve(x)[1].get("enum") != [None]]
+                if len(kinds) < len(s[key]):
+                    nullable = " or null"
+                return " or ".join(self.type_of(x, link=link) for x in kinds) + nullable
         kind = s.get("type")
         if kind == "array":
             item = self.type_of(s.get("items", {}), link=link)

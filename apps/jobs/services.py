@@ -83,10 +83,26 @@ def job_update(*, job: Job, nodes: Sequence[Node] | None = None, **fields: Any) 
     if job.status in ENDED_STATUSES and job.ended_at is None and "ended_at" not in fields:
         job.ended_at = timezone.now()
     _check_times(job)
+    if "external_id" in fields:
+        _check_external_id_free(job)
     job.save()
     if nodes is not None:
         job.nodes.set(nodes)
     return job
+
+
+def _check_external_id_free(job: Job) -> None:
+    """A job's scheduler id is one job's in its cluster (with the same submit time): taking
+    another job's is a 400 naming `external_id`, not the database's unique constraint."""
+    if not job.external_id:
+        return
+    others = Job.objects.filter(cluster_id=job.cluster_id, external_id=job.external_id)
+    if job.submitted_at is None:
+        others = others.filter(submitted_at__isnull=True)
+    else:
+        others = others.filter(submitted_at=job.submitted_at)
+    if others.exclude(pk=job.pk).exists():
+        raise ValidationError({"external_id": [f"is another job's in cluster {job.cluster.name}"]})
 
 
 @transaction.atomic

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.repairs.choices import RepairAction, RepairStatus
+from apps.repairs.choices import Closure, RepairAction, RepairStatus
 from apps.repairs.models import Repair
 
 
@@ -90,6 +90,14 @@ class RepairEvidenceSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
 
 
+class ClosureField(serializers.ChoiceField):
+    """How a repair closed, or null while it is not closed (stored as "", which is none of
+    the documented values)."""
+
+    def to_representation(self, value: Any) -> Any:  # noqa: ANN401 — null or a value
+        return None if value in ("", None) else str(super().to_representation(value))
+
+
 class RepairSerializer(serializers.ModelSerializer):
     """A repair: the node, why it went out (reason, incidents, evidence), the steps, and its
     return (burn-in status and note, how it closed)."""
@@ -100,6 +108,12 @@ class RepairSerializer(serializers.ModelSerializer):
     incidents = serializers.SerializerMethodField()
     steps = serializers.SerializerMethodField()
     evidence = serializers.SerializerMethodField()
+    closed_how = ClosureField(
+        choices=Closure.choices,
+        allow_null=True,
+        read_only=True,
+        help_text="null until the repair closes",
+    )
 
     class Meta:
         model = Repair

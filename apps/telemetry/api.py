@@ -28,8 +28,10 @@ class TelemetryBatchSerializer(serializers.Serializer):
     ts, metrics: {state?, phys_state?, rate_gbps?, counter: integer}, switch?,
     switch_port?}]}` (documentation only): either list may be absent, not both empty. A NIC
     port (`device` such as `mlx5_0`, `port` number) is made on its first reading, at most
-    64 per node; `state` is ACTIVE, DOWN, INIT or ARMED (sysfs's `4: ACTIVE` is read too),
-    `phys_state` LinkUp, Polling, Disabled, …, counters are non-negative integers."""
+    64 per node; `state` is ACTIVE, DOWN, INIT, ARMED, ACTIVE_DEFER… (sysfs's `4: ACTIVE` is
+    read too; a state not among them is kept by its name, at most 32 characters, and is not
+    ACTIVE), `phys_state` LinkUp, Polling, Disabled, … (the same), counters are
+    non-negative integers."""
 
     samples = serializers.ListField(child=serializers.DictField(), required=False)
     ports = serializers.ListField(child=serializers.DictField(), required=False)

@@ -12,7 +12,14 @@ from collections.abc import Iterable, Mapping
 
 from apps.common.limits import PORTS_PER_NODE
 from apps.fleet.addresses import address_normalize
-from apps.telemetry.ports import DEVICE, MAX_PORT_NUMBER, PHYS_STATES, STATES, PortReading
+from apps.telemetry.ports import (
+    DEVICE,
+    MAX_PORT_NUMBER,
+    PHYS_STATES,
+    STATES,
+    PortReading,
+    state_of_number,
+)
 
 PREFIX = "node_infiniband_"
 BYTES_PER_SECOND_PER_GBPS = 1.25e8
@@ -107,10 +114,12 @@ def _value(field: str, value: float) -> str | float | int:
         raise ValueError("must be a finite number")
     if field in ("state", "phys_state"):
         names = STATES if field == "state" else PHYS_STATES
-        if not value.is_integer() or int(value) not in names:
+        if not value.is_integer() or value < 0:
             known = ", ".join(f"{k} {v}" for k, v in names.items())
-            raise ValueError(f"must be one of {known}")
-        return names[int(value)]
+            raise ValueError(f"must be a state's number ({known}, …)")
+        # A number the table does not name (a state the kernel adds) is `UNKNOWN_N`, not
+        # ACTIVE: never the refusal of the whole text.
+        return state_of_number(int(value), names)
     if value < 0:
         raise ValueError("must be ≥ 0")
     if field == "rate_gbps":

@@ -15,7 +15,7 @@ from django.db.models.functions import Now
 from apps.fleet.models import Node
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.names import ROLLUP_METRICS
-from apps.telemetry.ports import COUNTERS, Growth, counter_growth
+from apps.telemetry.ports import COUNTERS, STATE_LENGTH, Growth, counter_growth
 
 
 class TelemetryEvent(models.Model):
@@ -185,7 +185,8 @@ class Port(models.Model):
     switch_port = models.CharField(max_length=64, blank=True, default="")
     # The latest reading: `ts` is also the port's high-water mark (older readings ignored).
     ts = models.DateTimeField(null=True, blank=True, help_text="latest reading's ts")
-    state = models.CharField(max_length=8, blank=True, default="")  # ACTIVE, DOWN, INIT, ARMED
+    # ACTIVE, DOWN, INIT, ARMED, ACTIVE_DEFER…: another state by the name it was reported with
+    state = models.CharField(max_length=STATE_LENGTH, blank=True, default="")
     phys_state = models.CharField(max_length=32, blank=True, default="")  # LinkUp, Polling, …
     rate_gbps = models.FloatField(null=True, blank=True)
     counters = models.JSONField(default=dict, blank=True)
@@ -196,7 +197,7 @@ class Port(models.Model):
     # from the previous reading (docs/checks.md, `fabric`). Written by the check's run.
     judged_ts = models.DateTimeField(null=True, blank=True)
     # (database defaults: the intake's bulk insert names only the reading's columns)
-    judged_state = models.CharField(max_length=8, blank=True, default="", db_default="")
+    judged_state = models.CharField(max_length=STATE_LENGTH, blank=True, default="", db_default="")
     judged_counters = models.JSONField(default=dict, blank=True, db_default={})
 
     class Meta:
@@ -210,10 +211,12 @@ class Port(models.Model):
 
     @property
     def state_tone(self) -> str:
-        """The result colour its state badge takes (pass, warn, fail; '' when unreported)."""
-        return {"ACTIVE": "pass", "DOWN": "fail", "INIT": "warn", "ARMED": "warn"}.get(
-            self.state, ""
-        )
+        """The result colour its state badge takes (pass, warn, fail; '' when unreported):
+        a state other than these four (ACTIVE_DEFER, one the kernel adds) is not ACTIVE,
+        so a warning."""
+        if not self.state:
+            return ""
+        return {"ACTIVE": "pass", "DOWN": "fail"}.get(self.state, "warn")
 
     @property
     def growth(self) -> list[Growth]:

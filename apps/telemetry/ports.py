@@ -20,8 +20,11 @@ MAX_PORT_READINGS = 100_000  # per batch: 1,280 nodes × 64 ports, with room
 DEVICE = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 MAX_PORT_NUMBER = 999  # a port's subject in events is `device/NNN` at most
 
-# The InfiniBand port states (sysfs `state`: `4: ACTIVE`; node_exporter's state_id).
-STATES = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE"}
+# The InfiniBand port states (sysfs `state`: `4: ACTIVE`; node_exporter's state_id), as
+# the kernel names them (drivers/infiniband/core/sysfs.c). Another state is kept by the
+# name it is reported with (`state_normal`): never ACTIVE, and never a refused batch.
+STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+STATE_LENGTH = 32  # the most characters of a state's name kept (Port.state, phys_state)
 # Physical states (sysfs `phys_state`: `5: LinkUp`; node_exporter's physical_state_id).
 PHYS_STATES = {
     1: "Sleep",
@@ -106,7 +109,9 @@ def parse_port_batch(items: Any, *, now: dt.datetime) -> list[PortReading]:
 class _Words:
     """One table of state words (number → word) and the texts already read as one of them:
     a sweep repeats "4: ACTIVE" ten thousand times, so each text is matched once (at most
-    `SEEN` texts kept)."""
+    `SEEN` texts kept). A word not in the table is kept as it is reported (a state the
+    kernel adds, `5: ACTIVE_DEFER` before this table knew it): a port in a state nobody
+    foresaw is stored as such, never the refusal of a whole batch."""
 
     SEEN = 256
 
@@ -117,30 +122,50 @@ class _Words:
 
     def __call__(self, value: object) -> str:
         """The word `value` names: a number of the table, or a word alone or in sysfs's
-        `N: NAME` form, any case; ValueError otherwise."""
+        `N: NAME` form, any case; another name as reported (at most STATE_LENGTH
+        characters), another whole number as `UNKNOWN_N`; ValueError for what is neither
+        a name nor a whole number."""
         if type(value) is str:
-            found = self.seen.get(value) or _word(value, self.words)
+            found = self.seen.get(value) or _word(value, self.words) or _reported(value)
             if found is not None:
                 if len(self.seen) < self.SEEN:
                     self.seen[value] = found
                 return found
         elif type(value) is int and value in self.names:
             return self.names[value]
+        elif type(value) is int and 0 <= value < 2**31:
+            return f"UNKNOWN_{value}"
         choices = ", ".join(self.words)
-        raise ValueError(f"must be one of {choices} (alone or in sysfs's 'N: NAME' form)")
+        raise ValueError(
+            f"must be a state's name ({choices}, …; alone or in sysfs's 'N: NAME' form) "
+            "or its number"
+        )
 
 
 _STATE_WORDS, _PHYS_STATE_WORDS = _Words(STATES), _Words(PHYS_STATES)
 
 
 def state_normal(value: object) -> str:
-    """`ACTIVE`, `active`, `4: ACTIVE` or 4 → `ACTIVE` (DOWN, INIT, ARMED alike)."""
+    """`ACTIVE`, `active`, `4: ACTIVE` or 4 → `ACTIVE` (DOWN, INIT, ARMED alike); a state
+    the table does not know by its reported name (`5: FUTURE` → `FUTURE`; 9 → `UNKNOWN_9`),
+    which is not ACTIVE."""
     return _STATE_WORDS(value)
 
 
 def phys_state_normal(value: object) -> str:
-    """`LinkUp`, `linkup`, `5: LinkUp` or 5 → `LinkUp` (Polling, Disabled, … alike)."""
+    """`LinkUp`, `linkup`, `5: LinkUp` or 5 → `LinkUp` (Polling, Disabled, … alike); another
+    by its reported name, as `state_normal`."""
     return _PHYS_STATE_WORDS(value)
+
+
+def state_of_number(value: int, names: dict[int, str]) -> str:
+    """node_exporter's `state_id` (or `physical_state_id`) as its word: `UNKNOWN_N` for a
+    number the table does not name; ValueError for a negative one or past 2**31."""
+    if value in names:
+        return names[value]
+    if not 0 <= value < 2**31:
+        raise ValueError("must be a state's number (a whole number from 0)")
+    return f"UNKNOWN_{value}"
 
 
 def rate_normal(value: object) -> float:
@@ -162,6 +187,15 @@ def _word(text: str, words: tuple[str, ...]) -> str | None:
     numbered = _NUMBERED.fullmatch(text)
     word = (numbered.group(2) if numbered else text.strip()).replace(" ", "").lower()
     return next((w for w in words if w.lower() == word), None)
+
+
+def _reported(text: str) -> str | None:
+    """A state's name as reported (`5: ACTIVE_DEFER` → `ACTIVE_DEFER`), its characters that
+    cannot be shown replaced by `?`, at most STATE_LENGTH of them; None for no name."""
+    numbered = _NUMBERED.fullmatch(text[:200])
+    name = (numbered.group(2) if numbered else text[:200]).strip()
+    name = "".join(c if c.isprintable() else "?" for c in name[:STATE_LENGTH])
+    return name or None
 
 
 def _counter(value: object, name: str) -> int | float:

@@ -137,6 +137,30 @@ def test_reads_each_port_as_the_server_takes_it(sysfs):
     ]
 
 
+@pytest.mark.django_db
+def test_a_state_the_kernel_adds_is_sent_by_its_name_and_stored(tmp_path, api, nodes):
+    """sysfs's `5: ACTIVE_DEFER` (and a state no table knows yet) was left out of the port's
+    reading: it is sent as the kernel names it, and the server stores it, not ACTIVE."""
+    device = _device(tmp_path, "mlx5_0", "0000:18:00.0")
+    _port(device, 1, {"state": "5: ACTIVE_DEFER", "phys_state": "5: LinkUp"})
+    _port(device, 2, {"state": "6: SOMETHING_NEWER\x07", "phys_state": "0: <unknown>"})
+    _port(device, 3, {"state": "4: ACTIVE", "phys_state": "5: LinkUp"})
+    ports = FabricReader(tmp_path).read(node="gpu000", ts=TS)
+    assert [p["metrics"] for p in ports] == [
+        {"state": "ACTIVE_DEFER", "phys_state": "LinkUp"},
+        {"state": "SOMETHING_NEWER?", "phys_state": "<unknown>"},
+        {"state": "ACTIVE", "phys_state": "LinkUp"},
+    ]
+    response = api("ada").post("/api/v1/ingest/telemetry/", {"ports": ports}, format="json")
+    assert response.status_code == 202 and response.json()["ports"] == 3, response.content
+    stored = Port.objects.filter(node__hostname="gpu000").order_by("port")
+    assert list(stored.values_list("state", flat=True)) == [
+        "ACTIVE_DEFER",
+        "SOMETHING_NEWER?",
+        "ACTIVE",
+    ]
+
+
 def test_no_infiniband_is_said_once_and_sends_nothing(tmp_path, caplog):
     reader = FabricReader(tmp_path / "sys")
     (tmp_path / "sys" / "class").mkdir(parents=True)

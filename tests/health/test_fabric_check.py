@@ -183,6 +183,22 @@ def test_a_bad_leaf_switch_is_one_incident_naming_its_nodes(ada, cluster, nodes)
     assert result("gpu000").details["switch"] == "leaf-07"
 
 
+def test_a_port_in_a_state_the_kernel_adds_is_not_active(ada, cluster, nodes):
+    """`5: ACTIVE_DEFER` (issue 41) was a 400 refusing the batch, so the port kept its last
+    ACTIVE reading: it is stored by its name and the check counts it as not ACTIVE, as it
+    would a DOWN port, while the batch's other ports pass."""
+    send(ada, T0, four_ports())
+    check(cluster, T0 + dt.timedelta(seconds=5))
+    ports = four_ports()
+    ports[("gpu000", "mlx5_0")] = {"state": "5: ACTIVE_DEFER"}
+    send(ada, T0 + MINUTE, ports)
+    counts = check(cluster, T0 + MINUTE + dt.timedelta(seconds=5))
+    assert (counts["fail"], counts["pass"]) == (1, 3)
+    assert result("gpu000").message == "port mlx5_0/1: was ACTIVE, now ACTIVE_DEFER"
+    assert Port.objects.get(node__hostname="gpu000", device="mlx5_0").judged_state == "ACTIVE"
+    assert state("gpu000") == "drained"
+
+
 def test_the_judged_reading_is_written_with_the_findings(ada, cluster, nodes):
     """Growth is measured from the reading the previous run judged: two readings between
     runs add up, and a run that errs judges nothing."""

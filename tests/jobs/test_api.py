@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.jobs.services import job_create
 
 pytestmark = pytest.mark.django_db
 
@@ -370,3 +371,19 @@ def test_nodes_must_be_this_clusters(api, nodes, job):
     assert patched.status_code == 400
     assert patched.json() == {"nodes": ["unknown in cluster c1: far001"]}
     assert Job.objects.count() == 1 and job.nodes.count() == 4
+
+
+def test_patch_to_another_jobs_external_id_is_400_naming_it(api, cluster, job):
+    """schemathesis: `PATCH jobs/{id}/` with `external_id` (and `status: pending`) taking the
+    scheduler id of another job in the cluster was the unique constraint's 500."""
+    other, _ = job_create(cluster=cluster, name="other", gpu_count=8, external_id="4242")
+    response = api("ada").patch(
+        f"/api/v1/jobs/{job.pk}/", {"external_id": "4242", "status": "pending"}, format="json"
+    )
+    assert response.status_code == 400 and "external_id" in response.json(), response.content
+    job.refresh_from_db()
+    assert (job.external_id, job.status) == ("", "running")
+    mine = api("ada").patch(
+        f"/api/v1/jobs/{other.pk}/", {"external_id": "4242", "status": "pending"}, format="json"
+    )
+    assert mine.status_code == 200  # its own id again is no conflict

@@ -3,7 +3,11 @@ field (docs/repairs.md)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.renderers import OpenApiJsonRenderer
 
 from apps.repairs.models import Repair
 from apps.repairs.services import repairs_sync
@@ -82,3 +86,38 @@ def test_only_engineers_skip_burn_in(fleet):
     assert response.status_code == 403
     assert fleet["mia"].post("/api/v1/nodes/n01/return/", {}, format="json").status_code == 403
     assert fleet["agent"].post("/api/v1/nodes/n01/return/", {}, format="json").status_code == 403
+
+
+def _closure_values() -> set[str | None]:
+    """The values the OpenAPI document allows for a repair's `closed_how`."""
+    document = json.loads(
+        OpenApiJsonRenderer().render(
+            SchemaGenerator().get_schema(request=None, public=True), renderer_context={}
+        )
+    )
+    schemas = document["components"]["schemas"]
+    field = schemas["Repair"]["properties"]["closed_how"]
+    allowed: set[str | None] = set()
+    for ref in field.get("oneOf", []) + field.get("allOf", []):
+        allowed |= set(schemas[ref["$ref"].rsplit("/", 1)[1]]["enum"])
+    if field.get("nullable"):
+        allowed.add(None)
+    return allowed
+
+
+def test_closed_how_of_a_repair_not_closed_is_a_documented_value(fleet):
+    """schemathesis: an open repair's `closed_how` was "", outside its own enum, in
+    `repairs/`, `repairs/{id}/` and `nodes/{name}/return/`; it is null until it closes."""
+    allowed = _closure_values()
+    drain("n01")
+    drain("n02")
+    repairs_sync()
+    pk = Repair.objects.get(node__hostname="n01").pk
+    listed = fleet["mia"].get("/api/v1/repairs/").json()["results"]
+    one = fleet["mia"].get(f"/api/v1/repairs/{pk}/").json()
+    returned = fleet["otto"].post("/api/v1/nodes/n01/return/", {}, format="json").json()
+    skipped = fleet["erin"].post("/api/v1/nodes/n02/return/?skip_burn_in=1", {}, format="json")
+    got = [r["closed_how"] for r in listed] + [one["closed_how"], returned["closed_how"]]
+    assert got == [None, None, None, None]
+    assert skipped.json()["closed_how"] == "skipped"
+    assert set(got) | {"skipped"} <= allowed

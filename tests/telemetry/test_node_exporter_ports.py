@@ -109,7 +109,7 @@ def test_dcgm_and_node_exporter_text_together_all_or_nothing(api, nodes):
     assert (both.json()["accepted"], both.json()["ports"]) == (8, 1)
     assert Port.objects.get(node__hostname="gpu000").state == "ACTIVE"
     # A bad port value refuses the GPU samples of the same text too.
-    bad = DCGM_SAMPLE.read_text() + 'node_infiniband_state_id{device="mlx5_0",port="2"} 9\n'
+    bad = DCGM_SAMPLE.read_text() + 'node_infiniband_state_id{device="mlx5_0",port="2"} 4.5\n'
     refused = post(client, bad, "?node=gpu001")
     assert refused.status_code == 400
     assert "node_infiniband_state_id" in refused.json()["body"][0]
@@ -121,9 +121,9 @@ def test_dcgm_and_node_exporter_text_together_all_or_nothing(api, nodes):
     ("text", "query", "field", "words"),
     [
         ('node_infiniband_state_id{device="mlx5_0",port="1"} 4\n', "", "node", "?node="),
-        ('node_infiniband_state_id{device="mlx5_0",port="1"} 5\n', "?node=gpu000", "body",
-         "node_infiniband_state_id (state) of mlx5_0/1: must be one of 1 DOWN"),
-        ('node_infiniband_physical_state_id{device="mlx5_0",port="1"} 0\n', "?node=gpu000",
+        ('node_infiniband_state_id{device="mlx5_0",port="1"} 4.5\n', "?node=gpu000", "body",
+         "node_infiniband_state_id (state) of mlx5_0/1: must be a state's number (0 NOP, 1 DOWN"),
+        ('node_infiniband_physical_state_id{device="mlx5_0",port="1"} -1\n', "?node=gpu000",
          "body", "node_infiniband_physical_state_id (phys_state)"),
         ('node_infiniband_symbol_error_total{device="mlx5_0",port="1"} -1\n', "?node=gpu000",
          "body", "node_infiniband_symbol_error_total (symbol_error) of mlx5_0/1: must be ≥ 0"),
@@ -147,6 +147,39 @@ def test_bad_series_are_refused_naming_them(api, nodes, text, query, field, word
     assert response.status_code == 400, response.content
     assert words in response.json()[field][0]
     assert not Port.objects.exists()
+
+
+def test_a_state_the_kernel_adds_is_stored_not_refused(api, nodes):
+    """node_exporter's `state_id` 5 (sysfs `5: ACTIVE_DEFER`) was a 400 refusing the whole
+    text: it is stored as ACTIVE_DEFER, a number no table names as `UNKNOWN_N`, and the
+    text's other ports and GPU samples with them."""
+    text = DCGM_SAMPLE.read_text() + (
+        'node_infiniband_state_id{device="mlx5_0",port="1"} 5\n'
+        'node_infiniband_state_id{device="mlx5_1",port="1"} 4\n'
+        'node_infiniband_state_id{device="mlx5_2",port="1"} 9\n'
+        'node_infiniband_physical_state_id{device="mlx5_2",port="1"} 0\n'
+    )
+    response = post(api("ada"), text)
+    assert response.status_code == 202, response.content
+    assert (response.json()["accepted"], response.json()["ports"]) == (8, 3)
+    states = dict(Port.objects.values_list("device", "state"))
+    assert states == {"mlx5_0": "ACTIVE_DEFER", "mlx5_1": "ACTIVE", "mlx5_2": "UNKNOWN_9"}
+    assert Port.objects.get(device="mlx5_2").phys_state == "UNKNOWN_0"
+
+
+def test_the_real_node_exporter_passes_active_defer_through(api, nodes, exporter):
+    """The kernel's `5: ACTIVE_DEFER` as node_exporter reads it (`state_id` 5) is stored as
+    such, beside the other ports of the same scrape."""
+    node_exporter, sysfs = exporter
+    write_port(sysfs, "mlx5_0", 1, state="5: ACTIVE_DEFER", phys_state="5: LinkUp")
+    text = node_exporter.scrape()
+    assert 'node_infiniband_state_id{device="mlx5_0",port="1"} 5' in text
+    response = post(api("ada"), text)
+    assert response.status_code == 202 and response.json()["ports"] == 2, response.content
+    assert dict(Port.objects.values_list("device", "state")) == {
+        "mlx5_0": "ACTIVE_DEFER",
+        "mlx5_1": "DOWN",
+    }
 
 
 def test_at_most_64_ports_in_one_text(api, nodes):

@@ -11,7 +11,7 @@ from django.utils import timezone
 from apps.accounts.choices import Role
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.fleet.services import agent_scope_set
-from apps.telemetry.models import Port
+from apps.telemetry.models import Port, PortRollup
 from apps.telemetry.ports import counter_growth, phys_state_normal, rate_normal, state_normal
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,11 @@ def test_the_normal_forms_of_states_and_rates():
     # the kernel writes phys_state 7 with a space (drivers/infiniband/core/sysfs.c)
     assert phys_state_normal("7: Phy Test") == phys_state_normal("PhyTest") == "PhyTest"
     assert rate_normal("200 Gb/sec (4X HDR)") == 200.0 and rate_normal(400) == 400.0
-    for bad in ("5: ACTIVE_DEFER", "UP", True, 9):
+    # A state the kernel reports that the old table lacked, and any other, by its name.
+    assert state_normal("5: ACTIVE_DEFER") == state_normal(5) == "ACTIVE_DEFER"
+    assert state_normal("6: FUTURE_STATE") == "FUTURE_STATE" and state_normal(9) == "UNKNOWN_9"
+    assert state_normal("x" * 100) == "x" * 32 and phys_state_normal("0: <unknown>") == "<unknown>"
+    for bad in (True, "", "  ", -1, 2**40, 1.5, None, ["ACTIVE"]):
         with pytest.raises(ValueError, match="DOWN, INIT, ARMED, ACTIVE"):
             state_normal(bad)
 
@@ -91,8 +95,9 @@ def test_ports_are_stored_beside_samples(ada, nodes):
         ({"metrics": {"symbol_error": 1.5}}, "ports[1].metrics.symbol_error"),
         ({"metrics": {"symbol_error": "3"}}, "ports[1].metrics.symbol_error"),
         ({"metrics": {"port_xmit_wait": 2**64}}, "ports[1].metrics.port_xmit_wait"),
-        ({"metrics": {"state": "UP"}}, "ports[1].metrics.state"),
-        ({"metrics": {"phys_state": "Sideways"}}, "ports[1].metrics.phys_state"),
+        ({"metrics": {"state": True}}, "ports[1].metrics.state"),
+        ({"metrics": {"state": " "}}, "ports[1].metrics.state"),
+        ({"metrics": {"phys_state": -5}}, "ports[1].metrics.phys_state"),
         ({"metrics": {"rate_gbps": -5}}, "ports[1].metrics.rate_gbps"),
         ({"metrics": {"vendor_extra": True}}, "ports[1].metrics.vendor_extra"),
         ({"metrics": {}}, "ports[1].metrics"),
@@ -109,6 +114,32 @@ def test_a_bad_reading_is_a_400_naming_it_and_nothing_is_written(ada, nodes, ent
     assert field in response.json()
     assert not Port.objects.exists()
     assert not nodes[0].gpus.filter(updated_at__isnull=False).exists()  # the samples neither
+
+
+def test_a_state_the_kernel_adds_is_stored_by_its_name_not_active(ada, nodes):
+    """`5: ACTIVE_DEFER` (and a state no table knows) was a 400 refusing every other port of
+    the batch: it is stored by its name, is no ACTIVE port (a warning on its badge, counted
+    in the rollup's ports not ACTIVE), and the batch's other ports are stored with it."""
+    body = [
+        reading("gpu000", "mlx5_0", state="5: ACTIVE_DEFER", phys_state="5: LinkUp"),
+        reading("gpu000", "mlx5_1", state="4: ACTIVE", phys_state="5: LinkUp"),
+        reading("gpu000", "mlx5_2", state="6: SOMETHING_NEWER", phys_state="8: Quantum"),
+        reading("gpu000", "mlx5_3", state=5, link_downed=0),
+    ]
+    response = post(ada, ports=body)
+    assert response.status_code == 202, response.content
+    assert response.json()["ports"] == 4
+    ports = {p.device: p for p in Port.objects.filter(node__hostname="gpu000")}
+    assert [(d, p.state, p.state_tone) for d, p in sorted(ports.items())] == [
+        ("mlx5_0", "ACTIVE_DEFER", "warn"),
+        ("mlx5_1", "ACTIVE", "pass"),
+        ("mlx5_2", "SOMETHING_NEWER", "warn"),
+        ("mlx5_3", "ACTIVE_DEFER", "warn"),
+    ]
+    assert ports["mlx5_2"].phys_state == "Quantum"
+    rollup = PortRollup.objects.get(node__hostname="gpu000")
+    assert (rollup.ports, rollup.not_active) == (4, 3)
+    assert Port(state="DOWN").state_tone == "fail" and Port(state="").state_tone == ""
 
 
 def test_the_batch_shape(ada, nodes):

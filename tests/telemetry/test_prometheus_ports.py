@@ -190,8 +190,9 @@ def test_readings_of_an_answer_pick_the_clusters_nodes_and_skip_bad_series() -> 
         series("state_id", "gpu-a017:9100", 4),  # by short name
         series("symbol_error_total", "gpu-a017:9100", 5),
         series("state_id", "10.0.3.17:9100", 1),  # by address
-        series("state_id", "10.0.3.17:9100", 9, device="mlx5_1"),  # a bad state: left out
+        series("state_id", "10.0.3.17:9100", -1, device="mlx5_1"),  # a bad state: left out
         series("link_downed_total", "10.0.3.17:9100", 2, device="mlx5_1"),
+        series("state_id", "10.0.3.17:9100", 5, device="mlx5_2"),  # the kernel's ACTIVE_DEFER
         series("state_id", "twin:9100", 4),  # a short name two nodes share: neither
         series("state_id", "elsewhere:9100", 4),  # another cluster's node
         series("state_id", ["odd"], 4),
@@ -204,5 +205,6 @@ def test_readings_of_an_answer_pick_the_clusters_nodes_and_skip_bad_series() -> 
         ("gpu-a017.dc1.example", "mlx5_0"): ("ACTIVE", {"symbol_error": 5}),
         ("gpu-b001", "mlx5_0"): ("DOWN", {}),
         ("gpu-b001", "mlx5_1"): ("", {"link_downed": 2}),
+        ("gpu-b001", "mlx5_2"): ("ACTIVE_DEFER", {}),
     }
     assert all(r.ts == NOW for r in readings)

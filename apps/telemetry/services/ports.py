@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -67,23 +67,30 @@ def ports_ingest(
         Node.objects.filter(hostname__in={r.node for r in readings}).values_list("hostname", "pk")
     )
     _check_nodes(readings, node_ids)
-    # In one order (node, device, port), so two batches sharing ports never deadlock.
-    stored_rows = Port.objects.filter(node_id__in=sorted(set(node_ids.values()))).order_by(
-        "node_id", "device", "port"
-    )
-    if connection.vendor == "postgresql":
-        stored_rows = stored_rows.select_for_update()
-    stored = {(row[1], row[2], row[3]): row for row in stored_rows.values_list(*_STORED)}
+    stored = _stored(node_ids.values())
     by_port: dict[tuple[int, str, int], list[tuple[int, PortReading]]] = defaultdict(list)
     for i, reading in enumerate(readings):
         by_port[(node_ids[reading.node], reading.device, reading.port)].append((i, reading))
     _check_bound(by_port, stored)
-
-    new_rows, changed_rows = [], []
+    new_ports = sorted(key for key in by_port if key not in stored)
+    if new_ports:
+        # The ports first seen here are made first, without a reading (INSERT … ON CONFLICT
+        # DO NOTHING, in key order): a concurrent batch making the same port waits on the
+        # unique index until this one ends and then finds it. Read again (locked), every
+        # port of the batch is a stored one, and each batch applies its readings on top of
+        # the other's: neither's is lost (the GPUs' rows, registered before any sample,
+        # are locked the same way).
+        insert_ignore(
+            Port._meta.db_table,
+            ("node_id", "device", "port", *_COLUMNS),
+            [(*key, *_Latest().values()) for key in new_ports],
+        )
+        stored = _stored(node_ids.values())
+    changed_rows = []
     applied = stale = 0
     rollup = _Rollup()
     for key, items in by_port.items():
-        row = stored.get(key)
+        row = stored[key]
         latest = _Latest.of(row)
         for _, reading in sorted(items, key=lambda item: item[1].ts):
             if latest.ts is not None and reading.ts <= latest.ts:
@@ -92,14 +99,8 @@ def ports_ingest(
             before, latest = latest, latest.then(reading)
             rollup.add(key, before.counters, latest)
             applied += 1
-        values = latest.values()
-        if row is None:
-            if latest.ts is not None:
-                new_rows.append((*key, *values))
-        elif latest.ts != row[_STORED.index("ts")]:
-            changed_rows.append((row[0], *values))
-    if new_rows:
-        insert_ignore(Port._meta.db_table, ("node_id", "device", "port", *_COLUMNS), new_rows)
+        if latest.ts != row[_STORED.index("ts")]:
+            changed_rows.append((row[0], *latest.values()))
     update_many(Port._meta.db_table, ("id",), _COLUMNS, changed_rows)
     rollup.write()
     # A port's reading is a sign of life of its node, as a GPU's sample is (last: the
@@ -108,6 +109,18 @@ def ports_ingest(
         last_seen_at=now or timezone.now()
     )
     return PortIngestResult(applied, stale)
+
+
+def _stored(node_ids: Iterable[int]) -> dict[tuple[int, str, int], tuple]:
+    """The stored ports of these nodes by (node id, device, port), each a row of `_STORED`;
+    locked on PostgreSQL in one order (node, device, port), so two batches sharing ports
+    never deadlock."""
+    rows = Port.objects.filter(node_id__in=sorted(set(node_ids))).order_by(
+        "node_id", "device", "port"
+    )
+    if connection.vendor == "postgresql":
+        rows = rows.select_for_update()
+    return {(row[1], row[2], row[3]): row for row in rows.values_list(*_STORED)}
 
 
 def telemetry_with_ports_ingest(

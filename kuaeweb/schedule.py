@@ -38,6 +38,19 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "task": "apps.health.tasks.prune_runs",
             "schedule": crontab(minute=27),
         },
+        # Telemetry events, unrouted alerts and the stall stacks no rank points at.
+        "prune-events": {
+            "task": "apps.telemetry.tasks.prune_events",
+            "schedule": crontab(minute=37),
+        },
+        "prune-unrouted-alerts": {
+            "task": "apps.incidents.tasks.prune_unrouted",
+            "schedule": crontab(minute=57),
+        },
+        "prune-rank-stacks": {
+            "task": "apps.jobs.tasks.prune_stacks",
+            "schedule": crontab(minute=3),
+        },
         # Unacknowledged sev1/sev2 past KUAE_ESCALATE_SEV*_MIN: escalated once each.
         "escalate-incidents": {"task": "apps.incidents.tasks.escalate", "schedule": 30.0},
         "refresh-snapshots": {"task": "apps.reports.tasks.refresh_snapshots", "schedule": 60.0},

@@ -232,6 +232,10 @@ KUAE_RETAIN_ROLLUP_DAYS = env_int("KUAE_RETAIN_ROLLUP_DAYS", 30, minimum=1)
 # Check runs (what ran, when, how long): 6 kinds a minute per cluster is ~8,600 a day. The
 # results they wrote stay (a result's link to a pruned run is cleared).
 KUAE_RETAIN_RUNS_DAYS = env_int("KUAE_RETAIN_RUNS_DAYS", 30, minimum=1)
+# Telemetry events (XIDs, counters that grew, ports' and ranks' events) by their time, and
+# unrouted Alertmanager alerts by their latest delivery (docs/operations.md, Backups).
+KUAE_RETAIN_EVENTS_DAYS = env_int("KUAE_RETAIN_EVENTS_DAYS", 90, minimum=1)
+KUAE_RETAIN_UNROUTED_DAYS = env_int("KUAE_RETAIN_UNROUTED_DAYS", 30, minimum=1)
 
 # --- Web, API -----------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"

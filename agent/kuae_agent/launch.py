@@ -186,7 +186,9 @@ def _preflight(client: Client, job_id: int) -> tuple[bool, list[str]]:
         log.warning("kuae-agent launch: preflight not run (%s): starting anyway", answer)
         return True, []
     problems = [
-        f"{p.get('node')}: {p.get('reason')}" if isinstance(p, dict) else str(p)
+        (f"{p.get('node')}: {p['reason']}" if p.get("reason") else f"{p.get('node')}: not ready")
+        if isinstance(p, dict)
+        else str(p)
         for p in answer.get("problems") or []
     ]
     return bool(answer.get("ok")), problems

@@ -4,7 +4,11 @@ and the sign-in throttle, counted from the log itself so every worker process ag
 The throttle (docs/operations.md, "Sign-in throttling") counts failures per (account,
 client address), so a guesser holds back only their own address, never the person's; a
 browser that signed in as the account before carries a signed known-device cookie that the
-count does not stop, up to that device's own failures (KUAE_LOGIN_DEVICE_FAILURES)."""
+count does not stop, up to that device's own failures (KUAE_LOGIN_DEVICE_FAILURES).
+
+Checking and counting are one step: an attempt is written down as a failure *before* its
+password is checked (`login_attempt_reserve`) and then judged by a count that includes it,
+so of many attempts sent at once no more than the limit reach the password check."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import logging
 import secrets
 import unicodedata
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -41,19 +46,23 @@ def client_ip(request: HttpRequest | None) -> str | None:
     return request.META.get("REMOTE_ADDR") if request is not None else None
 
 
+def _event(kind: str, request: HttpRequest | None, username: str, device: str) -> AuditEvent:
+    return AuditEvent.objects.create(
+        kind=kind,
+        username=username[:150],
+        ip=client_ip(request),
+        device=device[:32],
+        method=(request.method or "")[:8] if request is not None else "",
+        path=request.get_full_path()[:500] if request is not None else "",
+    )
+
+
 def audit(kind: str, request: HttpRequest | None, username: str = "", device: str = "") -> None:
     """Write one audit event for this request (`device`: the known-device id it carried);
     with the database down it is logged instead, so a refusal stays a refusal rather than
     becoming a 500."""
     try:
-        AuditEvent.objects.create(
-            kind=kind,
-            username=username[:150],
-            ip=client_ip(request),
-            device=device[:32],
-            method=(request.method or "")[:8] if request is not None else "",
-            path=request.get_full_path()[:500] if request is not None else "",
-        )
+        _event(kind, request, username, device)
     except DatabaseError:
         log.warning("audit event not stored (database unavailable): %s %s", kind, username)
 
@@ -115,9 +124,10 @@ def remember_device(request: HttpRequest, response: HttpResponse, username: str)
     )
 
 
-def login_throttled(request: HttpRequest | None, username: str) -> bool:
+def login_throttled(request: HttpRequest | None, username: str, *, reserved: bool = False) -> bool:
     """True when a sign-in attempt as `username` from this request must be refused (429,
-    the password unchecked); all counts are failures within KUAE_LOGIN_WINDOW_S.
+    the password unchecked); all counts are failures within KUAE_LOGIN_WINDOW_S, other than
+    the attempt's own when it is already written down (`reserved`, login_attempt_reserve).
 
     - A known device for the account (`known_device`) is refused only once that device
       has failed KUAE_LOGIN_DEVICE_FAILURES times itself: a stolen cookie is no unlimited
@@ -129,17 +139,48 @@ def login_throttled(request: HttpRequest | None, username: str) -> bool:
     attempts count together, as one address."""
     since = timezone.now() - dt.timedelta(seconds=settings.KUAE_LOGIN_WINDOW_S)
     failed = AuditEvent.objects.filter(kind=Kind.LOGIN_FAILED, at__gte=since)
+    own = 1 if reserved else 0  # the reserved row is in every count below
     key = login_key(username)
     device = known_device(request, key)
     # Past its own limit a known device is no exemption: the counts below decide.
     device_limit = settings.KUAE_LOGIN_DEVICE_FAILURES
-    if device is not None and failed.filter(device=device).count() < device_limit:
+    if device is not None and failed.filter(device=device).count() - own < device_limit:
         return False
     limit = settings.KUAE_LOGIN_FAILURES
     ip = client_ip(request)
-    if key and failed.filter(username=key, ip=ip).count() >= limit:
+    if key and failed.filter(username=key, ip=ip).count() - own >= limit:
         return True
-    return bool(ip) and failed.filter(ip=ip).count() >= 4 * limit
+    return bool(ip) and failed.filter(ip=ip).count() - own >= 4 * limit
+
+
+# The attempt the backend reserved in this context, so that the failure signal Django sends
+# after it does not write the same failure twice.
+_reserved: ContextVar[int | None] = ContextVar("kuae_login_reserved", default=None)
+
+
+def login_attempt_reserve(request: HttpRequest | None, username: str) -> AuditEvent | None:
+    """Write this attempt down as a failure before its password is checked, then judge it
+    by counts that include it: the check and the count are one step. Of attempts sent at
+    once, each sees every one written before its own, so the one that would be the limit's
+    next is refused whatever order they run in. Returns the reservation (the caller
+    releases it on success, `login_attempt_release`), or None when the attempt is
+    throttled: its row then becomes a *throttled* event, not a failure.
+
+    The row is committed on its own (sign-in runs outside any transaction: no
+    ATOMIC_REQUESTS), so other workers see it at once."""
+    key = login_key(username)
+    event = _event(Kind.LOGIN_FAILED, request, key, known_device(request, key) or "")
+    _reserved.set(event.pk)
+    if login_throttled(request, username, reserved=True):
+        AuditEvent.objects.filter(pk=event.pk).update(kind=Kind.LOGIN_THROTTLED)
+        return None
+    return event
+
+
+def login_attempt_release(event: AuditEvent) -> None:
+    """The reserved attempt succeeded: it is no failure."""
+    _reserved.set(None)
+    AuditEvent.objects.filter(pk=event.pk).delete()
 
 
 @receiver(user_logged_in)
@@ -156,6 +197,9 @@ def _logged_out(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> 
 def _login_failed(
     sender: Any, credentials: dict, request: HttpRequest | None = None, **kw: Any
 ) -> None:
+    if _reserved.get() is not None:  # already written down by login_attempt_reserve
+        _reserved.set(None)
+        return
     key = login_key(str(credentials.get("username", "")))
     audit(Kind.LOGIN_FAILED, request, key, known_device(request, key) or "")
 

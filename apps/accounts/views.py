@@ -20,8 +20,15 @@ from apps.accounts.audit import (
     login_throttled,
     remember_device,
 )
+from apps.accounts.backends import ThrottledModelBackend
 from apps.accounts.choices import Role
 from apps.accounts.demo import DEMO_LOGINS
+
+
+def _throttled_by_backend(request: HttpRequest) -> bool:
+    """The backend refused the attempt unchecked: others sent at the same moment reached
+    the limit after this page's own look (apps.accounts.backends)."""
+    return bool(getattr(request, ThrottledModelBackend.THROTTLED, False))
 
 
 def _refused(request: HttpRequest, username: str) -> bool:
@@ -44,6 +51,12 @@ class LoginView(auth_views.LoginView):
             context = self.get_context_data(form=form, throttled=True)
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        if _throttled_by_backend(self.request):
+            context = self.get_context_data(form=form, throttled=True)
+            return self.render_to_response(context, status=429)
+        return super().form_invalid(form)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         """The demo's logins, listed on the sign-in page of the demo only (KUAE_DEMO)."""
@@ -73,6 +86,8 @@ def admin_login(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and _refused(request, request.POST.get("username", "")[:150]):
         return render(request, "registration/login.html", {"throttled": True}, status=429)
     response = admin.site.login(request)
+    if _throttled_by_backend(request):
+        return render(request, "registration/login.html", {"throttled": True}, status=429)
     if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
         remember_device(request, response, request.user.get_username())
     return response

@@ -50,7 +50,9 @@ credentials → **401**; a role that may not call the endpoint → **403**.
 - `agent` — machines (node agents, launchers, Alertmanager, Slurm hooks): the ingest
   endpoints, `POST jobs/`, `PATCH jobs/{{id}}/`, `POST jobs/{{id}}/ranks/` and
   `POST jobs/{{id}}/preflight/`; no reads —
-  a write answers its status and counts (`{{id}}` for a job), never the object. An agent
+  a write answers its status and counts (`{{id}}` for a job), never the object, and
+  preflight answers pass or fail and the names of the nodes that fail, not their states or
+  evidence (people get the reasons). An agent
   token may be scoped (`create_user NAME --role agent --cluster NAME [--nodes HOSTLIST]`):
   a node's token writes only for its nodes and the jobs that run on them, a cluster's only
   for its cluster (Slurm's `?cluster=` must name it; its Alertmanager's alerts for other

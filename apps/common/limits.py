@@ -20,6 +20,10 @@ NEW_NODES_PER_HOUR = 2_000
 SLURM_INCIDENTS = 200
 # Nodes one `POST nodes/topology/` may place (a whole fleet's switches, PDUs, NVLink domains).
 TOPOLOGY_NODES = 20_000
+# Kernel-log events (`ingest/events/`) agents may store for one node in any hour, and the
+# unrouted Alertmanager alerts kept at once (a new fingerprint past it is counted, not kept).
+EVENTS_PER_NODE_PER_HOUR = 10_000
+UNROUTED_ALERTS_KEPT = 10_000
 # Distinct metric names one GPU keeps (its latest values), whatever the intake.
 METRIC_NAMES_PER_GPU = 200
 # NIC ports one node has (device, port), and the metric names one port's reading may carry.

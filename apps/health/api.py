@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.choices import AGENTS, OPERATORS, READERS
+from apps.accounts.choices import AGENTS, OPERATORS, READERS, Role
 from apps.fleet.models import Node
 from apps.fleet.scope import require_nodes
 from apps.health.checks import SCHEDULED_KINDS
@@ -98,8 +98,20 @@ class ResultListView(generics.ListAPIView):
     queryset = CheckResult.objects.select_related("cluster").order_by("-at", "kind", "target")
 
 
+def preflight_for_agent(answer: dict[str, object]) -> dict[str, object]:
+    """What an agent token is told (agents never read): pass or fail and the names of the
+    nodes that fail, once each, without their states or the checks they failed."""
+    problems = answer["problems"]
+    assert isinstance(problems, list)
+    failing = sorted({str(p["node"]) for p in problems})
+    return {"ok": answer["ok"], "problems": [{"node": name} for name in failing]}
+
+
 class PreflightView(APIView):
-    """`POST jobs/{id}/preflight/`: may this job start on its nodes?"""
+    """`POST jobs/{id}/preflight/`: may this job start on its nodes? `{ok, problems: [{node,
+    reason}]}`; an agent token is answered pass or fail and the names of the nodes that
+    fail, `{ok, problems: [{node}]}`, never their states or the checks they failed (agents
+    never read). The full answer is stored as the job's `preflight` result, for people."""
 
     roles = {"POST": OPERATORS | AGENTS}
     agent_scoped = True
@@ -107,7 +119,10 @@ class PreflightView(APIView):
     @extend_schema(request=None, responses=PreflightSerializer)
     def post(self, request: Request, pk: int) -> Response:
         job = job_for_write(request.user, pk)
-        return Response(job_preflight(job=job))
+        answer = job_preflight(job=job)
+        if getattr(request.user, "role", None) == Role.AGENT:
+            answer = preflight_for_agent(answer)
+        return Response(answer)
 
 
 class NodeAdmissionView(APIView):

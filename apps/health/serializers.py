@@ -54,10 +54,14 @@ class ResultSerializer(serializers.ModelSerializer):
 
 
 class PreflightSerializer(serializers.Serializer):
-    """`{ok, problems: [{node, reason}]}`."""
+    """`{ok, problems: [{node, reason}]}`; to an agent token `{ok, problems: [{node}]}`."""
 
     ok = serializers.BooleanField()
-    problems = serializers.ListField(child=serializers.DictField())
+    problems = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="`{node, reason}` per problem; an agent token is told only the names of "
+        "the nodes that fail, `{node}` once each, not their states or evidence",
+    )
 
 
 class AdmissionProblemSerializer(serializers.Serializer):

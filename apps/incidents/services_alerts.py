@@ -13,6 +13,7 @@ the incidents, which health checks write too), and the incidents are read once t
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.common.limits import UNROUTED_ALERTS_KEPT
 from apps.fleet.models import Cluster, Node
 from apps.incidents import silences
 from apps.incidents.alertmanager import OUR_SOURCE, Alert, parse_webhook
@@ -36,6 +38,8 @@ OVER_CAP = (
     f"its webhook had already opened {MAX_OPENED} incidents; "
     "opened when Alertmanager sends it again"
 )
+
+log = logging.getLogger(__name__)
 
 
 def _note(incident: Incident, now: dt.datetime, text: str) -> None:
@@ -376,7 +380,10 @@ def _reopen(alert: Alert, incident: Incident, now: dt.datetime) -> None:
 
 def unrouted_alert_upsert(*, alert: Alert, reason: str, now: dt.datetime) -> None:
     """Keep an alert without an incident, one row per fingerprint: the latest delivery's
-    labels, status and times win, `deliveries` counts them (also when two race)."""
+    labels, status and times win, `deliveries` counts them (also when two race). A new
+    fingerprint is not kept while UNROUTED_ALERTS_KEPT are (it is still counted in the
+    webhook's answer); retention removes those not delivered again for
+    KUAE_RETAIN_UNROUTED_DAYS."""
     values = {
         "labels": alert.labels,
         "annotations": alert.annotations,
@@ -388,6 +395,9 @@ def unrouted_alert_upsert(*, alert: Alert, reason: str, now: dt.datetime) -> Non
     }
     rows = UnroutedAlert.objects.filter(fingerprint=alert.fingerprint)
     if rows.update(deliveries=F("deliveries") + 1, **values):
+        return
+    if UnroutedAlert.objects.count() >= UNROUTED_ALERTS_KEPT:
+        log.warning("unrouted alert %s not kept: %s are", alert.fingerprint, UNROUTED_ALERTS_KEPT)
         return
     try:
         with transaction.atomic():

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from apps.common.bulk import insert_ignore, upsert_merge
 from apps.common.errors import BatchError
-from apps.common.retention import prune_before
+from apps.common.retention import delete_in_batches, prune_before
 from apps.fleet.models import Cluster, Node
 from apps.fleet.services import nodes_seen
 from apps.fleet.validators import nodes_named
@@ -27,6 +27,7 @@ from apps.jobs.models import (
     JobMetric,
     JobMetricHour,
     NodeStepMetric,
+    RankStack,
 )
 
 JOB_FIELDS = (
@@ -283,6 +284,12 @@ def checkpoints_record_bulk(
         last_checkpoint_at=newest
     )
     return inserted
+
+
+def rank_stacks_prune() -> int:
+    """Delete the stored stacks no rank's newest report points at any more (a rank keeps
+    only its newest stack, so older ones are read by nothing); returns how many went."""
+    return delete_in_batches(RankStack.objects.filter(ranks__isnull=True))
 
 
 def job_metrics_prune(*, older_than_days: int, now: dt.datetime | None = None) -> int:

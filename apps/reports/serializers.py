@@ -86,7 +86,9 @@ class ReliabilityQuerySerializer(WindowQuerySerializer):
 class WeeklyQuerySerializer(ClusterQuerySerializer):
     """`cluster` and `week` (an ISO week; default the last complete one)."""
 
-    week = serializers.CharField(required=False, max_length=16, help_text="ISO week, e.g. 2026-W47")
+    week = serializers.CharField(
+        required=False, max_length=16, help_text="ISO week, e.g. 2026-W47; from 2000-W01 on"
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The week's Monday as `start`; a week that has not begun is refused."""

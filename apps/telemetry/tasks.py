@@ -8,7 +8,7 @@ from django.conf import settings
 
 from apps.common.heartbeats import heartbeats_record
 from apps.fleet.models import Node
-from apps.telemetry.services import rollups_prune, scrape_nodes
+from apps.telemetry.services import events_prune, rollups_prune, scrape_nodes
 
 CHUNK = 64
 
@@ -58,3 +58,9 @@ def fleet_scrape_chunk(node_ids: list[int]) -> dict[str, int]:
 def fleet_prune_rollups() -> int:
     """`prune_rollups` under its old name."""
     return prune_rollups()
+
+
+@shared_task(name="apps.telemetry.tasks.prune_events", ignore_result=True)
+def prune_events() -> int:
+    """Delete telemetry events past the retention age."""
+    return events_prune(older_than_days=settings.KUAE_RETAIN_EVENTS_DAYS)

@@ -13,9 +13,12 @@ refused with a 400 naming its bound, before the work — nothing stored, memory 
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import tracemalloc
+import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -392,11 +395,12 @@ def test_brackets_in_strings_do_not_count_and_cannot_hide_depth(api, cluster):
 # --- The weekly CSV holds no live formula --------------------------------------------------
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1", "-2", "@SUM(A1:A9)", "\t=1", "\r=1", '=HYPERLINK("x")']
+INNER = {"ok;=1+1": "ok;'=1+1", "ok,=1+1": "ok,'=1+1"}  # issue 41: after a separator
 
 
 def test_weekly_csv_writes_titles_and_job_names_as_text(client, users, cluster, nodes):
     start = week_start(timezone.now()) - dt.timedelta(weeks=1)
-    for i, text in enumerate(FORMULAS):
+    for i, text in enumerate([*FORMULAS, *INNER]):
         at = start + dt.timedelta(hours=10 * i + 1)
         job, _ = job_create(
             cluster=cluster,
@@ -426,3 +430,13 @@ def test_weekly_csv_writes_titles_and_job_names_as_text(client, users, cluster, 
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
     for text in FORMULAS:
         assert cells.count("'" + text) == 2, text  # the job's name and the incident's title
+    for text, written in INNER.items():
+        assert cells.count(written) == 2 and text not in cells, text
+    # Every cell is quoted, so a spreadsheet splitting on `;` keeps `ok;…` one cell.
+    with zipfile.ZipFile(io.BytesIO(export.content)) as archive:
+        for name in archive.namelist():
+            text = archive.read(name).decode("utf-8")
+            assert "ok;'=1+1" in text or "ok;" not in text
+            quoted = io.StringIO()  # the same cells, each quoted, are the same bytes
+            csv.writer(quoted, quoting=csv.QUOTE_ALL).writerows(csv.reader(io.StringIO(text)))
+            assert quoted.getvalue() == text, name

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import random
+import re
 import time
 import tracemalloc
 from typing import Any
@@ -232,6 +233,33 @@ def test_a_cell_a_spreadsheet_would_run_is_written_as_text(text):
     csvsafe.writer(out).writerows([[text, 7, "plain"]])
     (row,) = csv.reader(io.StringIO(out.getvalue()))
     assert row == ["'" + text, "7", "plain"]
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("ok;=1+1", "ok;'=1+1"),  # issue 41: a `;`-separated spreadsheet ran the second half
+        ("ok,+1", "ok,'+1"),
+        ("a\t@SUM(A1)", "a\t'@SUM(A1)"),
+        ("two\n-lines", "two\n'-lines"),
+        ("x;＝1", "x;'＝1"),
+        ("=1;=2", "'=1;'=2"),
+    ],
+)
+def test_a_formula_after_a_separator_inside_a_cell_is_text(text, written):
+    out = io.StringIO()
+    csvsafe.writer(out).writerows([[text]])
+    assert next(csv.reader(io.StringIO(out.getvalue()))) == [written]
+    # Even a reader that splits on `;` or `,` and ignores quotes finds no cell it would run.
+    for part in re.split(r"[;,\t\n\r]", out.getvalue().strip()):
+        assert not part.strip('"').startswith(("=", "+", "-", "@", "＝")), part
+
+
+def test_every_cell_is_quoted_whatever_the_caller_asks():
+    for kwargs in ({}, {"quoting": csv.QUOTE_MINIMAL}, {"quoting": csv.QUOTE_NONE}):
+        out = io.StringIO()
+        csvsafe.writer(out, **kwargs).writerows([["ok;=1+1", 7, "plain", None]])
+        assert out.getvalue() == '"ok;\'=1+1","7","plain",""\r\n'
 
 
 def test_other_cells_are_as_given():

@@ -45,3 +45,11 @@ def test_last_complete_week_is_the_one_before_this() -> None:
     monday = dt.datetime(2026, 11, 16, tzinfo=UTC)
     assert last_complete_week(monday) == monday - WEEK  # a week ends exactly at Monday 00:00
     assert last_complete_week(monday + dt.timedelta(days=6, hours=23)) == monday - WEEK
+
+
+@pytest.mark.parametrize("text", ["0001-W01", "0002-W01", "1969-W52", "1999-W52"])
+def test_parse_week_refuses_a_week_before_the_reports_begin(text: str) -> None:
+    """issue 41: year 1's report read the weeks before it (a 500)."""
+    with pytest.raises(ValueError, match="reports begin with week 2000-W01"):
+        parse_week(text)
+    assert parse_week("2000-W01") == dt.datetime(2000, 1, 3, tzinfo=UTC)

@@ -7,8 +7,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from apps.health.models import CheckRun
+from apps.fleet.models import Node
+from apps.health.models import CheckResult, CheckRun
 from apps.health.services import run_execute
+from tests.fleet.test_agent_scope import client_for
 from tests.health.conftest import backdate
 
 pytestmark = pytest.mark.django_db
@@ -61,6 +63,58 @@ def test_preflight(api, cluster, fleet):
     assert (
         api("mia").post(f"/api/v1/jobs/{job.pk}/preflight/", {}, format="json").status_code == 403
     )
+
+
+def test_an_agents_preflight_names_the_failing_nodes_not_their_states_or_evidence(
+    api, cluster, fleet
+):
+    """issue 41 (docs/checks.md, `preflight`): an agent's preflight answered other nodes'
+    states and the checks they failed (agents never read). It answers pass or fail and the
+    names of the nodes that fail."""
+    job = fleet["job"]
+    url = f"/api/v1/jobs/{job.pk}/preflight/"
+    drain = {"state": "drained", "reason": "xid 79"}
+    api("otto").post("/api/v1/nodes/h01/state/", drain, format="json")
+    h03 = Node.objects.get(hostname="h03")
+    now = timezone.now()
+    CheckResult.objects.create(
+        cluster=cluster,
+        kind="gpu_errors",
+        target="gpu:h03/5",
+        node=h03,
+        status="fail",
+        at=now,
+        since=now,
+        last_fail_at=now,
+        message="XID 79 on GPU 5",
+        details={"xid": 79},
+    )
+    full = api("otto").post(url, {}, format="json").json()
+    assert full == {
+        "ok": False,
+        "problems": [
+            {"node": "h01", "reason": "state drained: xid 79"},
+            {"node": "h03", "reason": "failed the gpu_errors check in the last hour"},
+        ],
+    }
+    assert api("root").post(url, {}, format="json").json() == full  # an admin is a person
+    unscoped = api("ada")
+    node_token = client_for("agent-h03", "c1", "h03")
+    for agent in (unscoped, node_token):
+        answer = agent.post(url, {}, format="json")
+        assert answer.status_code == 200
+        assert answer.json() == {"ok": False, "problems": [{"node": "h01"}, {"node": "h03"}]}
+        text = answer.content.decode()
+        assert not any(word in text for word in ("drained", "xid", "gpu_errors", "reason"))
+    # The full answer is kept for people, as the job's preflight result.
+    stored = CheckResult.objects.get(kind="preflight", target=f"job:{job.pk}")
+    assert stored.details["problems"] == full["problems"]
+    # A job that may start: the same answer for everyone.
+    mended = {"state": "healthy", "reason": "fixed"}
+    api("otto").post("/api/v1/nodes/h01/state/", mended, format="json")
+    CheckResult.objects.filter(node=h03).delete()
+    for client in (api("otto"), unscoped, node_token):
+        assert client.post(url, {}, format="json").json() == {"ok": True, "problems": []}
 
 
 def test_run_now_twenty_times_queues_each_kind_once(

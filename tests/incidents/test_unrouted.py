@@ -76,3 +76,38 @@ def test_counted_in_metrics(client, strays):
     body = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape").content.decode()
     assert 'kuae_unrouted_alerts{status="firing"} 2.0' in body
     assert 'kuae_unrouted_alerts{status="resolved"} 1.0' in body
+
+
+def test_unrouted_alerts_are_pruned_past_their_retention_age(api, strays, settings):
+    """issue 41: unrouted alerts grew without a bound (docs/operations.md, Backups)."""
+    from apps.incidents import tasks
+    from kuaeweb.schedule import beat_schedule
+
+    assert settings.KUAE_RETAIN_UNROUTED_DAYS == 30
+    assert beat_schedule()["prune-unrouted-alerts"]["task"] == "apps.incidents.tasks.prune_unrouted"
+    UnroutedAlert.objects.filter(fingerprint="fp-2").update(
+        received_at=timezone.now() - dt.timedelta(days=31)
+    )
+    assert tasks.prune_unrouted.apply().get() == 1
+    assert sorted(UnroutedAlert.objects.values_list("fingerprint", flat=True)) == ["fp-1", "fp-3"]
+
+
+def test_unrouted_alerts_kept_are_bounded(api, strays, monkeypatch):
+    """issue 41: unrouted alerts grew without a bound: at most UNROUTED_ALERTS_KEPT rows; a
+    new fingerprint past it is counted in the answer, not kept (docs/operations.md, Limits);
+    one already kept is still updated."""
+    import apps.incidents.services_alerts as intake
+
+    assert intake.UNROUTED_ALERTS_KEPT == 10_000
+    monkeypatch.setattr(intake, "UNROUTED_ALERTS_KEPT", 3)
+    body = webhook(
+        alert("fp-4", Hostname="gpu-z004", summary="four"),
+        alert("fp-1", Hostname="gpu-z001", gpu="2", summary="XID 79 again"),
+    )
+    assert api("ada").post(URL, body, format="json").json()["unrouted"] == 2
+    assert sorted(UnroutedAlert.objects.values_list("fingerprint", flat=True)) == [
+        "fp-1",
+        "fp-2",
+        "fp-3",
+    ]
+    assert UnroutedAlert.objects.get(fingerprint="fp-1").deliveries == 2

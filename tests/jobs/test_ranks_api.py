@@ -397,3 +397,23 @@ def test_a_rank_registered_by_its_report_is_completed_by_its_registration(api, j
     later = ada.post(ranks_url(job), {"ranks": [item(2, pid=43, started=at(-10))]}, "json")
     assert later.json()["attempt"] == 2
     assert Rank.objects.get(job=job, attempt=2).report_at is None
+
+
+def test_stacks_no_rank_points_at_are_pruned(api, job):
+    """issue 41: stall stacks grew without a bound: a rank keeps only its newest stack, and
+    the stacks none points at any more go (docs/operations.md, Backups)."""
+    from apps.jobs import tasks
+    from kuaeweb.schedule import beat_schedule
+
+    assert beat_schedule()["prune-rank-stacks"]["task"] == "apps.jobs.tasks.prune_stacks"
+    ada = api("ada")
+    for n, where in enumerate(("load_batch", "forward", "backward")):
+        body = {
+            "reports": [report(job, r, ts=at(-30 + n), stack=stack(where=where)) for r in range(4)]
+        }
+        assert ada.post(STALLS, body, "json").status_code == 202
+    assert RankStack.objects.count() == 3
+    assert tasks.prune_stacks.apply().get() == 2
+    (kept,) = RankStack.objects.all()
+    assert set(Rank.objects.values_list("stack", flat=True)) == {kept.pk}
+    assert "backward" in kept.frame

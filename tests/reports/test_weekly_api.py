@@ -147,11 +147,66 @@ def test_availability_endpoint(api, week):
         ("week=2026-W54", "week"),
         ("week=2999-W01", "week"),
         ("cluster=nope", "cluster"),
+        # issue 41: weeks outside what the report's dates hold, and their neighbours
+        ("week=0001-W01", "week"),
+        ("week=1969-W52", "week"),
+        ("week=9999-W52", "week"),
+        ("week=9999-W53", "week"),
+        ("week=2026-W00", "week"),
+        ("week=0000-W01", "week"),
+        ("week=-001-W01", "week"),
+        ("week=%EF%BC%92026-W01", "week"),
     ],
 )
 def test_bad_weekly_queries(api, cluster, query, field):
     response = api("mia").get(f"/api/v1/reports/weekly/?{query}")
     assert response.status_code == 400 and field in response.json()
+
+
+@pytest.mark.parametrize(
+    "week",
+    [
+        "0001-W01",
+        "0001-W02",
+        "0002-W01",
+        "1969-W52",
+        "1999-W52",
+        "9999-W52",
+        "9999-W53",
+        "2026-W00",
+        "2026-W54",
+        "garbage",
+        "",
+    ],
+)
+def test_a_week_the_dates_cannot_hold_is_a_message_on_the_page_and_a_400_elsewhere(
+    client, users, cluster, week
+):
+    """issue 41: `/reports/weekly/?week=0001-W01` was a 500 (the previous week and the
+    trends fall before year 1), its ZIP and PDF too, and the API answered a report of year 1.
+    """
+    client.force_login(users["mia"])
+    page = client.get(f"/reports/weekly/?week={week}")
+    assert page.status_code == 200
+    html = page.content.decode()
+    if week:
+        assert 'id="bad-week"' in html and "Showing the last complete week" in html
+    for fmt in ("csv", "zip", "pdf"):
+        download = client.get(f"/reports/weekly.{fmt}?week={week}")
+        assert download.status_code == (400 if week else 200), fmt
+    answer = client.get(f"/api/v1/reports/weekly/?week={week}")
+    assert answer.status_code == (400 if week else 200)
+    if week:
+        assert "week" in answer.json()
+
+
+def test_the_first_week_a_report_holds(client, users, cluster):
+    client.force_login(users["mia"])
+    assert client.get("/api/v1/reports/weekly/?week=2000-W01").json()["week"] == "2000-W01"
+    for fmt in ("csv", "zip", "pdf"):
+        assert client.get(f"/reports/weekly.{fmt}?week=2000-W01").status_code == 200, fmt
+    said = client.get("/reports/weekly/?week=1999-W52").content.decode()
+    assert "reports begin with week 2000-W01" in said
 
 
 def test_weekly_roles(api, cluster):

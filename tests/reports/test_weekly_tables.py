@@ -154,7 +154,7 @@ def test_an_empty_week_still_has_every_header():
     empty = report(jobs=[], incidents=[], lost_by_category=[], effective_rate=None)
     with zipfile.ZipFile(io.BytesIO(weekly_zip(empty, now=NOW, folder="w"))) as archive:
         jobs = archive.read("w/jobs.csv").decode()
-    assert jobs.startswith("cluster,week,job_id,job_name,gpus,wall_clock_hours,")
+    assert jobs.startswith('"cluster","week","job_id","job_name","gpus","wall_clock_hours",')
     assert jobs.count("\n") == 1
     [row] = rows(weekly_csv(empty, now=NOW))
     assert row["effective_rate"] == ""

@@ -219,3 +219,29 @@ def test_exporter_xids_still_count_and_carry_their_code(api, nodes):
         "exporter",
         1,
     )
+
+
+def test_kernel_events_per_node_per_hour_are_bounded(api, a017, monkeypatch):
+    """issue 41: events grew without a bound; as new nodes per cluster per hour, at most
+    EVENTS_PER_NODE_PER_HOUR kernel events per node in any hour
+    (docs/operations.md, Limits): past it a 400 naming the node and the bound, and nothing
+    of the batch kept."""
+    import apps.telemetry.services.events as intake
+
+    assert intake.EVENTS_PER_NODE_PER_HOUR == 10_000
+    monkeypatch.setattr(intake, "EVENTS_PER_NODE_PER_HOUR", 3)
+    t = timezone.now() - dt.timedelta(minutes=5)
+    first = {"events": [xid("gpu-a017", t + i * SECOND, 79, gpu=0) for i in range(3)]}
+    assert api("ada").post(URL, first, format="json").json() == {"accepted": 3, "events": 3}
+    assert api("ada").post(URL, first, format="json").json()["events"] == 0  # re-sent: fine
+    more = {"events": [xid("gpu-a017", t + 10 * SECOND, 79, gpu=0)]}
+    refused = api("ada").post(URL, more, format="json")
+    assert refused.status_code == 400
+    assert (
+        "gpu-a017" in refused.json()["events"][0]
+        and "per node per hour" in refused.json()["events"][0]
+    )
+    assert TelemetryEvent.objects.filter(node=a017).count() == 3
+    # An hour later the node may report again.
+    TelemetryEvent.objects.update(recorded_at=timezone.now() - dt.timedelta(minutes=61))
+    assert api("ada").post(URL, more, format="json").json()["events"] == 1

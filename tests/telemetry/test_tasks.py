@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.fleet.models import Node
 from apps.fleet.services import NodeSpec, nodes_register
 from apps.telemetry import tasks
-from apps.telemetry.models import NodeRollup
+from apps.telemetry.models import NodeRollup, TelemetryEvent
 from kuaeweb.celery import app
 from kuaeweb.schedule import beat_schedule
 
@@ -64,3 +64,20 @@ def test_the_old_names_are_still_registered_and_run_the_same_work(cluster, expor
     assert app.tasks["apps.fleet.tasks.prune_rollups"].apply().get() == 1
     assert NodeRollup.objects.filter(pk=kept).exists()
     assert not NodeRollup.objects.filter(pk=old).exists()
+
+
+def test_events_are_pruned_past_their_retention_age(cluster, settings):
+    """issue 41: telemetry events grew without a bound (docs/operations.md, Backups)."""
+    assert settings.KUAE_RETAIN_EVENTS_DAYS == 90
+    assert beat_schedule()["prune-events"]["task"] == tasks.prune_events.name
+    (node,) = nodes_register(cluster=cluster, specs=[NodeSpec(hostname="gpu-a017")])
+    now = timezone.now()
+    kept, old = (
+        TelemetryEvent.objects.create(
+            node=node, gpu=0, at=now - dt.timedelta(days=days), kind="xid", value=79, code=79
+        ).pk
+        for days in (89, 91)
+    )
+    assert app.tasks["apps.telemetry.tasks.prune_events"].apply().get() == 1
+    assert list(TelemetryEvent.objects.values_list("pk", flat=True)) == [kept]
+    assert old != kept

@@ -10,7 +10,7 @@ from apps.telemetry.services.ports import (
     ports_ingest,
     telemetry_with_ports_ingest,
 )
-from apps.telemetry.services.retention import rollups_prune
+from apps.telemetry.services.retention import events_prune, rollups_prune
 from apps.telemetry.services.samples import IngestResult, telemetry_ingest
 from apps.telemetry.services.scrape import scrape_nodes
 
@@ -22,6 +22,7 @@ __all__ = [
     "events_ingest",
     "ports_ingest",
     "ports_judged",
+    "events_prune",
     "rollups_prune",
     "scrape_nodes",
     "telemetry_ingest",

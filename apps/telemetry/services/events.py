@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from apps.common.bulk import insert_ignore
 from apps.common.errors import BatchError
+from apps.common.limits import EVENTS_PER_NODE_PER_HOUR
 from apps.fleet.models import GPU, Node
 from apps.telemetry.intake import EventIn
 from apps.telemetry.models import TelemetryEvent
@@ -68,5 +70,36 @@ def events_ingest(
         raise BatchError(errors)
     columns = (*TelemetryEvent.INSERT_COLUMNS, "subject")
     stored = insert_ignore(TelemetryEvent._meta.db_table, columns, rows)
+    if stored:
+        _hourly_bound({row[0] for row in rows}, node_ids, now)
     Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(last_seen_at=now)
     return EventIngestResult(len(events), stored)
+
+
+def _hourly_bound(nodes: set[int], node_ids: dict[str, int], now: dt.datetime) -> None:
+    """At most EVENTS_PER_NODE_PER_HOUR kernel events stored per node in any hour (as new
+    nodes per cluster per hour, docs/operations.md, Limits): counted with the batch's new
+    rows (a re-sent batch adds none), and a batch that passes it is a BatchError naming the
+    node and the bound, its rows undone with the batch's transaction."""
+    stored = dict(
+        TelemetryEvent.objects.filter(
+            node_id__in=sorted(nodes),
+            source=TelemetryEvent.Source.KERNEL,
+            recorded_at__gte=now - dt.timedelta(hours=1),
+        )
+        .order_by()
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .values_list("node_id", "n")
+    )
+    names = {pk: name for name, pk in node_ids.items()}
+    over = sorted(names[pk] for pk, n in stored.items() if n > EVENTS_PER_NODE_PER_HOUR)
+    if over:
+        raise BatchError(
+            {
+                "events": [
+                    f"node {', '.join(over[:20])}: past the bound of "
+                    f"{EVENTS_PER_NODE_PER_HOUR:,} kernel events per node per hour"
+                ]
+            }
+        )

@@ -83,6 +83,17 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def slurm_told(self) -> str:
+        """Whether a drain set in KUAE now reaches the cluster's Slurm (docs/slurm.md,
+        Actuation): `on` (Slurm is asked to drain the node), `paused` (automation is paused:
+        nothing is sent), `dry_run` (recorded, not sent) or `off` (Slurm is not told). The
+        drain page and the maintenance booking both say it from here."""
+        if self.actuation == ActuationMode.OFF:
+            return "off"
+        if self.automation_paused:
+            return "paused"
+        return "on" if self.actuation == ActuationMode.ON else "dry_run"
+
     def model_of(self, model: str) -> str:
         """A GPU's model as the checks and pages compare it: a blank one (never reported) is
         the cluster's `gpu_model` (docs/pages.md, Vendors and models)."""

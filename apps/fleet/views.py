@@ -16,7 +16,7 @@ from apps.common import panels
 from apps.common.dbconflicts import atomic_with_retry
 from apps.common.errors import errors_text
 from apps.common.listing import list_page
-from apps.fleet.choices import OUT_OF_SERVICE, ActuationMode, NodeState, StateSource
+from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
 from apps.fleet.readers import open_incidents_of
@@ -94,14 +94,8 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
 
 
 def slurm_told(cluster: Cluster) -> str:
-    """Whether a drain set in KUAE now reaches the cluster's Slurm (docs/slurm.md, Actuation):
-    `on` (Slurm is asked to drain the node), `paused` (automation is paused: nothing is sent),
-    `dry_run` (recorded, not sent) or `off` (Slurm is not told)."""
-    if cluster.actuation == ActuationMode.OFF:
-        return "off"
-    if cluster.automation_paused:
-        return "paused"
-    return "on" if cluster.actuation == ActuationMode.ON else "dry_run"
+    """Whether a drain set in KUAE now reaches the cluster's Slurm (`Cluster.slurm_told`)."""
+    return cluster.slurm_told()
 
 
 class NodeStateForm(forms.Form):

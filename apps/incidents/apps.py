@@ -15,9 +15,14 @@ class IncidentsConfig(AppConfig):
         )
         from apps.incidents.alerts_soon import connect
         from apps.incidents.conditions import job_incidents, node_incidents
+        from apps.incidents.progress import progress_check
         from apps.incidents.selectors import job_interruptions
         from apps.jobs import readers as job_readers
 
         fleet_readers.lend(node_incidents=node_incidents)
-        job_readers.lend(job_incidents=job_incidents, interruptions=job_interruptions)
+        job_readers.lend(
+            job_incidents=job_incidents,
+            interruptions=job_interruptions,
+            progressed=progress_check,  # a job that keeps making progress is not interrupted
+        )
         connect()  # an incident's alert goes out when it commits, not on the next tick

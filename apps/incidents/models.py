@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.db import models
 
@@ -74,6 +76,18 @@ class Incident(models.Model):
     def failed_at(self):  # noqa: ANN201 - datetime
         """f(i): when it failed — occurred_at, else detected_at."""
         return self.occurred_at or self.detected_at
+
+    @property
+    def kept_running(self) -> tuple[int, dt.datetime] | None:
+        """(step, when) the job reported after this interruption began, higher than any
+        before it: the job was not interrupted (apps/incidents/progress.py); else None."""
+        went_on = (self.details or {}).get("kept_running")
+        if not isinstance(went_on, dict):
+            return None
+        try:
+            return int(went_on["step"]), dt.datetime.fromisoformat(str(went_on["at"]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 class TimelineEntry(models.Model):

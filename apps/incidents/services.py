@@ -14,6 +14,7 @@ from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
+from apps.incidents.progress import progress_check
 from apps.incidents.services_notify import deliveries_queue
 from apps.jobs.models import Job
 
@@ -120,6 +121,9 @@ def incident_open(
         at=detected_at if source == Source.SIMULATOR else timezone.now(),
         text=description or title,
     )
+    if interrupts_job and job is not None and recovered_at is None:
+        progress_check(job.pk)  # the job may have gone on since it began (docs/incidents.md)
+        incident.refresh_from_db()
     return incident
 
 

@@ -61,6 +61,9 @@ Reader = Callable[[Sequence[int]], dict[int, JobIncidents]]
 # (start of the interruption, its recovery or None), newest first, at most `limit`.
 Interruptions = Callable[[int, int], list[tuple[dt.datetime, dt.datetime | None]]]
 MfuLinesReader = Callable[[Cluster], MfuLines]
+# Told a job's progress was recorded: recovers the interruptions the job outlived
+# (docs/incidents.md, A job's condition); returns how many.
+Progressed = Callable[[int], int]
 
 _lent = Registry(
     "apps.jobs.readers",
@@ -68,6 +71,7 @@ _lent = Registry(
         "job_incidents": "the incidents app",
         "interruptions": "the incidents app",
         "mfu_lines": "the reports app",
+        "progressed": "the incidents app",
     },
 )
 
@@ -77,13 +81,16 @@ def lend(
     job_incidents: Reader | None = None,
     interruptions: Interruptions | None = None,
     mfu_lines: MfuLinesReader | None = None,
+    progressed: Progressed | None = None,
 ) -> None:
-    """Register the reader of jobs' open incidents or of a job's interruptions (the
-    incidents app does, at start-up), or of a cluster's MFU levels (the reports app)."""
+    """Register the reader of jobs' open incidents or of a job's interruptions and the
+    follower of a job's progress (the incidents app does, at start-up), or of a cluster's
+    MFU levels (the reports app)."""
     for name, reader in (
         ("job_incidents", job_incidents),
         ("interruptions", interruptions),
         ("mfu_lines", mfu_lines),
+        ("progressed", progressed),
     ):
         if reader is not None:
             _lent[name] = reader
@@ -99,6 +106,13 @@ def job_interruptions(job_id: int, *, limit: int) -> list[tuple[dt.datetime, dt.
     """The job's interruptions as (start, recovery or None), newest first, at most `limit`."""
     spans: list[tuple[dt.datetime, dt.datetime | None]] = _lent["interruptions"](job_id, limit)
     return spans
+
+
+def job_progressed(job_id: int) -> int:
+    """The job's progress was recorded: its interruptions it outlived recover (a job that
+    keeps making progress is not interrupted); returns how many."""
+    done: int = _lent["progressed"](job_id)
+    return done
 
 
 def mfu_lines(cluster: Cluster) -> MfuLines:

@@ -29,6 +29,7 @@ from apps.jobs.models import (
     NodeStepMetric,
     RankStack,
 )
+from apps.jobs.readers import job_progressed
 
 JOB_FIELDS = (
     "name",
@@ -195,6 +196,7 @@ def _progress_record(job: Job, samples: Sequence[MetricSample]) -> None:
         | Q(progress_step__lt=top)
         | Q(progress_step=top, progress_at__gt=first)
     ).update(progress_step=top, progress_at=first)
+    job_progressed(job.pk)  # an interruption the job outlived recovers (docs/incidents.md)
 
 
 def job_hours_refresh(*, job_id: int, times: Sequence[dt.datetime]) -> None:

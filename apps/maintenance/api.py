@@ -31,7 +31,8 @@ class WindowListView(generics.ListAPIView):
     book a window with POST `{cluster, nodes?: "hostlist" | [hostname], racks?: [rack],
     start?, end, reason}` (start defaults to now). While a window is in progress its nodes
     are in state `maintenance`, the checks skip them, Alertmanager alerts naming them are
-    kept on the window as silenced, and the jobs it stops are planned interruptions."""
+    kept on the window as silenced, and the jobs running on them get planned interruptions
+    (KUAE stops no job; one that reports progress is not interrupted)."""
 
     roles = {"GET": READERS, "POST": OPERATORS}
     serializer_class = WindowSerializer

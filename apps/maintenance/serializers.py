@@ -64,8 +64,8 @@ class WindowWriteSerializer(serializers.Serializer):
         allow_null=True,
         max_length=10_000,
         help_text=(
-            "ids of the running jobs the window stops, as the client was told them (a "
-            "409's `stops_jobs`); [] confirms it stops none. When they are not exactly "
+            "ids of the running jobs on the window's nodes, as the client was told them (a "
+            "409's `stops_jobs`); [] confirms there are none. When they are not exactly "
             "the jobs running on the nodes: 409, nothing booked. Left out: booked, and the "
             "jobs answered in `stops_jobs`"
         ),
@@ -165,8 +165,10 @@ class StoppedJobSerializer(serializers.Serializer):
 
 class WindowBookedSerializer(WindowSerializer):
     """`POST maintenance/`'s answer: the window, and the running jobs on its nodes
-    (`stops_jobs`) — a window starting now stops them at once, as planned interruptions;
-    a later one stops those still running when it starts."""
+    (`stops_jobs`) — a window starting now opens their planned interruptions at once, a
+    later one those of the jobs still running when it starts. KUAE stops no job and tells
+    Slurm nothing of a window; an interruption ends when its job reports progress
+    (docs/maintenance.md, Booking a window)."""
 
     stops_jobs = StoppedJobSerializer(many=True, read_only=True)
 
@@ -176,7 +178,7 @@ class WindowBookedSerializer(WindowSerializer):
 
 
 class JobsNotConfirmedSerializer(serializers.Serializer):
-    """The 409 of a booking whose `confirm_jobs` are not the jobs the window would stop."""
+    """The 409 of a booking whose `confirm_jobs` are not the jobs running on its nodes."""
 
     confirm_jobs = serializers.ListField(child=serializers.CharField())
     stops_jobs = StoppedJobSerializer(many=True)

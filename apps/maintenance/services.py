@@ -1,6 +1,6 @@
 """Every write of the maintenance app (docs/maintenance.md): booking a window, putting its nodes
 in `maintenance` when it starts and giving them back when it ends, the planned
-interruptions of the jobs it stops, and the Alertmanager alerts it silences."""
+interruptions of the jobs running on its nodes, and the Alertmanager alerts it silences."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def _interrupt_jobs(window: MaintenanceWindow, nodes: Sequence[Node]) -> list[In
         opened.append(
             incident_open(
                 cluster=window.cluster,
-                title=f"Planned maintenance (window #{window.pk}) stops {job.name}"[:200],
+                title=f"Planned maintenance (window #{window.pk}) on the nodes of {job.name}"[:200],
                 category=Category.HOST_MAINTENANCE,
                 severity=Severity.SEV4,
                 occurred_at=occurred,

@@ -94,6 +94,7 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
                     return redirect("maintenance-detail", pk=window.pk)
     elif request.method == "POST":
         raise PermissionDenied("only operators book maintenance windows")
+    slurm = form.cleaned_data["cluster"].slurm_told() if confirming and form is not None else ""
     cal = calendar(now=now, cluster=cluster)
     days = [now + dt.timedelta(days=i) for i in range(7)]
     return render(
@@ -108,6 +109,8 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
             "touched": touched,
             "touched_gpus": sum(t.gpus for t in touched),
             "confirm_key": touched_key(touched) if confirming else "",
+            # What the window does to those jobs, actuation as it is (docs/maintenance.md)
+            "slurm": slurm,
             "past_total": cal.past_total,
             "planned_without_window": planned_without_window(cluster=cluster),
             "cluster": cluster,

@@ -78,7 +78,9 @@ def _incident(api, **fields) -> int:  # noqa: ANN001
     body = {
         "cluster": "c1",
         "severity": "sev2",
-        "detected_at": (timezone.now() - dt.timedelta(minutes=30)).isoformat(),
+        # after the jobs' last step (a minute ago): a job that stepped on since is not
+        # interrupted (docs/incidents.md, A job's condition)
+        "detected_at": (timezone.now() - dt.timedelta(seconds=30)).isoformat(),
         "interrupts_job": False,
         "planned": False,
         **fields,

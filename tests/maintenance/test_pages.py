@@ -64,9 +64,9 @@ def test_booking_on_a_running_job_says_which_job_and_gpus_before_it_is_made(clie
     r = client.post("/maintenance/", booking_form("n[02-05]"))
     page = r.content.decode()
     assert r.status_code == 200 and not MaintenanceWindow.objects.exists()
-    assert "This window stops a running job" in page
+    assert "A running job is on this window's nodes" in page
     assert "train-70b" in page and "16 of its 32 GPUs" in page and "n02, n03" in page
-    assert "Yes, book it and stop train-70b" in page
+    assert "Yes, book it in KUAE only (train-70b keeps running)" in page
     job = fleet["job"]
     assert f'name="confirm" value="{job.pk}"' in page
     # A confirmation for other jobs (the nodes were changed) is not this one: asked again.
@@ -76,6 +76,43 @@ def test_booking_on_a_running_job_says_which_job_and_gpus_before_it_is_made(clie
     window = MaintenanceWindow.objects.get()
     assert r.status_code == 302 and r["Location"] == f"/maintenance/{window.pk}/"
     assert Node.objects.get(hostname="n02").state == "maintenance"
+
+
+def _what_happens(page: str) -> str:
+    said = page[page.index('id="what-happens"') :]
+    return " ".join(said[: said.index("</p>")].split())
+
+
+@pytest.mark.parametrize(
+    ("actuation", "paused", "why"),
+    [
+        ("off", False, "Slurm actuation is off for c1"),
+        ("dry_run", False, "Slurm actuation is a dry run for c1"),
+        ("on", True, "automation is paused on c1"),
+        ("on", False, "not for a maintenance window"),
+    ],
+)
+def test_booking_says_what_happens_to_the_jobs_with_actuation_as_it_is(
+    client, users, fleet, actuation, paused, why
+):
+    """CONTRACT §9.1 as amended: KUAE stops no job and tells Slurm nothing of a window, so the
+    booking never promises to stop one; it says Slurm is not told and the job keeps running."""
+    from apps.fleet.models import Cluster
+    from apps.scheduler.models import Actuation
+
+    Cluster.objects.filter(name="c1").update(actuation=actuation, automation_paused=paused)
+    client.force_login(users["otto"])
+    page = client.post("/maintenance/", booking_form("n[02-05]")).content.decode()
+    said = _what_happens(page)
+    assert "Slurm is not told" in said and why in said
+    assert "KUAE stops no job: train-70b keeps running on those nodes" in said
+    assert "a job that keeps making progress is not interrupted" in said
+    assert "stop" not in page[page.index('class="danger"') :].split("</button>")[0]
+    assert "each of these jobs is stopped" not in page and "book it and stop" not in page
+    job = fleet["job"]
+    client.post("/maintenance/", booking_form("n[02-05]", confirm=str(job.pk)))
+    assert Node.objects.get(hostname="n02").state == "maintenance"
+    assert not Actuation.objects.exists()  # what the page said: nothing went to Slurm
 
 
 def test_the_strip_names_each_window_by_its_nodes_and_time(client, users, fleet):

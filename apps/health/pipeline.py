@@ -24,6 +24,9 @@ NOT_DETECTION = ("scraper", "slurm_sync", "telemetry_source")
 BEAT_INTERVAL_S = 10  # beat's fastest entry (health-tick): it ticks at least this often
 CACHE_KEY = "kuae-pipeline-status"
 CACHE_S = 10
+# A stale status is kept only this long, so a page reloaded once the part is back is told
+# within seconds, not a whole CACHE_S later (issue 42).
+CACHE_STALE_S = 2
 
 
 @dataclass(frozen=True)
@@ -295,12 +298,13 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
 
 
 def pipeline_status_cached() -> PipelineStatus:
-    """`detection_status`, kept `CACHE_S` seconds per process: what every page's banner
-    reads."""
+    """`detection_status`, kept `CACHE_S` seconds per process while ok and `CACHE_STALE_S`
+    while not (a part that is back clears the banner within seconds): what every page's
+    banner reads."""
     status = cache.get(CACHE_KEY)
     if not isinstance(status, PipelineStatus):
         status = detection_status()
-        cache.set(CACHE_KEY, status, CACHE_S)
+        cache.set(CACHE_KEY, status, CACHE_S if status.ok else CACHE_STALE_S)
     return status
 
 
@@ -381,10 +385,12 @@ def _checks_words(checks: list[Part], *, alone: bool) -> list[str]:
 
 def stale_words(status: PipelineStatus) -> str | None:
     """The banner's words for what is stale and for how long, or None when nothing
-    detection depends on is: "No health check has completed for 4 min — the worker is not
-    running. What you see may be out of date." While beat is stale, a worker that stopped
-    answering only when beat stopped pinging is not said to be down: "— nothing is
-    scheduled: no check starts and no worker is pinged"."""
+    detection depends on is: "No health check has completed for 4 min; no worker has
+    answered for 4 min — the worker may be stopped or stalled. What you see may be out of
+    date." KUAE only knows that no worker answers, never that one exited, so it never says
+    "not running" (docs/operations.md, Watching the watcher). While beat is stale, a worker
+    that stopped answering only when beat stopped pinging is not said to be down: "—
+    nothing is scheduled: no check starts and no worker is pinged"."""
     beat = next((p for p in status.parts if p.name == "beat"), None)
     stale = [p for p in status.stale() if not _unpinged(p, beat)]
     if not stale:
@@ -420,7 +426,7 @@ def stale_words(status: PipelineStatus) -> str | None:
     text = "; ".join(said)
     text = text[0].upper() + text[1:]
     if not status.workers_live() and any(p.name.startswith("worker:") for p in stale):
-        text += " — the worker is not running"
+        text += " — the worker may be stopped or stalled"
     elif beat is not None and not beat.ok:
         text += " — nothing is scheduled: no check starts and no worker is pinged"
     return text + ". What you see may be out of date."

@@ -280,3 +280,31 @@ def test_a_worker_starting_a_task_has_answered(cluster):
     # at most one write every ANSWER_EVERY_S per worker process
     assert not heartbeats.worker_answered("celery@w1")
     assert heartbeats.worker_answered("celery@w1", now=1e12)
+
+
+def test_runs_waiting_for_a_worker_are_one_sentence_with_their_count(cluster):
+    """Seven queued runs waiting 112 s read "a check run has waited 112 s for a worker"
+    seven times (issue 42): one sentence, counted, with the longest wait."""
+    _fresh(cluster)
+    now = timezone.now()
+    kinds = list(
+        CheckSchedule.objects.filter(cluster=cluster, enabled=True, interval_s__lt=112)
+        .order_by("kind")
+        .values_list("kind", flat=True)
+    )
+    assert len(kinds) >= 3, kinds
+    for i, kind in enumerate(kinds):
+        run = CheckRun.objects.create(cluster=cluster, kind=kind)
+        CheckRun.objects.filter(pk=run.pk).update(
+            queued_at=now - dt.timedelta(seconds=112 if i == 0 else 100)
+        )
+    extra = CheckRun.objects.create(cluster=cluster, kind=kinds[0])  # a second of one kind
+    CheckRun.objects.filter(pk=extra.pk).update(queued_at=now - dt.timedelta(seconds=100))
+    for status in (pipeline_status(now=now), detection_status(now=now)):
+        words = stale_words(status)
+        assert words is not None
+        assert words.count("waited") == 1, words
+        assert f"{len(kinds) + 1} check runs have waited up to 112 s for a worker" in words
+    CheckRun.objects.filter(status=RunStatus.QUEUED).exclude(pk=extra.pk).delete()
+    words = stale_words(detection_status(now=now))
+    assert words is not None and "A check run has waited 100 s for a worker" in words, words

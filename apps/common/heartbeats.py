@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable
 
 from django.utils import timezone
@@ -29,6 +30,26 @@ def workers_record(workers: dict[str, list[str] | None], *, at: dt.datetime | No
             defaults["queues"] = queues_wrap(queues)
         Heartbeat.objects.update_or_create(part=f"worker:{name}"[:200], defaults=defaults)
     return len(workers)
+
+
+# A worker process records that it answered (by starting a task) at most this often.
+ANSWER_EVERY_S = 5.0
+_answered: dict[str, float] = {}
+
+
+def worker_answered(hostname: str, *, now: float | None = None) -> bool:
+    """A worker (`celery@host`) that starts a task has answered, as surely as it answers
+    the broadcast ping: record `worker:<hostname>` now, its queues kept, at most every
+    ANSWER_EVERY_S per process. A worker stalled and continued is live again with the
+    first task it starts, not only once a ping gets through the backlog the stall left
+    (issue 42; docs/operations.md, Watching the watcher). Returns whether it wrote."""
+    now = time.monotonic() if now is None else now
+    last = _answered.get(hostname)
+    if last is not None and now - last < ANSWER_EVERY_S:
+        return False
+    _answered[hostname] = now
+    workers_record({hostname: None})
+    return True
 
 
 def queues_wrap(queues: Iterable[str]) -> str:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import CharField, Max, Min, OuterRef, Subquery, Value
+from django.db.models import CharField, Count, Max, Min, OuterRef, Subquery, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
@@ -24,6 +24,9 @@ NOT_DETECTION = ("scraper", "slurm_sync", "telemetry_source")
 BEAT_INTERVAL_S = 10  # beat's fastest entry (health-tick): it ticks at least this often
 CACHE_KEY = "kuae-pipeline-status"
 CACHE_S = 10
+# A stale status is kept only this long, so a page reloaded once the part is back is told
+# within seconds, not a whole CACHE_S later (issue 42).
+CACHE_STALE_S = 2
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,13 @@ class Part:
     ok: bool
     detail: str
     detection: bool = True
+    count: int = 1  # `queued_runs`: how many runs wait (not in the API's shape)
 
     def as_dict(self) -> dict[str, object]:
         """The API's shape (docs/api.md, Pipeline)."""
         row = asdict(self)
         row.pop("detection")
+        row.pop("count")
         if row["cluster"] is None:
             row.pop("cluster")
         return row
@@ -78,11 +83,12 @@ def _part(
     detail: str = "",
     factor: float = 2.0,
     detection: bool = True,
+    count: int = 1,
 ) -> Part:
     age = max(0.0, (now - last).total_seconds()) if last else None
     limit = factor * interval_s
     ok = age is not None and age <= limit
-    return Part(name, cluster, last, age, limit, ok, detail, detection)
+    return Part(name, cluster, last, age, limit, ok, detail, detection, count)
 
 
 def _check_parts(now: dt.datetime) -> list[Part]:
@@ -114,13 +120,14 @@ def _check_parts(now: dt.datetime) -> list[Part]:
 
 
 def _queued_part(now: dt.datetime) -> Part:
-    """`queued_runs`: the oldest run still queued, stale once older than its kind's interval
-    (2 queries)."""
+    """`queued_runs`: the oldest run still queued, stale once older than its kind's interval,
+    counting the runs of every kind whose oldest is late (2 queries)."""
     oldest = list(
         CheckRun.objects.filter(status=RunStatus.QUEUED)
+        .order_by()
         .values("cluster_id", "kind")
-        .annotate(at=Min("queued_at"))
-        .values_list("cluster_id", "kind", "at")
+        .annotate(at=Min("queued_at"), n=Count("pk"))
+        .values_list("cluster_id", "kind", "at", "n")
     )
     if not oldest:
         return Part("queued_runs", None, now, 0.0, None, True, "no run is waiting")
@@ -129,10 +136,12 @@ def _queued_part(now: dt.datetime) -> Part:
         for c, k, i in CheckSchedule.objects.values_list("cluster_id", "kind", "interval_s")
     }
     worst: tuple[float, float, dt.datetime, str] | None = None
-    for cluster_id, kind, at in oldest:
+    late = 0
+    for cluster_id, kind, at, n in oldest:
         spec = CHECKS.get(kind)
         interval = intervals.get((cluster_id, kind), spec.interval_s if spec else 60)
         age = max(0.0, (now - at).total_seconds())
+        late += n if age > interval else 0
         if worst is None or age / interval > worst[0] / worst[1]:
             worst = (age, float(interval), at, kind)
     assert worst is not None
@@ -145,6 +154,7 @@ def _queued_part(now: dt.datetime) -> Part:
         limit,
         age <= limit,
         f"oldest queued run: {kind}, waiting {round(age)} s",
+        count=max(1, late),
     )
 
 
@@ -244,6 +254,13 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
                 .order_by("queued_at")
                 .values("queued_at")[:1]
             ),
+            waiting=Subquery(
+                CheckRun.objects.filter(**same, status=RunStatus.QUEUED)
+                .order_by()
+                .values("cluster_id")
+                .annotate(n=Count("pk"))
+                .values("n")[:1]
+            ),
             beat=Subquery(Heartbeat.objects.filter(part="beat").values("at")[:1]),
             newest=Subquery(workers.order_by("-at").values("at")[:1]),
             oldest=Subquery(workers.order_by("at").values("at")[:1]),
@@ -269,6 +286,7 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
             "oldest",
             "cluster__queue",
             "taken",
+            "waiting",
         )
     )
     if rows:
@@ -284,23 +302,34 @@ def detection_status(*, now: dt.datetime | None = None) -> PipelineStatus:
         _part("worker:?", oldest, interval, now),
     ]
     queues: dict[str, Part] = {}
-    for cluster, kind, every, last, queued, _beat, _new, _old, queue, taken in rows:
+    for cluster, kind, every, last, queued, _beat, _new, _old, queue, taken, waiting in rows:
         if queue and cluster not in queues:
             queues[cluster] = _part("queue", taken, interval, now, cluster=cluster, detail=queue)
             parts.append(queues[cluster])
         parts.append(_part(f"check:{kind}", last, every, now, cluster=cluster))
         if queued is not None:
-            parts.append(_part("queued_runs", queued, every, now, cluster=cluster, factor=1.0))
+            parts.append(
+                _part(
+                    "queued_runs",
+                    queued,
+                    every,
+                    now,
+                    cluster=cluster,
+                    factor=1.0,
+                    count=waiting or 1,
+                )
+            )
     return PipelineStatus(ok=all(p.ok for p in parts), parts=parts, at=now)
 
 
 def pipeline_status_cached() -> PipelineStatus:
-    """`detection_status`, kept `CACHE_S` seconds per process: what every page's banner
-    reads."""
+    """`detection_status`, kept `CACHE_S` seconds per process while ok and `CACHE_STALE_S`
+    while not (a part that is back clears the banner within seconds): what every page's
+    banner reads."""
     status = cache.get(CACHE_KEY)
     if not isinstance(status, PipelineStatus):
         status = detection_status()
-        cache.set(CACHE_KEY, status, CACHE_S)
+        cache.set(CACHE_KEY, status, CACHE_S if status.ok else CACHE_STALE_S)
     return status
 
 
@@ -379,17 +408,30 @@ def _checks_words(checks: list[Part], *, alone: bool) -> list[str]:
     return said
 
 
+def _queued_words(queued: list[Part]) -> str:
+    """Runs waiting past their interval in one sentence, counted: "7 check runs have
+    waited up to 112 s for a worker" (one part per cluster and kind, each with its count)."""
+    runs = sum(p.count for p in queued)
+    age = _age_words(max((p.age_s or 0.0) for p in queued))
+    if runs == 1:
+        return f"a check run has waited {age} for a worker"
+    return f"{runs} check runs have waited up to {age} for a worker"
+
+
 def stale_words(status: PipelineStatus) -> str | None:
     """The banner's words for what is stale and for how long, or None when nothing
-    detection depends on is: "No health check has completed for 4 min — the worker is not
-    running. What you see may be out of date." While beat is stale, a worker that stopped
-    answering only when beat stopped pinging is not said to be down: "— nothing is
-    scheduled: no check starts and no worker is pinged"."""
+    detection depends on is: "No health check has completed for 4 min; no worker has
+    answered for 4 min — the worker may be stopped or stalled. What you see may be out of
+    date." KUAE only knows that no worker answers, never that one exited, so it never says
+    "not running" (docs/operations.md, Watching the watcher). While beat is stale, a worker
+    that stopped answering only when beat stopped pinging is not said to be down: "—
+    nothing is scheduled: no check starts and no worker is pinged"."""
     beat = next((p for p in status.parts if p.name == "beat"), None)
     stale = [p for p in status.stale() if not _unpinged(p, beat)]
     if not stale:
         return None
     said: list[str] = []
+    queued = [p for p in stale if p.name == "queued_runs"]
     for part in stale:
         age = _age_words(part.age_s)
         if part.name == "beat":
@@ -413,14 +455,14 @@ def stale_words(status: PipelineStatus) -> str | None:
                 f"no worker takes cluster {part.cluster}'s queue {part.detail}"
                 + ("" if part.age_s is None else f" (none has for {age})")
             )
-        elif part.name == "queued_runs":
-            said.append(f"a check run has waited {age} for a worker")
+        elif part.name == "queued_runs" and part is queued[0]:
+            said.append(_queued_words(queued))
     checks = [p for p in stale if p.name.startswith("check:")]
     said += _checks_words(checks, alone=len(checks) == len(stale))
     text = "; ".join(said)
     text = text[0].upper() + text[1:]
     if not status.workers_live() and any(p.name.startswith("worker:") for p in stale):
-        text += " — the worker is not running"
+        text += " — the worker may be stopped or stalled"
     elif beat is not None and not beat.ok:
         text += " — nothing is scheduled: no check starts and no worker is pinged"
     return text + ". What you see may be out of date."

@@ -10,6 +10,7 @@ urlpatterns = [
     path("topology/", topology.topology_page, name="node-topology"),
     path("health/run/", views.run_now, name="health-run"),
     path("health/summary/", views.summary_fragment, name="health-summary"),
+    path("pipeline/banner/", views.pipeline_banner_fragment, name="pipeline-banner"),
     path("health/thresholds/", views.thresholds_save, name="health-thresholds"),
     path(
         "health/nodes/<hostname:hostname>/evidence/",

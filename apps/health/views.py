@@ -157,6 +157,16 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
 
 
 @role_required()
+def pipeline_banner_fragment(request: HttpRequest) -> HttpResponse:
+    """Every page's red pipeline banner as an HTML fragment (empty while everything is
+    fresh), which a page left open polls so a wall screen shows it and clears it without a
+    reload (docs/operations.md, Watching the watcher)."""
+    answer = render(request, "health/_pipeline_banner.html")
+    answer["Cache-Control"] = "no-store"
+    return answer
+
+
+@role_required()
 def summary_fragment(request: HttpRequest) -> HttpResponse:
     """The overview's health line, as an HTML fragment."""
     cluster = _cluster(request)

@@ -142,6 +142,28 @@
     if (!at) line.textContent = src.getAttribute("data-data-words");
   }
 
+  // The pipeline's red banner (KUAE's own worker, beat or checks stale) shows on a page left
+  // open, and goes, without a reload: it is polled with the page's own refresh period (its
+  // shortest; 20 s on a page that refreshes nothing), and swapped only when its words
+  // change (docs/operations.md, Watching the watcher).
+  function pipelineBanner() {
+    var box = document.querySelector("[data-pipeline-banner]");
+    if (!box) return;
+    var periods = Array.prototype.map.call(
+      document.querySelectorAll("[data-refresh],[data-live],[data-figure]"),
+      function (el) { return Number(el.getAttribute("data-interval") || el.getAttribute("data-live") || 30); }
+    );
+    var seconds = periods.length ? Math.min(20, Math.min.apply(null, periods)) : 20;
+    poll(function () {
+      return fetch(box.getAttribute("data-pipeline-banner"), { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok || r.redirected) throw new Error(r.status); return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").body;
+          if (fresh.textContent.trim() !== box.textContent.trim()) box.innerHTML = fresh.innerHTML;
+        });
+    }, seconds);
+  }
+
   // One Plotly template for light and dark, from the page's own CSS palette (--fg, --muted,
   // --line, --card), so a chart follows the colour scheme like the rest of the page.
   function palette() {
@@ -433,6 +455,7 @@
         window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config).then(function () { rangeFromUrl(el); });
       }
     });
+    pipelineBanner();
     var live = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));
     if (live.length) {
       poll(function () { return refreshLive(live); }, Number(live[0].getAttribute("data-live") || 20));

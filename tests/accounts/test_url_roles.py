@@ -93,6 +93,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "health": {"GET": READ},
     "health-run": {"POST": OPS},
     "health-summary": {"GET": READ},
+    "pipeline-banner": {"GET": READ},
     "health-thresholds": {"POST": OPS},
     "health-node-evidence": {"GET": READ},
     "health-job-suspects": {"GET": READ},

@@ -112,7 +112,7 @@ def test_silent_workers_and_beat_are_stale(cluster):
     words = stale_words(status)
     assert "beat (which starts KUAE's checks) has not ticked for 2 min" in words
     assert "celery@w1 has not answered for 10 min" in words
-    assert "the worker is not running" in words
+    assert "the worker may be stopped or stalled" in words
 
 
 def test_workers_unpinged_since_beat_stopped_are_not_said_down(cluster):
@@ -126,7 +126,7 @@ def test_workers_unpinged_since_beat_stopped_are_not_said_down(cluster):
         assert not status.ok and not status.workers_live()
         words = stale_words(status)
         assert words.startswith("Beat (which starts KUAE's checks) has not ticked for 2 min")
-        assert "the worker is not running" not in words and "answered" not in words
+        assert "the worker may be stopped or stalled" not in words and "answered" not in words
         assert "nothing is scheduled: no check starts and no worker is pinged" in words
 
 
@@ -237,4 +237,74 @@ def test_the_banner_reads_one_query_and_agrees(cluster, django_assert_max_num_qu
     assert not status.ok
     words = stale_words(status)
     assert "no worker has answered for 4 min" in words and "waited 60 min" in words
-    assert "the worker is not running" in words
+    assert "the worker may be stopped or stalled" in words
+
+
+def test_a_silent_worker_is_not_answering_not_not_running(cluster):
+    """KUAE knows a worker stopped answering, never that it exited: a frozen (SIGSTOP)
+    worker read "the worker is not running" and sent the operator the wrong way (issue 42)."""
+    _fresh(cluster)
+    heartbeats_record(["worker:celery@w1"], at=timezone.now() - dt.timedelta(minutes=3))
+    for status in (pipeline_status(), detection_status()):
+        words = stale_words(status)
+        assert words is not None and "not running" not in words, words
+        assert "has answered for 3 min" in words or "has not answered for 3 min" in words
+        assert "— the worker may be stopped or stalled." in words, words
+
+
+def test_a_worker_starting_a_task_has_answered(cluster):
+    """A worker continued after a stall is live with the first task it starts, not only
+    once a ping gets through its backlog (issue 42: the banner said no worker had answered
+    for 3 min beside data 6 s old, 40 s after SIGCONT)."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from celery.signals import task_prerun
+
+    from apps.common import heartbeats
+    from apps.health.pipeline import CACHE_STALE_S, pipeline_status_cached
+
+    _fresh(cluster)
+    heartbeats_record(["worker:celery@w1"], at=timezone.now() - dt.timedelta(minutes=3))
+    with mock.patch.object(cache, "set", wraps=cache.set) as cache_set:
+        assert not pipeline_status_cached().ok
+    assert cache_set.call_args.args[2] == CACHE_STALE_S  # a stale status is kept briefly
+    heartbeats._answered.clear()
+    eager = SimpleNamespace(request=SimpleNamespace(hostname="celery@web", is_eager=True))
+    task_prerun.send(sender=None, task_id="t0", task=eager, args=(), kwargs={})
+    assert not detection_status().ok  # a task run eagerly is no worker's answer
+    task = SimpleNamespace(request=SimpleNamespace(hostname="celery@w1", is_eager=False))
+    task_prerun.send(sender=None, task_id="t1", task=task, args=(), kwargs={})
+    status = detection_status()
+    assert status.ok and stale_words(status) is None
+    # at most one write every ANSWER_EVERY_S per worker process
+    assert not heartbeats.worker_answered("celery@w1")
+    assert heartbeats.worker_answered("celery@w1", now=1e12)
+
+
+def test_runs_waiting_for_a_worker_are_one_sentence_with_their_count(cluster):
+    """Seven queued runs waiting 112 s read "a check run has waited 112 s for a worker"
+    seven times (issue 42): one sentence, counted, with the longest wait."""
+    _fresh(cluster)
+    now = timezone.now()
+    kinds = list(
+        CheckSchedule.objects.filter(cluster=cluster, enabled=True, interval_s__lt=112)
+        .order_by("kind")
+        .values_list("kind", flat=True)
+    )
+    assert len(kinds) >= 3, kinds
+    for i, kind in enumerate(kinds):
+        run = CheckRun.objects.create(cluster=cluster, kind=kind)
+        CheckRun.objects.filter(pk=run.pk).update(
+            queued_at=now - dt.timedelta(seconds=112 if i == 0 else 100)
+        )
+    extra = CheckRun.objects.create(cluster=cluster, kind=kinds[0])  # a second of one kind
+    CheckRun.objects.filter(pk=extra.pk).update(queued_at=now - dt.timedelta(seconds=100))
+    for status in (pipeline_status(now=now), detection_status(now=now)):
+        words = stale_words(status)
+        assert words is not None
+        assert words.count("waited") == 1, words
+        assert f"{len(kinds) + 1} check runs have waited up to 112 s for a worker" in words
+    CheckRun.objects.filter(status=RunStatus.QUEUED).exclude(pk=extra.pk).delete()
+    words = stale_words(detection_status(now=now))
+    assert words is not None and "A check run has waited 100 s for a worker" in words, words

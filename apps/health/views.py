@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
+from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS
@@ -123,10 +124,10 @@ def run_now(request: HttpRequest) -> HttpResponse:
     live = pipeline_status_cached().workers_live()
     said = []
     if fresh and live:
-        said.append(f"Queued {len(fresh)} check run(s): {', '.join(fresh)}.")
+        said.append(f"Queued {counted(len(fresh), 'check run')}: {', '.join(fresh)}.")
     elif fresh:
         said.append(
-            f"No worker is taking runs: {len(fresh)} check run(s) ({', '.join(fresh)}) "
+            f"No worker is taking runs: {counted(len(fresh), 'check run')} ({', '.join(fresh)}) "
             "will wait until one starts."
         )
     if waiting:

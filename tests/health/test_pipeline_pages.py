@@ -31,7 +31,7 @@ def test_run_now_says_no_worker_takes_runs(client, users, cluster, fleet):
     assert "Run all checks now" in html and NO_WORKER in html
     response = client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True)
     html = response.content.decode()
-    assert f"{NO_WORKER}: 1 check run(s) (heartbeat) will wait until one starts." in html
+    assert f"{NO_WORKER}: 1 check run (heartbeat) will wait until one starts." in html
     assert "Queued 1 check run" not in html
 
 
@@ -43,7 +43,7 @@ def test_run_now_with_a_live_worker_says_queued(client, users, cluster, fleet):
     html = client.post(
         "/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True
     ).content.decode()
-    assert "Queued 1 check run(s): heartbeat." in html and NO_WORKER not in html
+    assert "Queued 1 check run: heartbeat." in html and NO_WORKER not in html
 
 
 def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, cluster, fleet):

@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements-dev.lock
 
 ## run: the dashboard on the embedded default (SQLite, filesystem broker) with a live demo cluster
 run: $(VENV)/.installed
+	@$(PY) -m kuaeweb.port_free "$(PORT)"
 	@$(DEMO_ENV) $(PY) manage.py migrate --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py collectstatic --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py demo_setup

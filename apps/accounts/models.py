@@ -66,8 +66,16 @@ class ApiToken(models.Model):
     @classmethod
     def issue(cls, user: User) -> str:
         """Create a token for `user` and return the raw value (shown once, never stored)."""
+        token = cls(user=user)
+        raw = token.new_key()
+        token.save()
+        return raw
+
+    def new_key(self) -> str:
+        """Give this (unsaved) token a fresh key: keep its hash and prefix, return the raw
+        value, which is shown once and never stored."""
         raw = secrets.token_urlsafe(32)
-        cls.objects.create(user=user, key_hash=hash_token(raw), prefix=raw[:8])
+        self.key_hash, self.prefix = hash_token(raw), raw[:8]
         return raw
 
 

@@ -80,13 +80,21 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
 
 
 _FIELD_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+# Field names said otherwise on the page than `pretty_name` says them: the API keeps the
+# contract's `localized_at`, the pages spell the word as the rest of them do (British -ise).
+FIELD_WORDS = {"localized_at": "Localised at"}
+
+
+def field_word(name: str) -> str:
+    """A field name as words on a page: "detected_at" → "Detected at"."""
+    return FIELD_WORDS.get(name) or pretty_name(name)
 
 
 def field_labels(form: Any = None) -> dict[str, str]:
     """Field name → what the form calls it (`detected_at` → "Detected at")."""
     if form is None:
         return {}
-    return {name: str(f.label or pretty_name(name)) for name, f in form.fields.items()}
+    return {name: str(f.label or field_word(name)) for name, f in form.fields.items()}
 
 
 def plain_message(message: Any, labels: dict[str, str]) -> str:
@@ -98,7 +106,7 @@ def plain_message(message: Any, labels: dict[str, str]) -> str:
         name = match.group(0)
         if name in labels:
             return labels[name]
-        return pretty_name(name) if name.endswith("_at") else name
+        return field_word(name) if name.endswith("_at") else name
 
     return _FIELD_NAME.sub(word, str(message))
 
@@ -113,7 +121,7 @@ def errors_text(errors: Any, form: Any = None) -> str:
         if key in ("__all__", "non_field_errors"):
             parts.append(text)
         else:
-            parts.append(f"{labels.get(key) or pretty_name(key)}: {text}")
+            parts.append(f"{labels.get(key) or field_word(key)}: {text}")
     return "; ".join(parts)
 
 

@@ -86,9 +86,7 @@ def node_detail_page(request: HttpRequest, hostname: str) -> HttpResponse:
             "history": node_state_history(node=node),
             "now": timezone.now(),
             "can_set_state": user_has_role(request.user, OPERATORS),
-            "state_form": NodeStateForm(
-                initial={"state": "drained" if node.state in ("healthy", "suspect") else "healthy"}
-            ),
+            "state_form": NodeStateForm(),  # opens on "— no change —"
         },
     )
 
@@ -99,10 +97,18 @@ def slurm_told(cluster: Cluster) -> str:
 
 
 class NodeStateForm(forms.Form):
-    """An operator drains, returns or marks a node; the reason is required."""
+    """An operator drains, returns or marks a node; the reason is required. The control opens
+    on "— no change —" (an empty choice): submitting it as it opened changes nothing."""
 
-    state = forms.ChoiceField(choices=NodeState.choices)
-    reason = forms.CharField(max_length=500)
+    state = forms.ChoiceField(choices=[("", "— no change —"), *NodeState.choices], required=False)
+    reason = forms.CharField(max_length=500, required=False)
+
+    def clean(self) -> dict[str, object]:
+        """A state needs its reason; no change needs none."""
+        data = super().clean() or {}
+        if data.get("state") and not data.get("reason"):
+            self.add_error("reason", "Say why (the history keeps it).")
+        return data
 
 
 @require_POST
@@ -111,7 +117,9 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
     """Set the node's state from its page (history records who and why)."""
     node = get_object_or_404(Node, hostname=hostname)
     form = NodeStateForm(request.POST)
-    if form.is_valid():
+    if form.is_valid() and not form.cleaned_data["state"]:
+        messages.info(request, f"Nothing changed: {hostname} stays {node.get_state_display()}.")
+    elif form.is_valid():
         stopping = form.cleaned_data["state"] in OUT_OF_SERVICE and not request.POST.get("confirm")
         running = (
             list(node.jobs.filter(status="running").order_by("-gpu_count")) if stopping else []

@@ -7,6 +7,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from apps.common.words import counted
+
 
 @dataclass(frozen=True)
 class NodeEvidence:
@@ -57,7 +59,7 @@ def rank(nodes: Sequence[NodeEvidence], *, step_time_s: float | None) -> list[Su
             s.reasons.append(f"computes {ratio:.2f}× the job median")
         if n.gpu_errors:
             s.score += 50 * n.gpu_errors
-            s.reasons.append(f"{n.gpu_errors} XID/ECC event(s) in the last hour")
+            s.reasons.append(counted(n.gpu_errors, "XID/ECC event") + " in the last hour")
         for kind in n.failing:
             s.score += 30
             s.reasons.append(f"failing {kind}")

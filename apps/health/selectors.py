@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
@@ -29,6 +29,7 @@ class KindStatus:
     warning: int
     interval_s: int | None
     next_due_at: dt.datetime | None
+    pending: CheckRun | None = None  # a run queued or running since `last`: its results come
 
 
 def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
@@ -36,17 +37,24 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
     is no "Last run", docs/operations.md, Watching the watcher), failing/warning counts and
     schedule (4 queries), in the order the plug-ins are registered; a check not run on the
     schedule has no interval."""
-    newest = dict(
+    newest: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for kind, status, last in (
         CheckRun.objects.filter(
-            cluster=cluster,
-            status__in=[RunStatus.DONE, RunStatus.ERROR],
-            started_at__isnull=False,
+            Q(status__in=[RunStatus.DONE, RunStatus.ERROR], started_at__isnull=False)
+            | Q(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
         )
-        .values("kind")
+        .filter(cluster=cluster)
+        .values("kind", "status")
         .annotate(last=Max("id"))
-        .values_list("kind", "last")
-    )
-    runs = CheckRun.objects.in_bulk(list(newest.values()))
+        .values_list("kind", "status", "last")
+    ):
+        into = waiting if status in (RunStatus.QUEUED, RunStatus.RUNNING) else newest
+        into[kind] = max(into.get(kind, 0), last)
+    # A run queued or running after the last completed one is shown beside it ("Run now"
+    # answered: its results come), so the table changes when the worker finishes it.
+    waiting = {k: pk for k, pk in waiting.items() if pk > newest.get(k, 0)}
+    runs = CheckRun.objects.in_bulk([*newest.values(), *waiting.values()])
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for kind, status in (
         CheckResult.objects.filter(cluster=cluster)
@@ -66,6 +74,7 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
             if spec.scheduled
             else None,
             next_due_at=schedules[k].next_due_at if k in schedules and spec.scheduled else None,
+            pending=runs.get(waiting[k]) if k in waiting else None,
         )
         for spec in PLUGINS
         for k in (spec.kind,)

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from apps.common.dbconflicts import atomic_with_retry
 from apps.common.retention import delete_in_batches
+from apps.common.words import counted
 from apps.fleet.models import Cluster
 from apps.health import detectors as d
 from apps.health.checks import (
@@ -337,7 +338,7 @@ def job_preflight(*, job: Job, now: dt.datetime | None = None) -> dict[str, obje
             "at": now,
             "since": now,
             "details": {"problems": problems},
-            "message": f"{len(problems)} problem(s)" if problems else "all nodes ready",
+            "message": counted(len(problems), "problem") if problems else "all nodes ready",
             "last_fail_at": now if problems else None,
         },
     )

@@ -11,9 +11,10 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
+from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
-from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS
+from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS, kind_label
 from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
 from apps.health.forms import ThresholdsForm
@@ -122,15 +123,22 @@ def run_now(request: HttpRequest) -> HttpResponse:
     fresh = [k for k in kinds if k not in waiting]
     live = pipeline_status_cached().workers_live()
     said = []
+    # The checks by the labels the page's table shows them by (the plug-in registry's), in
+    # its order, never their internal names.
+    named = ", ".join(kind_label(k) for k in fresh)
     if fresh and live:
-        said.append(f"Queued {len(fresh)} check run(s): {', '.join(fresh)}.")
+        said.append(
+            f"Queued {counted(len(fresh), 'check run')}: {named}. The Checks table marks "
+            "each Queued, then Running, until its results are in."
+        )
     elif fresh:
         said.append(
-            f"No worker is taking runs: {len(fresh)} check run(s) ({', '.join(fresh)}) "
+            f"No worker is taking runs: {counted(len(fresh), 'check run')} ({named}) "
             "will wait until one starts."
         )
     if waiting:
-        said.append(f"Already queued, not queued again: {', '.join(sorted(waiting))}.")
+        again = ", ".join(kind_label(k) for k in kinds if k in waiting)
+        said.append(f"Already queued, not queued again: {again}.")
     if live:
         messages.success(request, " ".join(said))
     else:

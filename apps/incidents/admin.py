@@ -10,6 +10,13 @@ class IncidentAdmin(admin.ModelAdmin):
     search_fields = ("title", "fingerprint")
     raw_id_fields = ("job", "nodes")
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):  # noqa: ANN001, ANN201
+        """`localized_at` as the pages spell it ("Localised at")."""
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if field is not None and db_field.name == "localized_at":
+            field.label = "Localised at"
+        return field
+
 
 @admin.register(Delivery)
 class DeliveryAdmin(admin.ModelAdmin):

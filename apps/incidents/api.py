@@ -213,7 +213,8 @@ class PostmortemView(APIView):
 class PostmortemActionView(APIView):
     """`POST incidents/{id}/postmortem/submit|approve|reject/`: any engineer submits a
     written draft (its author stays whoever last changed its content); approving or
-    rejecting needs an engineer who changed none of it, else 403."""
+    rejecting needs an engineer who changed none of it, else 403; approving waits until the
+    incident is resolved or closed (400 naming `incident_status`: its cost still grows)."""
 
     roles = {"POST": ENGINEERS}
     action = ""

@@ -31,7 +31,7 @@ class IncidentEditForm(forms.Form):
     detected_at = forms.DateTimeField(
         required=False, help_text="UTC; blank: when it occurred, else now"
     )
-    localized_at = forms.DateTimeField(required=False, help_text="UTC")
+    localized_at = forms.DateTimeField(required=False, label="Localised at", help_text="UTC")
     recovered_at = forms.DateTimeField(required=False, help_text="UTC")
     resolved_at = forms.DateTimeField(required=False, help_text="UTC")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
@@ -70,7 +70,7 @@ class IncidentFileForm(forms.Form):
     detected_at = forms.DateTimeField(
         required=False, help_text="UTC; blank: when it occurred, else now"
     )
-    localized_at = forms.DateTimeField(required=False, help_text="UTC")
+    localized_at = forms.DateTimeField(required=False, label="Localised at", help_text="UTC")
     recovered_at = forms.DateTimeField(required=False, help_text="UTC")
     job = forms.CharField(
         required=False, max_length=200, help_text="the job's name, number or Slurm job id"

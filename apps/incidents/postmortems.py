@@ -18,10 +18,25 @@ from django.db import transaction
 
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
+from apps.incidents.choices import IncidentStatus
 from apps.incidents.models import ActionItem, Incident, Postmortem, TimelineEntry
 from apps.incidents.services import incident_note
 
 Status = Postmortem.Status
+
+# A postmortem is approved only once its incident is over: while it is open its impact and
+# cost still grow, so what is approved would not be the final account.
+APPROVABLE_INCIDENT = (IncidentStatus.RESOLVED, IncidentStatus.CLOSED)
+
+
+def approval_waits_for(incident: Incident) -> str:
+    """Why the incident's postmortem cannot be approved yet; "" when it can."""
+    if incident.status in APPROVABLE_INCIDENT:
+        return ""
+    return (
+        f"the incident is {incident.get_status_display().lower()}: approve its postmortem once "
+        "it is resolved or closed (until then its impact and cost still grow)"
+    )
 
 
 @dataclass(frozen=True)
@@ -128,7 +143,8 @@ def postmortem_submit(*, postmortem: Postmortem, by: User, comment: str = "") ->
 
 
 def _review(postmortem: Postmortem, *, by: User, comment: str, to: str, said: str) -> Postmortem:
-    """An engineer who wrote none of it reviews a postmortem in review."""
+    """An engineer who wrote none of it reviews a postmortem in review; approves it only once
+    its incident is over."""
     if postmortem.status != Status.IN_REVIEW:
         raise ValidationError(
             {"status": [f"only a postmortem in review is reviewed (it is {postmortem.status})"]}
@@ -137,13 +153,17 @@ def _review(postmortem: Postmortem, *, by: User, comment: str, to: str, said: st
         raise PermissionDenied("the author cannot review their own postmortem")
     if not postmortem.reviewable_by(by.pk):
         raise PermissionDenied("an engineer who edited the postmortem cannot review it")
+    waits = approval_waits_for(postmortem.incident) if to == Status.APPROVED else ""
+    if waits:
+        raise ValidationError({"incident_status": [waits]})
     postmortem.reviewer, postmortem.review_comment = by, comment
     return _move(postmortem, by=by, to=to, note=said + (f": {comment}" if comment else ""))
 
 
 @transaction.atomic
 def postmortem_approve(*, postmortem: Postmortem, by: User, comment: str = "") -> Postmortem:
-    """Another engineer approves it."""
+    """Another engineer approves it, once its incident is resolved or closed (else 400 naming
+    `incident_status`)."""
     return _review(
         postmortem, by=by, comment=comment, to=Status.APPROVED, said="postmortem approved"
     )

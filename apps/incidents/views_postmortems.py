@@ -33,6 +33,7 @@ from apps.incidents.models import ActionItem, Incident, Postmortem
 from apps.incidents.postmortems import (
     ActionSpec,
     action_item_set_done,
+    approval_waits_for,
     postmortem_approve,
     postmortem_reject,
     postmortem_save,
@@ -179,6 +180,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             and postmortem.status == Postmortem.Status.IN_REVIEW
             and postmortem.reviewable_by(user.pk),
             "review_form": ReviewForm(),
+            "approval_waits": approval_waits_for(incident),
             "today": timezone.now().date(),
         },
         status=status,

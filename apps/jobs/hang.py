@@ -198,9 +198,15 @@ def judge(
     return replace(verdict, sentence=_sentence(verdict, ranks, progress_at=progress_at, now=now))
 
 
+# The thousands of a number in a sentence are kept apart by a narrow no-break space (U+202F,
+# the SI's thin space): "41 216" reads as one number and never wraps after "41".
+THIN = "\u202f"
+
+
 def number(n: int) -> str:
-    """An integer with its thousands apart: 41 216."""
-    return f"{n:,}".replace(",", " ")
+    """An integer with its thousands apart, never wrapped: 41 216 (a narrow no-break space).
+    Every number of a verdict's sentence and of the hang check's message is written so."""
+    return f"{n:,}".replace(",", THIN)
 
 
 def _ranks(n: int) -> str:
@@ -271,7 +277,9 @@ def _sentence(
             return f"no minority: {_waiting_clause(v, all_of=len(ranks))}"
         running = v.counts[RUNNING]
         return f"no minority: {_waiting_clause(v)}; {_ranks(running)} running"
-    kinds = ", ".join(f"{v.counts[k]} {k}" for k in (SILENT, OUTSIDE, BEHIND) if v.counts[k])
+    kinds = ", ".join(
+        f"{number(v.counts[k])} {k}" for k in (SILENT, OUTSIDE, BEHIND) if v.counts[k]
+    )
     text = f"no minority: {number(marked)} of {_ranks(len(ranks))} differ ({kinds})"
     if v.counts[WAITING]:
         text += f"; {_waiting_clause(v)}"

@@ -82,7 +82,9 @@ class Projection:
     job_mttf_hours: float
     interruptions_per_week: float
     optimal_interval_s: float
-    expected_effective_rate: float
+    expected_effective_rate: float | None  # None: beyond the model (`beyond` says why)
+    uptime_share: float  # MTTF ÷ (MTTF + MTTR): the most a job can run, before checkpoints
+    beyond: str = ""  # why the first-order model does not hold here; "" when it does
 
 
 def what_if(
@@ -94,17 +96,31 @@ def what_if(
     checkpoint_cost_s: float,
 ) -> Projection:
     """Nodes fail in series: a job of N nodes fails every node MTBF / N hours. Checkpointing
-    at τ* the expected effective rate is 1 − √(2C/M) − R/M (never below 0)."""
+    at τ* the expected effective rate is 1 − √(2C/M) − R/M. That first-order model assumes a
+    failure is rare within a checkpoint interval and within a repair: where the repair time
+    or τ* reaches the MTTF, or the lost share reaches 1, it has left its range — the rate is
+    None and `beyond` says why (the uptime share M ÷ (M + R) still bounds it from above)."""
     nodes = max(1, math.ceil(gpus / gpus_per_node))
     mttf_h = node_mtbf_hours / nodes
     mtbf_s = mttf_h * 3600.0
+    repair_s = mttr_minutes * 60.0
     tau = optimal_interval_s(checkpoint_cost_s, mtbf_s)
-    lost = waste_share(tau, checkpoint_cost_s, mtbf_s) + mttr_minutes * 60.0 / mtbf_s
+    lost = waste_share(tau, checkpoint_cost_s, mtbf_s) + repair_s / mtbf_s
+    if repair_s >= mtbf_s:
+        beyond = "a repair takes longer than the job runs between failures"
+    elif tau >= mtbf_s:
+        beyond = "the checkpoint interval is longer than the job runs between failures"
+    elif lost >= 1.0:
+        beyond = "saving, rework and repair would take all of the job's time"
+    else:
+        beyond = ""
     return Projection(
         gpus=gpus,
         nodes=nodes,
         job_mttf_hours=mttf_h,
         interruptions_per_week=WEEK_HOURS / mttf_h,
         optimal_interval_s=tau,
-        expected_effective_rate=max(0.0, 1.0 - lost),
+        expected_effective_rate=None if beyond else 1.0 - lost,
+        uptime_share=mtbf_s / (mtbf_s + repair_s),
+        beyond=beyond,
     )

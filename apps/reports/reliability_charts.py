@@ -8,6 +8,7 @@ from typing import Any
 
 from apps.common.charts import CONFIG, SERIES, base_layout, target_line
 from apps.common.choices import Tone
+from apps.common.words import counted
 from apps.incidents.choices import category_label
 from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
 from apps.reports.choices import GpuHours
@@ -69,9 +70,9 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
             "x": x,
             "y": mtbf,
             "customdata": [w["interruptions"] for w in weeks],
+            "hovertext": [counted(w["interruptions"], "unexpected interruption") for w in weeks],
             "marker": {"color": SERIES["mfu"]},
-            "hovertemplate": "%{y:.1f} h over %{customdata} unexpected interruption(s)"
-            "<extra>cluster MTBF</extra>",
+            "hovertemplate": "%{y:.1f} h over %{hovertext}<extra>cluster MTBF</extra>",
         },
         {
             "type": "scatter",

@@ -9,6 +9,7 @@ from typing import Any
 
 from apps.common.dbfuncs import Epoch
 from apps.common.weeks import week_start
+from apps.common.words import counted
 from apps.fleet.models import Cluster
 from apps.jobs.mfu import finite, flops_per_token, mfu_factor, mfu_of
 from apps.jobs.models import Job, JobMetricHour
@@ -173,9 +174,9 @@ def _advice(
     failures = sum(1 for i in run.interruptions if not i.planned and i.failed_at >= start)
     nodes = max(1, run.gpu_count // max(cluster.gpus_per_node, 1))
     if failures:
-        mtbf, source = wall_h / failures, f"measured: {failures} failures"
+        mtbf, source = wall_h / failures, f"measured: {counted(failures, 'failure')}"
     elif node_mtbf:
-        mtbf, source = node_mtbf / nodes, f"projected: node MTBF / {nodes} nodes"
+        mtbf, source = node_mtbf / nodes, f"projected: node MTBF / {counted(nodes, 'node')}"
     else:
         return None
     saves = [(t.timestamp(), b) for t, b in run.checkpoints if t >= start and b > 0]

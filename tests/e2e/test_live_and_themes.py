@@ -84,3 +84,40 @@ def test_health_page_and_node_list_update_without_a_reload(chromium, live_server
     assert other.hostname in page.locator("#live-list").inner_text()
     seen.assert_clean()
     page.close()
+
+
+def test_checks_table_shows_the_new_run_once_the_worker_has_run_it(chromium, live_server):
+    """ "Run now", then the worker runs it: the Checks table's row leaves "Queued" for the new
+    run without a reload (its region, #live-checks, refreshes with the grid) (issue 42)."""
+    from apps.common.heartbeats import heartbeats_record
+    from apps.fleet.services import NodeSpec, cluster_create, nodes_register
+    from apps.health.models import CheckRun
+    from apps.health.services import run_execute
+
+    cluster = cluster_create(
+        name="c1", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
+    )
+    nodes_register(
+        cluster=cluster, specs=[NodeSpec(hostname=f"gpu{i:03d}", rack="r0") for i in range(2)]
+    )
+    heartbeats_record(["beat", "worker:celery@w1"])
+    user_create_or_update(username="otto", role="operator", password="pw", check_password=False)
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page.clock.install()
+    seen = watch(page, live_server.url)
+    sign_in(page, live_server.url, "otto", "pw")
+    page.goto(live_server.url + "/health/?cluster=c1")
+    page.locator("#live-checks tr", has_text="Heartbeat").locator(
+        "button", has_text="Run now"
+    ).click()
+    page.wait_for_selector("text=Queued 1 check run: Heartbeat.")
+    queued = CheckRun.objects.get(kind="heartbeat", status="queued")
+    marker = f'#live-checks [data-pending-run="{queued.pk}"]'
+    assert page.locator(marker).count() == 1
+    run_execute(run_id=queued.pk)
+    page.clock.run_for(10_000)  # the table's period (data-live="10")
+    _until(page, lambda: page.locator(marker).count() == 0, 30)
+    row = page.locator("#live-checks tr", has_text="Heartbeat").inner_text()
+    assert "Done" in row and "never" not in row
+    seen.assert_clean()
+    page.close()

@@ -391,3 +391,16 @@ def test_an_incident_title_is_cut_to_what_the_field_holds():
     cut = fit_title(long)
     assert len(long) > most and len(cut) == most and cut.endswith("…")
     assert cut[:-1] == long[: most - 1]
+
+
+def test_job_hang_writes_its_numbers_as_the_verdict_does():
+    """ "stuck at step 5 746" and the verdict's "last stepped at 5 746": one format, the
+    thousands apart by a narrow no-break space, so a number never wraps (issue 42)."""
+    from apps.jobs.hang import number
+
+    assert number(5746) == "5\u202f746" and number(41_216_000) == "41\u202f216\u202f000"
+    assert number(999) == "999"
+    jobs = [d.JobProgress(1, "big", ago(86400), ago(1700), 5746, [10.0] * 50)]
+    (found,) = d.job_hang(jobs, now=NOW, limits=L)
+    assert "stuck at step 5\u202f746 for 1\u202f700 s" in found.message
+    assert "5746" not in found.message and "5 746" not in found.message

@@ -8,8 +8,9 @@ import pytest
 from django.core.cache import cache
 
 from apps.common.heartbeats import heartbeats_record
+from apps.health.checks import SCHEDULED_KINDS, kind_label
 from apps.health.models import CheckRun
-from apps.health.services import runs_execute_now, schedules_ensure
+from apps.health.services import run_execute, runs_execute_now, schedules_ensure
 from tests.health.test_pipeline import _done, _fresh
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,7 @@ def test_run_now_says_no_worker_takes_runs(client, users, cluster, fleet):
     assert "Run all checks now" in html and NO_WORKER in html
     response = client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True)
     html = response.content.decode()
-    assert f"{NO_WORKER}: 1 check run(s) (heartbeat) will wait until one starts." in html
+    assert f"{NO_WORKER}: 1 check run (Heartbeat) will wait until one starts." in html
     assert "Queued 1 check run" not in html
 
 
@@ -43,7 +44,7 @@ def test_run_now_with_a_live_worker_says_queued(client, users, cluster, fleet):
     html = client.post(
         "/health/run/", {"cluster": "c1", "kind": "heartbeat"}, follow=True
     ).content.decode()
-    assert "Queued 1 check run(s): heartbeat." in html and NO_WORKER not in html
+    assert "Queued 1 check run: Heartbeat." in html and NO_WORKER not in html
 
 
 def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, cluster, fleet):
@@ -54,7 +55,47 @@ def test_last_run_is_the_last_completed_run_not_a_queued_one(client, users, clus
     html = client.get("/health/?cluster=c1").content.decode()
     row = html.split('id="live-checks"')[1].split("</tr>")[1]
     assert "Heartbeat" in row or "heartbeat" in row.lower()
-    assert "run-done" in row and "run-queued" not in row and "never" not in row
+    assert "run-done" in row and "never" not in row
+    # the queued run is not the last run: it is marked beside it, as what comes next
+    pending = row.split("data-pending-run")[1]
+    assert "run-queued" not in row.split("data-pending-run")[0] and "run-queued" in pending
+
+
+def test_run_all_says_the_checks_by_their_labels(client, users, cluster, fleet):
+    """Not "heartbeat, job_hang, … sdc": the names the Checks table shows (issue 42)."""
+    _fresh(cluster)
+    client.force_login(users["otto"])
+    html = client.post("/health/run/", {"cluster": "c1"}, follow=True).content.decode()
+    said = html.split("Queued ")[1].split("</p>")[0]
+    assert all(kind_label(k) in said for k in SCHEDULED_KINDS)
+    assert "Silent data corruption" in said and "Job hang" in said
+    assert not any(k in said for k in SCHEDULED_KINDS if "_" in k or k == "sdc")
+    again = client.post("/health/run/", {"cluster": "c1"}, follow=True).content.decode()
+    assert "Already queued, not queued again: Heartbeat, " in again
+
+
+def test_checks_table_shows_the_new_runs_once_the_worker_has_run_them(
+    client, users, cluster, fleet
+):
+    """ "Run now" answered: the kind's row marks its run Queued beside the last run; once
+    the worker has run it, the row's last run is the new one (what the page's live refresh
+    of #live-checks fetches) (issue 42)."""
+    heartbeats_record(["beat", "worker:celery@w1"])
+    runs_execute_now(cluster=cluster, kinds=["heartbeat"], requested_by="test")
+    client.force_login(users["otto"])
+    client.post("/health/run/", {"cluster": "c1", "kind": "heartbeat"})
+    queued = CheckRun.objects.get(kind="heartbeat", status="queued")
+
+    def heartbeat_row() -> str:
+        html = client.get("/health/?cluster=c1").content.decode()
+        return html.split('id="live-checks"')[1].split("</tr>")[1]
+
+    assert f'data-pending-run="{queued.pk}"' in heartbeat_row()
+    run_execute(run_id=queued.pk)
+    row = heartbeat_row()
+    assert "data-pending-run" not in row and "run-done" in row
+    queued.refresh_from_db()
+    assert queued.started_at.isoformat()[:19] in row  # its time is the new run's
 
 
 def _updated_line(html: str) -> str:

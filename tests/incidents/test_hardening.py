@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from apps.incidents.models import Delivery, Postmortem
 from apps.incidents.tasks import delivery_send_task
-from tests.incidents.test_postmortems import DRAFT, INCIDENT, url
+from tests.incidents.test_postmortems import DRAFT, INCIDENT, resolve, url
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +31,7 @@ def test_who_submits_does_not_become_the_author(api, incident_id):
     assert api("mia").get(url(incident_id)).json()["author"] == "erin"
     assert _step(api, "erin", incident_id, "approve") == 403
     assert _step(api, "erin", incident_id, "reject") == 403
+    resolve(api, incident_id)
     assert _step(api, "eve", incident_id, "approve") == 200  # eve wrote none of it
 
 
@@ -42,6 +43,7 @@ def test_whoever_edits_the_content_becomes_its_author_and_cannot_review(api, inc
     # Neither of its writers reviews it: the last editor, nor the one who wrote the rest.
     assert _step(api, "eve", incident_id, "approve") == 403
     assert _step(api, "erin", incident_id, "approve") == 403
+    resolve(api, incident_id)
     assert _step(api, "root", incident_id, "approve") == 200
     postmortem = Postmortem.objects.get(incident_id=incident_id)
     assert (postmortem.author.username, postmortem.reviewer.username) == ("eve", "root")
@@ -53,6 +55,7 @@ def test_saving_the_same_text_is_no_authorship(api, incident_id):
     same = api("eve").put(url(incident_id), DRAFT, format="json")  # unchanged: no edit
     assert same.json()["author"] == "erin"
     assert _step(api, "eve", incident_id, "submit") == 200
+    resolve(api, incident_id)
     assert _step(api, "eve", incident_id, "approve") == 200
 
 

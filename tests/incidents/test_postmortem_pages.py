@@ -124,6 +124,14 @@ def test_postmortem_written_submitted_and_approved_in_the_browser(client, users,
     client.force_login(users["erin"])
     client.post(f"/incidents/{pk}/postmortem/", draft("otto", due, then="submit"))
     client.force_login(users["eve"])
+    page = client.get(f"/incidents/{pk}/postmortem/").content.decode()
+    assert "Not yet approvable: the incident is open" in page  # its cost still grows
+    early = client.post(f"/incidents/{pk}/postmortem/approve/", {"comment": "clear"}, follow=True)
+    assert "Incident status: the incident is open" in early.content.decode()
+    postmortem.refresh_from_db()
+    assert postmortem.status == "in_review"
+    Incident.objects.filter(pk=pk).update(status="resolved", resolved_at=timezone.now())
+    assert "Not yet approvable" not in client.get(f"/incidents/{pk}/postmortem/").content.decode()
     client.post(f"/incidents/{pk}/postmortem/approve/", {"comment": "clear"})
     postmortem.refresh_from_db()
     assert (postmortem.status, postmortem.reviewer.username) == ("approved", "eve")

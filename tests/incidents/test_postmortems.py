@@ -35,6 +35,12 @@ def url(pk: int, action: str = "") -> str:
     return f"/api/v1/incidents/{pk}/postmortem/" + (f"{action}/" if action else "")
 
 
+def resolve(api, pk: int) -> None:  # noqa: ANN001
+    """The incident is over: its postmortem may be approved."""
+    done = api("erin").patch(f"/api/v1/incidents/{pk}/", {"status": "resolved"}, format="json")
+    assert done.status_code == 200, done.json()
+
+
 def test_write_submit_and_approve_by_another_engineer(api, incident_id):
     erin, eve = api("erin"), api("eve")
     saved = erin.put(url(incident_id), DRAFT, format="json")
@@ -43,6 +49,7 @@ def test_write_submit_and_approve_by_another_engineer(api, incident_id):
     assert erin.post(url(incident_id, "submit"), {}, format="json").json()["status"] == "in_review"
     own = erin.post(url(incident_id, "approve"), {}, format="json")
     assert own.status_code == 403  # the author cannot approve their own
+    resolve(api, incident_id)
     done = eve.post(url(incident_id, "approve"), {"comment": "clear"}, format="json").json()
     assert (done["status"], done["author"], done["reviewer"]) == ("approved", "erin", "eve")
     assert api("mia").get(url(incident_id)).json()["status"] == "approved"
@@ -84,3 +91,20 @@ def test_bad_postmortems_and_roles(api, incident_id):
     assert api("otto").put(url(incident_id), DRAFT, format="json").status_code == 403
     assert api("mia").get(url(incident_id)).status_code == 404  # none yet
     assert api("erin").post(url(incident_id, "submit"), {}, format="json").status_code == 404
+
+
+def test_approval_waits_until_the_incident_is_over(api, incident_id):
+    """While the incident is open its cost still grows: approving is 400 naming
+    `incident_status`, and works once it is resolved (issue 42)."""
+    erin, eve = api("erin"), api("eve")
+    erin.put(url(incident_id), DRAFT, format="json")
+    erin.post(url(incident_id, "submit"), {}, format="json")
+    early = eve.post(url(incident_id, "approve"), {}, format="json")
+    assert early.status_code == 400 and "incident_status" in early.json()
+    assert "resolved or closed" in str(early.json()["incident_status"])
+    assert api("mia").get(url(incident_id)).json()["status"] == "in_review"
+    sent_back = eve.post(url(incident_id, "reject"), {"comment": "more"}, format="json")
+    assert sent_back.status_code == 200  # sending back needs no end
+    erin.post(url(incident_id, "submit"), {}, format="json")
+    resolve(api, incident_id)
+    assert eve.post(url(incident_id, "approve"), {}, format="json").status_code == 200

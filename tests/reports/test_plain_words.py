@@ -132,7 +132,7 @@ def test_errors_name_fields_as_the_form_does(client, users, cluster) -> None:
     assert plain_message("is before detected_at", labels) == "is before Detected"
     assert plain_message("unknown category 'gpu_hbm'", labels) == "unknown category 'gpu_hbm'"
     assert errors_text({"recovered_at": ["is before localized_at"]}) == (
-        "Recovered at: is before Localized at"
+        "Recovered at: is before Localised at"
     )
     client.force_login(users["erin"])
     now = timezone.now().replace(microsecond=0)

@@ -42,7 +42,25 @@ def test_what_if_a_bigger_job():
     assert p.interruptions_per_week == pytest.approx(1.68)
     m = 100 * 3600
     assert p.expected_effective_rate == pytest.approx(1 - math.sqrt(2 * 60 / m) - 1800 / m)
+    assert p.beyond == "" and p.uptime_share == pytest.approx(m / (m + 1800))
     tiny = what_if(
         gpus=8, gpus_per_node=8, node_mtbf_hours=0.01, mttr_minutes=60, checkpoint_cost_s=600
     )
-    assert tiny.expected_effective_rate == 0.0
+    assert tiny.expected_effective_rate is None and tiny.beyond
+
+
+def test_what_if_beyond_its_range_says_so_not_zero():
+    """16,384 GPUs where a repair (90 min) outlasts the job's MTTF (1 h): the first-order
+    rate would read 0.00% ("no progress"); uptime alone is 40%, so the model says it has
+    left its range and gives that bound instead (issue 42)."""
+    p = what_if(
+        gpus=16384, gpus_per_node=8, node_mtbf_hours=2048, mttr_minutes=90, checkpoint_cost_s=60
+    )
+    assert p.job_mttf_hours == pytest.approx(1.0)
+    assert p.expected_effective_rate is None
+    assert "repair takes longer" in p.beyond
+    assert p.uptime_share == pytest.approx(0.4)
+    interval = what_if(  # the checkpoint interval past the MTTF: also beyond
+        gpus=8, gpus_per_node=8, node_mtbf_hours=0.05, mttr_minutes=0, checkpoint_cost_s=600
+    )
+    assert interval.expected_effective_rate is None and "checkpoint interval" in interval.beyond

@@ -56,6 +56,17 @@ def test_weekly_page_shows_targets_jobs_and_incidents(
     assert "Expected effective rate" in html  # the what-if projected something
 
 
+def test_what_if_beyond_its_model_says_so(client, users, sim, last_week):
+    """A million GPUs fail far more often than a repair takes: not "0.00%" but the model's
+    limit and the uptime bound (issue 42)."""
+    client.force_login(users["mia"])
+    html = client.get(f"/reports/weekly/?week={last_week}&gpus=1000000").content.decode()
+    rate = re.search(r"<dt>Expected effective rate</dt><dd>(.*?)</dd>", html, re.S)
+    assert rate is not None
+    assert "beyond this model" in rate.group(1) and "uptime alone" in rate.group(1)
+    assert "0.00%" not in rate.group(1)
+
+
 def test_a_bad_week_shows_the_default_week_and_names_the_parameter(client, users, sim, last_week):
     """docs/formulas.md, Weekly effective training rate: not a 404 "no page"."""
     client.force_login(users["mia"])

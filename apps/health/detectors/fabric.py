@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import Finding, Outcome, failed, passed, warned
 from apps.incidents.choices import Category, Severity
@@ -192,7 +193,7 @@ def fabric(
             out.append(warned(KIND, target, message, details, outcome=DEGRADED, node=node))
         elif history.missing_runs:
             message = (
-                f"no new reading for {history.missing_runs} run(s) while the node's other "
+                f"no new reading for {counted(history.missing_runs, 'run')} while the node's other "
                 "ports report"
             )
             out.append(passed(KIND, target, message, details, node=node))

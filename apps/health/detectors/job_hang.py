@@ -25,7 +25,7 @@ from apps.health.detectors.findings import (
     warned,
 )
 from apps.incidents.choices import Category, Severity
-from apps.jobs.hang import Verdict
+from apps.jobs.hang import Verdict, number
 
 if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
     from apps.health.checks.job_hang import JobHangLimits
@@ -68,7 +68,8 @@ def job_hang(
                 "limit_s": limits.hang_no_metrics_s,
             }
             if waited > limits.hang_no_metrics_s:
-                message = f"{j.name}: no step reported in {waited:.0f} s since it started"
+                quiet = number(round(waited))
+                message = f"{j.name}: no step reported in {quiet} s since it started"
                 out.append(
                     failed(
                         KIND,
@@ -94,7 +95,12 @@ def job_hang(
             "median_step_s": round(median, 3),
         }
         if age > limit:
-            message = f"{j.name}: stuck at step {j.step} for {age:.0f} s (limit {limit:.0f} s)"
+            message = (
+                f"{j.name}: stuck at "
+                f"{f'step {number(j.step)}' if j.step is not None else 'its last step'} "
+                f"for {number(round(age))} s "
+                f"(limit {number(round(limit))} s)"
+            )
             out.append(
                 failed(
                     KIND, target, message, details, outcome=HUNG, job=j.job, occurred_at=progress
@@ -152,15 +158,17 @@ def judged(
         )
     if not hung and stalled_for < verdict.stall_s:
         message = (
-            f"{verdict.stalled} of {verdict.registered} ranks stalled "
-            f"({stalled_for:.0f} s since the first report; a hang after {verdict.stall_s:.0f} s): "
+            f"{number(verdict.stalled)} of {number(verdict.registered)} ranks stalled "
+            f"({number(round(stalled_for))} s since the first report; a hang after "
+            f"{number(round(verdict.stall_s))} s): "
             f"{sentence}"
         )
         return warned(KIND, finding.target, message, details, job=finding.job)
     message = (
         finding.message
         if hung
-        else f"{verdict.stalled} of {verdict.registered} ranks stalled for {stalled_for:.0f} s"
+        else f"{number(verdict.stalled)} of {number(verdict.registered)} ranks stalled for "
+        f"{number(round(stalled_for))} s"
     ) + f" — {sentence}"
     occurred = finding.occurred_at if hung else (verdict.stalled_since or now)
     return dataclasses.replace(

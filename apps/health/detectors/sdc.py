@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import (
     Finding,
@@ -65,7 +66,7 @@ def _losses(bad_samples: Sequence[NonFinite], running_jobs: Mapping[int, str]) -
             out.append(passed(KIND, job_target(job), f"{name}: losses finite", job=job))
             continue
         message = (
-            f"{name}: {len(bad)} step(s) with non-finite values, "
+            f"{name}: {counted(len(bad), 'step')} with non-finite values, "
             f"first at step {bad[0].step} ({bad[0].what})"
         )
         details = {"steps": [s.step for s in bad[:50]], "first": bad[0].what}

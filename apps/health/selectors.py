@@ -14,6 +14,8 @@ from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
 from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
+from apps.incidents.choices import ACTIVE_STATUSES
+from apps.incidents.models import Incident
 from apps.telemetry.models import TelemetryEvent
 
 
@@ -136,8 +138,20 @@ def results(*, cluster: Cluster) -> QuerySet[CheckResult]:
     )
 
 
+def node_blamed(*, node: Node) -> list[Incident]:
+    """The open incidents whose verdict blames `node`: a hang that names it as its culprit's
+    node (or, with no culprit, first on the other evidence). Its own checks may all pass
+    meanwhile, so its Checks card says which incident holds it (docs/checks.md, Ranks)."""
+    return list(
+        Incident.objects.filter(
+            nodes=node, status__in=ACTIVE_STATUSES, details__has_key="verdict"
+        ).order_by("-detected_at", "-id")[:5]
+    )
+
+
 def node_evidence(*, node: Node) -> dict[str, object]:
-    """A node's current results (problems first) and recent GPU events."""
+    """A node's current results (problems first), recent GPU events, and the open incidents
+    whose verdict blames it."""
     rows = list(CheckResult.objects.filter(node=node).order_by("kind", "target"))
     rows.sort(key=lambda r: -SEVERITY_ORDER[r.status])
     events = list(
@@ -149,6 +163,7 @@ def node_evidence(*, node: Node) -> dict[str, object]:
         "events": events,
         "passing": sorted(passing.items()),
         "problems": [r for r in rows if r.status != "pass"],
+        "blamed": node_blamed(node=node),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -127,6 +128,22 @@ def health_grid(*, cluster: Cluster) -> list[tuple[str, list[HealthTile]]]:
         status, why = worst.get(pk, ("pass", ""))
         racks[rack or "—"].append(HealthTile(hostname, state, status, why))
     return list(racks.items())
+
+
+def kinds_judged(*, cluster_ids: Iterable[int] | None = None) -> dict[tuple[int, str], dt.datetime]:
+    """When each check kind last judged each cluster: the start of its newest `done` run, the
+    time its verdicts hold as of (a pass is written only when it changes, so a result's `at`
+    is when that verdict began, not when it was last judged: docs/checks.md, How a check run
+    works). A run that ended in error judged nothing. One query."""
+    runs = CheckRun.objects.filter(status=RunStatus.DONE, started_at__isnull=False)
+    if cluster_ids is not None:
+        runs = runs.filter(cluster_id__in=list(cluster_ids))
+    return {
+        (cluster_id, kind): at
+        for cluster_id, kind, at in runs.values("cluster_id", "kind")
+        .annotate(at=Max("started_at"))
+        .values_list("cluster_id", "kind", "at")
+    }
 
 
 def results(*, cluster: Cluster) -> QuerySet[CheckResult]:

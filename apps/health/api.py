@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
@@ -16,7 +18,7 @@ from apps.health.checks import SCHEDULED_KINDS
 from apps.health.filters import ResultFilter, RunFilter
 from apps.health.models import CheckResult, CheckRun
 from apps.health.pipeline import pipeline_status
-from apps.health.selectors import node_admission
+from apps.health.selectors import kinds_judged, node_admission
 from apps.health.serializers import (
     AdmissionSerializer,
     PreflightSerializer,
@@ -90,12 +92,22 @@ class RunDetailView(generics.RetrieveAPIView):
 
 
 class ResultListView(generics.ListAPIView):
-    """`GET health/results/?cluster=&status=&kind=&node=`: each target's current result."""
+    """`GET health/results/?cluster=&status=&kind=&node=`: each target's current result. A
+    warn or fail is written at every run; a pass only when it changes, so a pass's `at` is
+    when it began, not when it was last judged. How fresh a result is is its check kind's
+    last completed run on the cluster, `judged_at` beside it (docs/checks.md, How a check
+    run works)."""
 
     roles = {"GET": READERS}
     serializer_class = ResultSerializer
     filterset_class = ResultFilter
     queryset = CheckResult.objects.select_related("cluster").order_by("-at", "kind", "target")
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
+        if not getattr(self, "swagger_fake_view", False):  # not while the schema is drawn
+            context["judged"] = kinds_judged()  # one query, every cluster's kinds
+        return context
 
 
 def preflight_for_agent(answer: dict[str, object]) -> dict[str, object]:

@@ -529,15 +529,21 @@ def _node_states(
     limits: Limits,
 ) -> int:
     """Move nodes to the state the findings call for (never to a better one), within the
-    hourly cap on automatic drains."""
+    hourly cap on automatic drains. A hang's culprits, the nodes its verdict blames, become
+    `suspect` with the verdict as their reason (docs/checks.md, Ranks)."""
     wanted: dict[str, tuple[NodeState, d.Finding]] = {}
-    for f in findings:
-        state = f.node_state
-        if f.status == ResultStatus.PASS or state is None or f.node is None or f.node not in nodes:
-            continue
-        held = wanted.get(f.node)
+
+    def want(host: str | None, state: NodeState | None, f: d.Finding) -> None:
+        if f.status == ResultStatus.PASS or state is None or host is None or host not in nodes:
+            return
+        held = wanted.get(host)
         if held is None or STATE_RANK[state] > STATE_RANK[held[0]]:
-            wanted[f.node] = (state, f)
+            wanted[host] = (state, f)
+
+    for f in findings:
+        want(f.node, f.node_state, f)
+        for host in f.suspects:
+            want(host, NodeState.SUSPECT, f)
     if not wanted:
         return 0
     if Cluster.objects.filter(pk=run.cluster_id, automation_paused=True).exists():

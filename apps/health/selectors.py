@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -14,6 +15,8 @@ from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
 from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
+from apps.incidents.choices import ACTIVE_STATUSES
+from apps.incidents.models import Incident
 from apps.telemetry.models import TelemetryEvent
 
 
@@ -136,6 +139,22 @@ def health_grid(*, cluster: Cluster) -> list[tuple[str, list[HealthTile]]]:
     return list(racks.items())
 
 
+def kinds_judged(*, cluster_ids: Iterable[int] | None = None) -> dict[tuple[int, str], dt.datetime]:
+    """When each check kind last judged each cluster: the start of its newest `done` run, the
+    time its verdicts hold as of (a pass is written only when it changes, so a result's `at`
+    is when that verdict began, not when it was last judged: docs/checks.md, How a check run
+    works). A run that ended in error judged nothing. One query."""
+    runs = CheckRun.objects.filter(status=RunStatus.DONE, started_at__isnull=False)
+    if cluster_ids is not None:
+        runs = runs.filter(cluster_id__in=list(cluster_ids))
+    return {
+        (cluster_id, kind): at
+        for cluster_id, kind, at in runs.values("cluster_id", "kind")
+        .annotate(at=Max("started_at"))
+        .values_list("cluster_id", "kind", "at")
+    }
+
+
 def results(*, cluster: Cluster) -> QuerySet[CheckResult]:
     """Current results, worst and newest first."""
     return (
@@ -145,8 +164,20 @@ def results(*, cluster: Cluster) -> QuerySet[CheckResult]:
     )
 
 
+def node_blamed(*, node: Node) -> list[Incident]:
+    """The open incidents whose verdict blames `node`: a hang that names it as its culprit's
+    node (or, with no culprit, first on the other evidence). Its own checks may all pass
+    meanwhile, so its Checks card says which incident holds it (docs/checks.md, Ranks)."""
+    return list(
+        Incident.objects.filter(
+            nodes=node, status__in=ACTIVE_STATUSES, details__has_key="verdict"
+        ).order_by("-detected_at", "-id")[:5]
+    )
+
+
 def node_evidence(*, node: Node) -> dict[str, object]:
-    """A node's current results (problems first) and recent GPU events."""
+    """A node's current results (problems first), recent GPU events, and the open incidents
+    whose verdict blames it."""
     rows = list(CheckResult.objects.filter(node=node).order_by("kind", "target"))
     rows.sort(key=lambda r: -SEVERITY_ORDER[r.status])
     events = list(
@@ -158,6 +189,7 @@ def node_evidence(*, node: Node) -> dict[str, object]:
         "events": events,
         "passing": sorted(passing.items()),
         "problems": [r for r in rows if r.status != "pass"],
+        "blamed": node_blamed(node=node),
     }
 
 

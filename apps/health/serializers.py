@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.fleet.fields import ClusterNameField
@@ -43,14 +46,44 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    """A target's current result."""
+    """A target's current result. How fresh it is is `judged_at`, its check kind's last
+    completed run on the cluster; `at` is when a run last wrote it (docs/checks.md, How a
+    check run works)."""
 
     cluster = ClusterNameField(read_only=True)
+    # from the view's context: `judged`, (cluster id, kind) → that time (one query a page)
+    judged_at = serializers.SerializerMethodField(
+        help_text="when this check kind last judged the cluster: the start of its newest "
+        "completed (done) run, the time the verdict holds as of; null before one has"
+    )
 
     class Meta:
         model = CheckResult
-        fields = ["kind", "target", "status", "message", "details", "at", "since", "cluster"]
+        fields = [
+            "kind",
+            "target",
+            "status",
+            "message",
+            "details",
+            "at",
+            "since",
+            "judged_at",
+            "cluster",
+        ]
         read_only_fields = fields
+        extra_kwargs = {
+            "at": {
+                "help_text": "when a run last wrote this result: every run for a warn or "
+                "fail, only on a change for a pass — so a pass's `at` is when it began, not "
+                "when it was last judged (that is `judged_at`)"
+            },
+            "since": {"help_text": "when the current status began"},
+        }
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_judged_at(self, result: CheckResult) -> dt.datetime | None:
+        judged = self.context.get("judged") or {}
+        return judged.get((result.cluster_id, result.kind))
 
 
 class PreflightSerializer(serializers.Serializer):

@@ -23,6 +23,7 @@ from apps.health.pipeline import pipeline_status_cached, unverified_words
 from apps.health.selectors import (
     health_grid,
     kind_statuses,
+    kinds_judged,
     node_evidence,
     results,
     summary,
@@ -74,6 +75,11 @@ def health_page(request: HttpRequest) -> HttpResponse:
             query.setlist("status", ["fail", "warn"])
         filterset = ResultFilter(query, queryset=results(cluster=cluster))
         page = Paginator(filterset.qs, 100).get_page(request.GET.get("page"))
+        # A pass is written when it changes: its `at` is when it began. How fresh each
+        # verdict is is its kind's last completed run, shown beside it (docs/checks.md, How
+        # a check run works).
+        judged = kinds_judged(cluster_ids=[cluster.pk])
+        rows = [(result, judged.get((cluster.pk, result.kind))) for result in page]
         # Read, not created: a page view writes nothing (the defaults until someone saves).
         thresholds = Thresholds.objects.filter(cluster=cluster).first() or Thresholds(
             cluster=cluster
@@ -84,6 +90,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
             kinds=kind_statuses(cluster=cluster),
             racks=health_grid(cluster=cluster),
             page=page,
+            result_rows=rows,
             query=query.urlencode(),
             statuses=list(ResultStatus),
             kinds_all=KIND_CHOICES,

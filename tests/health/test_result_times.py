@@ -6,6 +6,7 @@ And the GPU values the checks read out of the JSON are the values posted, times 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.utils import timezone
@@ -75,3 +76,38 @@ def test_gpu_values_are_read_as_posted(cluster, fleet):
     assert gpu.metrics == {"temp_c": 71, "gemm_checksum": 1834.2265625, "ecc_dbe_total": 2**62}
     assert type(gpu.metrics["temp_c"]) is int
     assert (gpu.updated_at, gpu.probe_at) == (at, at - dt.timedelta(microseconds=1))
+
+
+def test_a_pass_is_dated_when_it_began_and_its_kinds_last_run_says_when_it_was_judged(
+    cluster, fleet, api, client, users, django_assert_max_num_queries
+):
+    """CONTRACT §5 as amended: a pass is written when it changes, so its `at` is when it
+    began; beside it, the API and the Health page give its kind's last completed run."""
+    t0 = timezone.now().replace(microsecond=0) - dt.timedelta(minutes=10)
+    t1 = t0 + dt.timedelta(minutes=5)
+    for now in (t0, t1):
+        Node.objects.update(last_seen_at=now, last_heartbeat_at=now)
+        _run(cluster, "heartbeat", now)
+    # a later run that broke judged nothing: the verdicts still hold as of t1
+    CheckRun.objects.create(
+        cluster=cluster, kind="heartbeat", status="error", started_at=t1 + dt.timedelta(minutes=1)
+    )
+    body = api("mia").get("/api/v1/health/results/?cluster=c1&kind=heartbeat&node=h03").json()
+    (result,) = body["results"]
+    assert result["status"] == "pass"
+    assert dt.datetime.fromisoformat(result["at"]) == t0  # when the pass began
+    assert dt.datetime.fromisoformat(result["since"]) == t0
+    assert dt.datetime.fromisoformat(result["judged_at"]) == t1  # when it was last judged
+    never = api("mia").get("/api/v1/health/results/?cluster=c1&kind=thermal").json()
+    assert never["count"] == 0  # (no thermal run: nothing to date)
+
+    client.force_login(users["mia"])
+    with django_assert_max_num_queries(21):
+        html = client.get("/health/?cluster=c1&status=pass&node=h03").content.decode()
+    table = html[html.index('id="res-h"') :]
+    table = table[: table.index("</table>")]
+    assert '<th scope="col">Last judged</th>' in table and "Checked" not in table
+    row = table[table.index("node:h03") :]
+    row = row[: row.index("</tr>")]
+    since, judged = re.findall(r'<time datetime="([^"]+)"', row)
+    assert dt.datetime.fromisoformat(since) == t0 and dt.datetime.fromisoformat(judged) == t1

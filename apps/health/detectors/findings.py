@@ -44,6 +44,10 @@ class Finding:
     # sentence that says why: the incident names them and is localised when it first does.
     culprits: tuple[str, ...] = ()
     localized: str = ""
+    # Those of `culprits` the verdict itself blames (a minority of ranks), each of which
+    # becomes `suspect` with the finding as its reason; nodes named only on the other
+    # evidence are not moved (docs/checks.md, Ranks).
+    suspects: tuple[str, ...] = ()
     # The component the finding itself points at (`switch:leaf-07`, a port's far end) and
     # how many nodes hang off it: blast radius groups by it before the nodes' places.
     component: str = ""

@@ -121,7 +121,8 @@ def judged(
     """`finding` (a job's `job_hang` result) with what its ranks say (docs/checks.md, Ranks).
 
     - The hang fired, or half the ranks have reported a stall for `stall_s` since the first
-      report: a failure (a hang), naming the culprits' nodes when they are a minority, else
+      report: a failure (a hang), naming the culprits' nodes when they are a minority (and
+      marking them as the nodes to make `suspect`), else
       saying no minority stands out and naming only `evidence` (nodes the other checks hold
       something against, best first).
     - Half the ranks report a stall, for less than `stall_s` yet: a warning that opens
@@ -183,4 +184,5 @@ def judged(
         ),
         culprits=culprits,
         localized=sentence,
+        suspects=culprits if verdict.minority else (),
     )

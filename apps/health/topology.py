@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.page_cluster import page_cluster
 from apps.fleet.vendors import LINK_WORDS, VENDORS, link_word, vendor_of
 from apps.health import blast
 from apps.health.choices import ResultStatus
@@ -175,14 +176,7 @@ def cluster_link_words(cluster: Cluster | None) -> str:
 @role_required()
 def topology_page(request: HttpRequest) -> HttpResponse:
     """`/topology/?cluster=&component=`: which component the failing nodes share."""
-    name = request.GET.get("cluster")
-    cluster = (
-        Cluster.objects.filter(name=name).first()
-        if name
-        else Cluster.objects.order_by("name").first()
-    )
-    if name and cluster is None:
-        raise Http404(f"no cluster {name}")
+    cluster, names = page_cluster(request)
     kinds = topology(cluster) if cluster else {}
     words = cluster_link_words(cluster)
     headings = {**HEADINGS, "nvlink_domain": f"{words} domains"}
@@ -191,7 +185,7 @@ def topology_page(request: HttpRequest) -> HttpResponse:
         "health/topology.html",
         {
             "cluster": cluster,
-            "clusters": list(Cluster.objects.values_list("name", flat=True)),
+            "clusters": names,
             "sections": [(kind, headings[kind], kinds.get(kind, [])) for kind in blast.KINDS],
             "selected": request.GET.get("component", ""),
             "link_words": words,

@@ -39,6 +39,9 @@ PORT_WORDS = {
     "unjudged": "not judged yet",
 }
 PORT_GLYPHS = {"fail": "✗", "error": "?", "warn": "◐", "pass": "✓", "unjudged": "·"}
+# Verdicts whose ports a switch names (host and port), each a link to the node's Ports card.
+PORT_NAMED = ("fail", "error", "warn")
+PORTS_NAMED_MAX = 12  # ports named per switch; the rest counted
 
 
 @dataclass
@@ -52,6 +55,8 @@ class ComponentRow:
     incident: Incident | None = None
     # A switch's NIC ports by the fabric check's verdict (PORT_VERDICTS → ports).
     ports: dict[str, int] = field(default_factory=dict)
+    # Its failing, unchecked and warning ports (PORT_NAMED): host, port, verdict, message.
+    faults: list[SimpleNamespace] = field(default_factory=list)
     _hosts: set[str] = field(default_factory=set, repr=False)
 
     def add(self, tile: SimpleNamespace) -> None:
@@ -78,6 +83,17 @@ class ComponentRow:
             for v in PORT_VERDICTS
             if (n := self.ports.get(v))
         ]
+
+    @property
+    def faults_named(self) -> list[SimpleNamespace]:
+        """The ports it names, worst first, then by host and port (PORTS_NAMED_MAX)."""
+        order = sorted(self.faults, key=lambda f: (PORT_NAMED.index(f.verdict), f.host, f.port))
+        return order[:PORTS_NAMED_MAX]
+
+    @property
+    def faults_unnamed(self) -> int:
+        """Its failing, unchecked or warning ports beyond those named."""
+        return max(len(self.faults) - PORTS_NAMED_MAX, 0)
 
     @property
     def key(self) -> str:
@@ -120,11 +136,12 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
         for kind, name in zip(blast.KINDS, places, strict=True):
             if name:
                 rows.setdefault((kind, name), ComponentRow(kind, name)).add(tile)
-    verdicts = dict(
-        CheckResult.objects.filter(
+    verdicts = {
+        target: (status, message)
+        for target, status, message in CheckResult.objects.filter(
             cluster=cluster, kind=FABRIC, target__startswith="port:"
-        ).values_list("target", "status")
-    )
+        ).values_list("target", "status", "message")
+    }
     known = {s.value for s in ResultStatus}
     ports = Port.objects.filter(node__cluster=cluster).values_list(
         "node_id", "device", "port", "switch"
@@ -136,9 +153,21 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
             continue
         row = rows.setdefault(("switch", name), ComponentRow("switch", name))
         row.add(owner)
-        status = verdicts.get(port_target(owner.hostname, f"{device}/{number}"), "")
+        status, message = verdicts.get(port_target(owner.hostname, f"{device}/{number}"), ("", ""))
         verdict = status if status in known else "unjudged"
         row.ports[verdict] = row.ports.get(verdict, 0) + 1
+        if verdict in PORT_NAMED:
+            row.faults.append(
+                SimpleNamespace(
+                    host=owner.hostname,
+                    port=f"{device}/{number}",
+                    anchor=f"port-{device}-{number}",
+                    verdict=verdict,
+                    glyph=PORT_GLYPHS[verdict],
+                    words=PORT_WORDS[verdict],
+                    message=message,
+                )
+            )
     for incident in Incident.objects.filter(
         cluster=cluster, status__in=ACTIVE_STATUSES, fingerprint__startswith="blast:"
     ).order_by("-detected_at"):

@@ -19,6 +19,7 @@ from apps.common.listing import list_page
 from apps.fleet.choices import OUT_OF_SERVICE, NodeState, StateSource
 from apps.fleet.filters import NodeFilter
 from apps.fleet.models import Cluster, Node
+from apps.fleet.page_cluster import cluster_remember
 from apps.fleet.readers import open_incidents_of
 from apps.fleet.selectors import (
     node_detail,
@@ -32,7 +33,9 @@ from apps.fleet.vendors import common_vendor, link_word, vendor_of
 
 @role_required()
 def node_list_page(request: HttpRequest) -> HttpResponse:
-    """All nodes, filterable by cluster/state/rack/host, sortable, paginated."""
+    """All nodes, filterable by cluster/state/rack/host, sortable, paginated; a cluster
+    chosen here is remembered for the per-cluster pages (docs/pages.md)."""
+    cluster_remember(request, request.GET.get("cluster", ""))
     listing = list_page(request, NodeFilter(request.GET, queryset=node_list()))
     return render(
         request,

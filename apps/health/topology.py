@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.page_cluster import page_cluster
 from apps.fleet.vendors import LINK_WORDS, VENDORS, link_word, vendor_of
 from apps.health import blast
 from apps.health.choices import ResultStatus
@@ -38,6 +39,9 @@ PORT_WORDS = {
     "unjudged": "not judged yet",
 }
 PORT_GLYPHS = {"fail": "✗", "error": "?", "warn": "◐", "pass": "✓", "unjudged": "·"}
+# Verdicts whose ports a switch names (host and port), each a link to the node's Ports card.
+PORT_NAMED = ("fail", "error", "warn")
+PORTS_NAMED_MAX = 12  # ports named per switch; the rest counted
 
 
 @dataclass
@@ -51,6 +55,8 @@ class ComponentRow:
     incident: Incident | None = None
     # A switch's NIC ports by the fabric check's verdict (PORT_VERDICTS → ports).
     ports: dict[str, int] = field(default_factory=dict)
+    # Its failing, unchecked and warning ports (PORT_NAMED): host, port, verdict, message.
+    faults: list[SimpleNamespace] = field(default_factory=list)
     _hosts: set[str] = field(default_factory=set, repr=False)
 
     def add(self, tile: SimpleNamespace) -> None:
@@ -77,6 +83,17 @@ class ComponentRow:
             for v in PORT_VERDICTS
             if (n := self.ports.get(v))
         ]
+
+    @property
+    def faults_named(self) -> list[SimpleNamespace]:
+        """The ports it names, worst first, then by host and port (PORTS_NAMED_MAX)."""
+        order = sorted(self.faults, key=lambda f: (PORT_NAMED.index(f.verdict), f.host, f.port))
+        return order[:PORTS_NAMED_MAX]
+
+    @property
+    def faults_unnamed(self) -> int:
+        """Its failing, unchecked or warning ports beyond those named."""
+        return max(len(self.faults) - PORTS_NAMED_MAX, 0)
 
     @property
     def key(self) -> str:
@@ -119,11 +136,12 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
         for kind, name in zip(blast.KINDS, places, strict=True):
             if name:
                 rows.setdefault((kind, name), ComponentRow(kind, name)).add(tile)
-    verdicts = dict(
-        CheckResult.objects.filter(
+    verdicts = {
+        target: (status, message)
+        for target, status, message in CheckResult.objects.filter(
             cluster=cluster, kind=FABRIC, target__startswith="port:"
-        ).values_list("target", "status")
-    )
+        ).values_list("target", "status", "message")
+    }
     known = {s.value for s in ResultStatus}
     ports = Port.objects.filter(node__cluster=cluster).values_list(
         "node_id", "device", "port", "switch"
@@ -135,9 +153,21 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
             continue
         row = rows.setdefault(("switch", name), ComponentRow("switch", name))
         row.add(owner)
-        status = verdicts.get(port_target(owner.hostname, f"{device}/{number}"), "")
+        status, message = verdicts.get(port_target(owner.hostname, f"{device}/{number}"), ("", ""))
         verdict = status if status in known else "unjudged"
         row.ports[verdict] = row.ports.get(verdict, 0) + 1
+        if verdict in PORT_NAMED:
+            row.faults.append(
+                SimpleNamespace(
+                    host=owner.hostname,
+                    port=f"{device}/{number}",
+                    anchor=f"port-{device}-{number}",
+                    verdict=verdict,
+                    glyph=PORT_GLYPHS[verdict],
+                    words=PORT_WORDS[verdict],
+                    message=message,
+                )
+            )
     for incident in Incident.objects.filter(
         cluster=cluster, status__in=ACTIVE_STATUSES, fingerprint__startswith="blast:"
     ).order_by("-detected_at"):
@@ -175,14 +205,7 @@ def cluster_link_words(cluster: Cluster | None) -> str:
 @role_required()
 def topology_page(request: HttpRequest) -> HttpResponse:
     """`/topology/?cluster=&component=`: which component the failing nodes share."""
-    name = request.GET.get("cluster")
-    cluster = (
-        Cluster.objects.filter(name=name).first()
-        if name
-        else Cluster.objects.order_by("name").first()
-    )
-    if name and cluster is None:
-        raise Http404(f"no cluster {name}")
+    cluster, names = page_cluster(request)
     kinds = topology(cluster) if cluster else {}
     words = cluster_link_words(cluster)
     headings = {**HEADINGS, "nvlink_domain": f"{words} domains"}
@@ -191,7 +214,7 @@ def topology_page(request: HttpRequest) -> HttpResponse:
         "health/topology.html",
         {
             "cluster": cluster,
-            "clusters": list(Cluster.objects.values_list("name", flat=True)),
+            "clusters": names,
             "sections": [(kind, headings[kind], kinds.get(kind, [])) for kind in blast.KINDS],
             "selected": request.GET.get("component", ""),
             "link_words": words,

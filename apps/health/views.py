@@ -14,6 +14,7 @@ from apps.accounts.permissions import role_required, user_has_role
 from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
+from apps.fleet.page_cluster import page_cluster
 from apps.health.checks import KIND_CHOICES, SCHEDULED_KINDS, kind_label
 from apps.health.choices import ResultStatus
 from apps.health.filters import ResultFilter
@@ -34,10 +35,8 @@ from apps.jobs.models import Job
 
 
 def _cluster(request: HttpRequest) -> Cluster | None:
-    name = request.GET.get("cluster") or request.POST.get("cluster")
-    if name:
-        return get_object_or_404(Cluster, name=name)
-    return Cluster.objects.order_by("name").first()
+    """`?cluster=` (remembered), else the last chosen, else the largest (docs/pages.md)."""
+    return page_cluster(request)[0]
 
 
 def _posted_cluster(request: HttpRequest) -> Cluster | HttpResponseBadRequest:
@@ -63,12 +62,8 @@ def _posted_cluster(request: HttpRequest) -> Cluster | HttpResponseBadRequest:
 @role_required()
 def health_page(request: HttpRequest) -> HttpResponse:
     """Each check's last run, the node grid by worst result, the results list, thresholds."""
-    cluster = _cluster(request)
-    context: dict[str, object] = {
-        "cluster": cluster,
-        "now": timezone.now(),
-        "clusters": list(Cluster.objects.values_list("name", flat=True)),
-    }
+    cluster, names = page_cluster(request)
+    context: dict[str, object] = {"cluster": cluster, "now": timezone.now(), "clusters": names}
     if cluster is not None:
         query = request.GET.copy()
         if "status" not in query:

@@ -12,6 +12,7 @@ from apps.accounts.permissions import role_required
 from apps.common.listing import list_page
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster
+from apps.fleet.page_cluster import cluster_remember
 from apps.jobs.charts import job_progress_figure
 from apps.jobs.choices import JobStatus
 from apps.jobs.filters import JobFilter
@@ -34,7 +35,9 @@ NODES_PER_PAGE = 256
 @role_required()
 def job_list_page(request: HttpRequest) -> HttpResponse:
     """All jobs, filterable by cluster/status/name, sortable, paginated; each with its
-    condition (what its open incidents say) and MFU now."""
+    condition (what its open incidents say) and MFU now; a cluster chosen here is remembered
+    for the per-cluster pages (docs/pages.md)."""
+    cluster_remember(request, request.GET.get("cluster", ""))
     listing = list_page(request, JobFilter(request.GET, queryset=job_list()))
     page = listing["page"]
     page.object_list = list(page.object_list)

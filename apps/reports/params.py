@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 
 from apps.common.weeks import last_complete_week, parse_week, week_label
 from apps.fleet.models import Cluster
-from apps.fleet.selectors import cluster_get, cluster_names
+from apps.fleet.page_cluster import page_cluster
 
 
 def pick_cluster(request: HttpRequest) -> tuple[Cluster | None, list[str]]:
-    """`?cluster=NAME` (404 if unknown), else the first cluster by name; and every name."""
-    names = cluster_names()
-    wanted = request.GET.get("cluster")
-    if wanted and wanted not in names:
-        raise Http404(f"no cluster {wanted}")
-    return cluster_get(name=wanted), names
+    """`?cluster=NAME` (404 if unknown, remembered), else the last cluster chosen, else the
+    largest (apps/fleet/page_cluster.py); and every name."""
+    return page_cluster(request)
 
 
 def int_param(request: HttpRequest, key: str, default: int, lo: int, hi: int) -> int:

@@ -101,6 +101,10 @@ def test_switches_by_port_health(chromium, live_server, setup, width):  # noqa: 
         "e => getComputedStyle(e).borderLeftColor"
     )
     assert colour != unjudged
+    # the fail badge leads to the port and its node, and on to the node's Ports card
+    page.locator('[data-component="switch:leaf-02"] a[href="#ports-switch:leaf-02"]').click()
+    named = page.locator('[id="ports-switch:leaf-02"] li').first
+    assert "fail" in named.inner_text() and "mlx5_3/1 of gpu-200" in named.inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.add_script_tag(url=live_server.url + "/__axe.js")
     assert page.evaluate(SCAN) == []  # no serious or critical accessibility violation
@@ -108,5 +112,8 @@ def test_switches_by_port_health(chromium, live_server, setup, width):  # noqa: 
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=f"{shots}/topology-ports-{width}.png", full_page=True)
+    named.get_by_role("link").click()
+    page.wait_for_url("**/nodes/gpu-200/#port-mlx5_3-1")
+    assert page.locator('[id="port-mlx5_3-1"]').is_visible()
     seen.assert_clean()
     context.close()

@@ -148,3 +148,35 @@ def test_the_page_costs_the_same_queries_whatever_the_fabric_size(cluster, clien
     assert len(large.captured_queries) == len(small.captured_queries), [
         q["sql"][:120] for q in large.captured_queries
     ]
+
+
+def test_a_switchs_failing_port_is_named_with_its_node_and_leads_there(cluster, client, users):  # noqa: ANN001
+    """'✗ 1 fail' leads to the port and its node: the badge links to the switch's list of
+    failing, unchecked and warning ports, each naming port and host, linking to that port's
+    row in the node page's Ports card; passing ports are not listed."""
+    _fleet(cluster, switches=2)
+    CheckResult.objects.create(
+        cluster=cluster,
+        kind="fabric",
+        target=port_target("n01-2", "mlx5_3/1"),
+        status="fail",
+        message="link down",
+        at=timezone.now(),
+        since=timezone.now(),
+    )
+    _verdict(cluster, "n01-0", "mlx5_1", "warn")
+    _verdict(cluster, "n00-0", "mlx5_1", "pass")
+    client.force_login(users["mia"])
+    page = client.get("/topology/?cluster=c1").content.decode()
+    assert '<a href="#ports-switch:leaf-01" title="Which ports, on which nodes">' in page
+    faults = page[page.index('id="ports-switch:leaf-01"') :]
+    faults = faults[: faults.index("</ul>")]
+    link = (
+        '<a href="/nodes/n01-2/#port-mlx5_3-1">port <span class="mono">mlx5_3/1</span> of '
+        '<span class="mono">n01-2</span></a> <span class="muted">— link down</span>'
+    )
+    assert link in faults
+    assert faults.index("n01-2") < faults.index("n01-0")  # the failing port before the warning
+    assert 'id="ports-switch:leaf-00"' not in page  # a switch whose ports all pass lists none
+    node_page = client.get("/nodes/n01-2/").content.decode()
+    assert '<tr id="port-mlx5_3-1">' in node_page

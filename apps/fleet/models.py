@@ -11,6 +11,7 @@ from django.db import models
 
 from apps.common.hostnames import Hostlists
 from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
+from apps.fleet.gpu_models import canonical_model
 from apps.fleet.vendors import link_word, peak_for, vendor_of
 
 
@@ -83,6 +84,13 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Its default model under the model's one name (apps.fleet.gpu_models): the GPUs
+        # that take it are one population with those an exporter names ("H100" is
+        # "NVIDIA H100 80GB HBM3").
+        self.gpu_model = canonical_model(self.gpu_model)
+        super().save(*args, **kwargs)
+
     def slurm_told(self) -> str:
         """Whether a drain set in KUAE now reaches the cluster's Slurm (docs/slurm.md,
         Actuation): `on` (Slurm is asked to drain the node), `paused` (automation is paused:
@@ -95,9 +103,10 @@ class Cluster(models.Model):
         return "on" if self.actuation == ActuationMode.ON else "dry_run"
 
     def model_of(self, model: str) -> str:
-        """A GPU's model as the checks and pages compare it: a blank one (never reported) is
-        the cluster's `gpu_model` (docs/pages.md, Vendors and models)."""
-        return model or self.gpu_model
+        """A GPU's model as the checks and pages compare it: its one name (docs/pages.md, One
+        name per model), a blank one (never reported) the cluster's `gpu_model`
+        (docs/pages.md, Vendors and models)."""
+        return canonical_model(model or self.gpu_model)
 
     def peak_for(self, model: str) -> float | None:
         """The dense BF16 peak of one of its GPU models (docs/formulas.md, MFU); None: unknown."""

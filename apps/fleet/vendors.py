@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apps.fleet.gpu_models import canonical_model, same_model
+
 PEAKS_PATH = Path(__file__).with_name("data") / "gpu_peaks.csv"
 AMD_PCI_IDS_PATH = Path(__file__).with_name("data") / "amd_pci_ids.csv"
 
@@ -65,7 +67,7 @@ def vendor_of(vendor: str, model: str) -> str:
     key = model_key(model)
     if not key:
         return ""
-    row = peak_table().get(key)
+    row = table_row(model)
     if row is not None:
         return row.vendor
     return next((v for prefix, v in _HINTS if key.startswith(prefix)), "")
@@ -81,13 +83,15 @@ def amd_pci_models() -> dict[str, str]:
 
 
 def model_name(vendor: str, model: str) -> str:
-    """The model a GPU is filed under: an AMD GPU's PCI device id (`0x74a1`, as AMD's
-    device-metrics-exporter may give `card_model`) as its name ("AMD Instinct MI300X");
-    any other model, or an id not in the table, as given."""
-    if vendor != "amd":
-        return model
-    text = model.strip().lower().removeprefix("0x")
-    return amd_pci_models().get(text, model) if len(text) == 4 else model
+    """The model a GPU is filed under: its one name (apps.fleet.gpu_models: "H100" and
+    "NVIDIA H100 80GB HBM3" are one model), an AMD GPU's PCI device id (`0x74a1`, as AMD's
+    device-metrics-exporter may give `card_model`) read as its name ("AMD Instinct MI300X");
+    a name or id in neither table as given, trimmed."""
+    if vendor == "amd":
+        text = model.strip().lower().removeprefix("0x")
+        if len(text) == 4 and text in amd_pci_models():
+            return canonical_model(amd_pci_models()[text])
+    return canonical_model(model)
 
 
 def gpu_name(vendor: str, model: str) -> str:
@@ -128,6 +132,12 @@ def peak_table() -> dict[str, PeakRow]:
     return out
 
 
+def table_row(model: str) -> PeakRow | None:
+    """The shipped peak table's row for a model, by any of its names (its one name's too)."""
+    table = peak_table()
+    return table.get(model_key(model)) or table.get(model_key(canonical_model(model)))
+
+
 def peaks_error(value: Any) -> str | None:
     """Why `value` is not a `peak_tflops_by_model` map (None when it is): an object of model
     name (1 to 64 characters) → a positive, finite number of TFLOP/s, at most 200 models."""
@@ -150,14 +160,15 @@ def peak_for(
 ) -> float | None:
     """A GPU model's dense BF16 peak in a cluster (docs/formulas.md, MFU): the cluster's
     `peak_tflops_by_model`, else its `peak_tflops_per_gpu` for its own `gpu_model` (a blank
-    model is the cluster's), else the shipped table; None (peak unknown) otherwise."""
-    key = model_key(model or gpu_model)
+    model is the cluster's), else the shipped table; None (peak unknown) otherwise. A model
+    matches under any of its names (apps.fleet.gpu_models): "H100" is "NVIDIA H100 80GB HBM3"."""
+    mine = model or gpu_model
     for name, peak in by_model.items():
-        if model_key(name) == key:
+        if same_model(name, mine):
             return float(peak)
-    if key == model_key(gpu_model) and peak_tflops_per_gpu > 0:
+    if same_model(mine, gpu_model) and peak_tflops_per_gpu > 0:
         return float(peak_tflops_per_gpu)
-    row = peak_table().get(key)
+    row = table_row(mine)
     return row.tflops if row is not None else None
 
 

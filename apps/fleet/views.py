@@ -52,10 +52,11 @@ def node_list_page(request: HttpRequest) -> HttpResponse:
 
 
 def gpu_kinds(node: Node) -> list[tuple[str, str, int]]:
-    """(vendor, model, how many) of a node's GPUs, a blank model read as the cluster's."""
+    """(vendor, model, how many) of a node's GPUs, a blank model read as the cluster's, each
+    model by its one name (docs/pages.md, One name per model)."""
     counts: dict[tuple[str, str], int] = {}
     for vendor, model in node.gpus.values_list("vendor", "model"):
-        model = model or node.cluster.gpu_model
+        model = node.cluster.model_of(model)
         key = (vendor_of(vendor, model), model)
         counts[key] = counts.get(key, 0) + 1
     return [(v, m, n) for (v, m), n in sorted(counts.items())]

@@ -29,6 +29,7 @@ from django.db.models import BigIntegerField, Case, Count, F, FloatField, Max, Q
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Collate, NullIf
 
+from apps.fleet.gpu_models import canonical_model
 from apps.fleet.models import GPU, Cluster, Node
 from apps.jobs.models import Job
 from apps.telemetry.exporters import series_for
@@ -191,8 +192,9 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
         util=_number("gpu_util"),
         clock=_number("sm_clock_mhz"),
         throttle=_number("sm_clock_throttle"),
-        # Cluster.model_of in SQL: a blank model is the cluster's
-        kind=Coalesce(NullIf("model", Value("")), Value(cluster.gpu_model)),
+        # Cluster.model_of in SQL: a blank model is the cluster's (the names stored are
+        # mapped to the model's one name below: a row per name, not per GPU)
+        kind=Coalesce(NullIf("model", Value("")), Value(cluster.model_of(""))),
     )
     per_model = (
         fresh.order_by()
@@ -200,19 +202,25 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
         .annotate(n=Count("pk"), max_clock=Max("clock", filter=~Q(clock=0)))
         .values_list("kind", "n", "max_clock")
     )
-    counted, max_clocks = 0, {}
+    # Each name stored → the model's one name (docs/pages.md, One name per model): "H100"
+    # and "NVIDIA H100 80GB HBM3" are one model, with one highest clock.
+    counted = 0
+    max_clocks: dict[str, float] = {}
+    names: dict[str, str] = {}
     for kind, n, max_clock in per_model:
+        names[kind] = model = canonical_model(kind)
         counted += n
-        if max_clock:
-            max_clocks[kind] = float(max_clock)
+        if max_clock and max_clock > max_clocks.get(model, 0):
+            max_clocks[model] = float(max_clock)
     host = Collate("node__hostname", "C" if connection.vendor == "postgresql" else "BINARY")
     slowdown = Cast("throttle", BigIntegerField()).bitand(sum(SLOWDOWN_REASONS))
     throttled = Q(throttle__isnull=False) & ~Q(reasons=0)
     shortfall: Any = Value(0.0)
     if max_clocks:
         below = [
-            When(kind=kind, then=Value(1.0) - F("clock") / Value(highest))
-            for kind, highest in max_clocks.items()
+            When(kind=kind, then=Value(1.0) - F("clock") / Value(max_clocks[model]))
+            for kind, model in names.items()
+            if model in max_clocks
         ]
         shortfall = Coalesce(Case(*below, default=None, output_field=FloatField()), Value(0.0))
         busy = Q(util__gte=BUSY_UTIL, clock__isnull=False, shortfall__gte=CLOCK_SHORTFALL)
@@ -227,7 +235,9 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
     for listed in lists:
         rows = listed.values_list("node__hostname", "index", "metrics", "kind")[:top]
         for hostname, index, metrics, kind in rows:
-            found[(hostname, index)] = GPUValues(hostname, index, metrics or {}, kind)
+            found[(hostname, index)] = GPUValues(
+                hostname, index, metrics or {}, names.get(kind) or canonical_model(kind)
+            )
     return rank_gpus(found.values(), top=top, max_clocks=max_clocks, counted=counted)
 
 

@@ -79,17 +79,19 @@ def test_samples_carry_vendor_model_and_uuid(cluster, fleet, api):
         post(agent, [sample("m00", 0, vendor="amd", model="MI300X", uuid="GPU-1")]).status_code
         == 202
     )
+    # Each model under its one name (docs/pages.md, One name per model).
     gpu = GPU.objects.get(node__hostname="m00", index=0)
-    assert (gpu.vendor, gpu.model, gpu.uuid) == ("amd", "MI300X", "GPU-1")
+    assert (gpu.vendor, gpu.model, gpu.uuid) == ("amd", "AMD Instinct MI300X", "GPU-1")
     (first, second, *_) = api("mia").get("/api/v1/nodes/m00/").json()["gpus"]
-    assert (first["vendor"], first["model"]) == ("amd", "MI300X")
-    assert (second["vendor"], second["model"]) == ("nvidia", "H100")  # read from its model
+    assert (first["vendor"], first["model"]) == ("amd", "AMD Instinct MI300X")
+    # the cluster's "H100"; its vendor read from its model
+    assert (second["vendor"], second["model"]) == ("nvidia", "NVIDIA H100 80GB HBM3")
     # A later sample without them keeps what is stored; the careful path reads them too.
     odd = sample("m00", 0, vendor="amd", model="  MI300X ", metrics={"gpu_util": 2})
     assert post(agent, [odd]).status_code == 202
     assert post(agent, [sample("m00", 0)]).status_code == 202
     gpu.refresh_from_db()
-    assert (gpu.vendor, gpu.model, gpu.uuid) == ("amd", "MI300X", "GPU-1")
+    assert (gpu.vendor, gpu.model, gpu.uuid) == ("amd", "AMD Instinct MI300X", "GPU-1")
 
 
 def test_bad_vendor_or_model_is_a_400_naming_the_sample(cluster, fleet):
@@ -198,7 +200,7 @@ def test_pages_name_the_link_by_the_vendor_word(cluster, fleet, users):
     web = Client()
     web.force_login(users["erin"])
     amd = web.get("/nodes/m01/").content.decode()
-    assert "XGMI dom-1" in amd and "XGMI CRC" in amd and "AMD MI300X" in amd
+    assert "XGMI dom-1" in amd and "XGMI CRC" in amd and "AMD Instinct MI300X" in amd
     assert "NVLink" not in amd, [amd[i - 200 : i + 50] for i in _all(amd, "NVLink")]
     nvidia = web.get("/nodes/m00/").content.decode()
     assert "NVLink dom-1" in nvidia and "NVLink CRC" in nvidia and "NVIDIA H100" in nvidia
@@ -211,8 +213,8 @@ def test_pages_name_the_link_by_the_vendor_word(cluster, fleet, users):
     assert post(agent, [sample("m04", 5, model="MI300X", vendor="amd")]).status_code == 202
     mixed = web.get("/nodes/m04/").content.decode()
     assert mixed.count('<th scope="col">Model</th>') == 1
-    assert "7 × NVIDIA H100" in mixed and "1 × AMD MI300X" in mixed
-    assert '<td class="small">AMD MI300X</td>' in mixed
+    assert "7 × NVIDIA H100" in mixed and "1 × AMD Instinct MI300X" in mixed
+    assert '<td class="small">AMD Instinct MI300X</td>' in mixed
     # A Moore Threads node's gaps name no NVIDIA exporter: its reader does not send them.
     as_model(agent, ["m02"], "mthreads", "MTT S4000")
     mtt = web.get("/nodes/m02/").content.decode()

@@ -36,6 +36,10 @@ from tests.health.test_prometheus_real import (  # noqa: F401 (fixtures used by 
 H100_MHZ = 1755
 MI300X_MHZ = 2100
 SLOW_MHZ = 1400  # 20 % below the H100s' highest
+# The models' one names (docs/pages.md, One name per model): the cluster's "H100" and a
+# stored "MI300X" are filed and compared under them.
+H100 = "NVIDIA H100 80GB HBM3"
+MI300X = "AMD Instinct MI300X"
 
 
 def _throttled(rankings: Any) -> list[tuple[str, int]]:
@@ -87,7 +91,7 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
     with CaptureQueriesContext(connection) as queries:
         ranked = gpu_fleet(cluster=cluster, now=now).rankings
     assert ranked.throttled == [] and ranked.counted == 24
-    assert ranked.max_clocks == {"H100": H100_MHZ, "MI300X": MI300X_MHZ}
+    assert ranked.max_clocks == {H100: H100_MHZ, MI300X: MI300X_MHZ}
     # count and clocks per model, three lists, the listed GPUs' nodes and running jobs
     assert len(queries) == 6
 
@@ -96,7 +100,7 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
     with CaptureQueriesContext(connection) as queries:
         ranked = gpu_fleet(cluster=cluster, now=now).rankings
     assert _throttled(ranked) == [("h-002", 3)]
-    assert ranked.throttled[0].gpu.model == "H100"
+    assert ranked.throttled[0].gpu.model == H100
     assert ranked.throttled[0].shortfall == pytest.approx(1 - SLOW_MHZ / H100_MHZ)
     # The same bound as with one model: two models are two rows of the one aggregate
     # query, and the shortfall one `When` per model in the throttled list's query.
@@ -104,7 +108,7 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
 
     client.force_login(users["mia"])
     html = client.get("/gpus/", {"cluster": cluster.name}).content.decode()
-    assert f"per GPU model: H100 {H100_MHZ:,} MHz; MI300X {MI300X_MHZ:,} MHz." in html
+    assert f"per GPU model: {MI300X} {MI300X_MHZ:,} MHz; {H100} {H100_MHZ:,} MHz." in html
     throttled = html[html.index('id="gpus-throttled"') :]
     throttled = throttled[: throttled.index("</table>")]
     assert ">h-002<" in throttled and ">h-001<" not in throttled and ">a-001<" not in throttled
@@ -112,7 +116,7 @@ def test_posted_mixed_cluster_flags_only_the_slow_h100(
     # One model: no Model column (the header names it once).
     GPU.objects.filter(node__cluster=cluster).exclude(model="").update(model="H100")
     html = client.get("/gpus/", {"cluster": cluster.name}).content.decode()
-    assert '<th scope="col">Model</th>' not in html and "per GPU model: H100 " in html
+    assert '<th scope="col">Model</th>' not in html and f"per GPU model: {H100} " in html
 
 
 def _empty_texts(html: str) -> dict[str, str]:

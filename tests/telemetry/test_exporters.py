@@ -139,7 +139,8 @@ def test_prometheus_pull_reads_the_same_mapping() -> None:
     assert sample.metrics == {
         "temp_c": 70, "temp_junction_c": 70, "power_w": 600, "ecc_dbe_total": 3,
     }  # fmt: skip
-    assert (sample.uuid, sample.model) == ("U1", "MI300X")
+    # the model under its one name (docs/pages.md, One name per model)
+    assert (sample.uuid, sample.model) == ("U1", "AMD Instinct MI300X")
 
 
 def test_every_line_cites_a_vendor_page_and_fills_a_known_name() -> None:
@@ -212,7 +213,8 @@ def test_an_amd_pci_device_id_reads_as_its_model_and_finds_its_peak() -> None:
     assert pulled("0x74A5") == "AMD Instinct MI325X" and pulled("740f") == "AMD Instinct MI210"
     assert pulled("0x738c") == "AMD Instinct MI100"
     assert pulled("0x7fff") == "0x7fff"  # an id the table does not list: kept as given
-    assert pulled("MI300X") == "MI300X"  # a name: kept
+    assert pulled("MI300X") == "AMD Instinct MI300X"  # a name: its one name
+    assert pulled("Mystery X1") == "Mystery X1"  # a name the table does not know: kept
     assert model_name("nvidia", "0x74a1") == "0x74a1"  # only AMD's ids are read
     peak = peak_for(pulled("0x74a1"), gpu_model="H100", peak_tflops_per_gpu=989.4, by_model={})
     assert peak == 1307.4  # the MI300X row of apps/fleet/data/gpu_peaks.csv

@@ -160,7 +160,8 @@ def test_samples_of_takes_the_identity_where_it_is_and_ignores_odd_labels() -> N
     known = {("n1", 0), ("n1", 1)}
     samples = samples_of(vector, hosts=host_index(["n1"]), known=known, ts=NOW)
     assert [(s.gpu, s.metrics, s.uuid, s.model, s.pci_bus) for s in samples] == [
-        (0, {"gpu_util": 97, "temp_c": 61}, "GPU-1", "H100", "0000:18:00.0"),
+        # the model under its one name (docs/pages.md, One name per model)
+        (0, {"gpu_util": 97, "temp_c": 61}, "GPU-1", "NVIDIA H100 80GB HBM3", "0000:18:00.0"),
         (1, {"gpu_util": 5}, "", "", ""),  # blank: the intake keeps what it has
     ]
 

@@ -269,7 +269,7 @@ def _nodes_furnish(cluster: Cluster, nodes: Sequence[Node], by: str = "") -> Non
             node.pk = by_host[node.hostname]
     GPU.objects.bulk_create(
         [
-            GPU(node=node, index=i, model=cluster.gpu_model)
+            GPU(node=node, index=i, model=cluster.model_of(""))
             for node in nodes
             for i in range(node.gpu_count)
         ],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from apps.common.words import counted
 from apps.fleet.choices import NodeState
+from apps.fleet.gpu_models import canonical_model
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -103,7 +104,8 @@ def _checksums(gpus: Sequence[GpuLatest], limits: SdcLimits) -> list[Finding]:
     for gpu in gpus:
         value = gpu.metrics.get("gemm_checksum")
         if isinstance(value, int | float) and gpu.probe_at is not None:
-            by_model[gpu.model].append(gpu)
+            # one model under any of its names (docs/pages.md, One name per model)
+            by_model[canonical_model(gpu.model)].append(gpu)
     out = []
     for model, members in by_model.items():
         # probe_at is when KUAE received the probe, so no stamp can move a GPU out of it.

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
+from apps.fleet.gpu_models import canonical_model
 from apps.health.detectors.findings import (
     Finding,
     Outcome,
@@ -87,7 +88,8 @@ def _gemm(gpus: Sequence[GpuLatest], limits: SlowNodeLimits) -> list[Finding]:
     for gpu in gpus:
         value = number(gpu.metrics.get("gemm_tflops"))
         if value is not None:
-            by_model[gpu.model].append((gpu, value))
+            # one model under any of its names (docs/pages.md, One name per model)
+            by_model[canonical_model(gpu.model)].append((gpu, value))
     out = []
     for model, members in by_model.items():
         median = statistics.median(v for _, v in members)

@@ -27,6 +27,7 @@ from apps.reports.models import ClusterTargets
 from apps.reports.planning import what_if
 from apps.reports.reliability import IncidentTimes, reliability
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, Targets, target_text
+from apps.reports.wall import WallGrid, wall_grid
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ class Overview:
     racks: list[tuple[str, list[Tile]]]
     open_by_severity: list[tuple[Severity, int]]
     incidents: list[Incident] = field(default_factory=list)
+
+    @property
+    def wall(self) -> WallGrid:
+        """The node grid's shape on a wall screen (racks a row, its share of the height)."""
+        return wall_grid([len(tiles) for _, tiles in self.racks])
 
     @property
     def not_ok(self) -> list[tuple[JobCondition, int]]:

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+from markdown_it import MarkdownIt
 
 from apps.common.timeutil import ago
 
@@ -135,3 +136,25 @@ def code_ticks(text: str | None, autoescape: bool = True) -> str:
     where a rank waits) are shown as code, the rest escaped."""
     value = escape(text or "") if autoescape else (text or "")
     return mark_safe(_TICKED.sub(r"<code>\1</code>", str(value)))  # noqa: S308 - escaped above
+
+
+# CommonMark without raw HTML: a `<script>` in a description is text, shown as written;
+# links only to http(s)/mailto/relative addresses (markdown-it's own check refuses
+# javascript:, vbscript:, file: and data:), no images; headings stay the text they are
+# (the page's own headings give its outline); a line break is a break.
+_MARKDOWN = MarkdownIt("js-default", {"html": False, "breaks": True, "linkify": False}).disable(
+    ["image", "heading", "lheading"]
+)
+
+
+@register.filter
+def markdown(text: str | None) -> str:
+    """Text written with Markdown (an incident's description, a timeline entry, a
+    postmortem: `load_batch`, **suspect**) as HTML, everything in it escaped: the app's
+    generated words and a person's alike (docs/pages.md, Words a person uses)."""
+    if not text:
+        return ""
+    html = _MARKDOWN.render(str(text))
+    # a link in someone's text takes no referrer and no endorsement with it
+    html = html.replace("<a href=", '<a rel="noopener noreferrer nofollow" href=')
+    return mark_safe(f'<div class="md">{html}</div>')  # noqa: S308 - raw HTML is off: escaped

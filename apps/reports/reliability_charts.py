@@ -224,5 +224,4 @@ def _panel_title(text: str, top: float) -> dict[str, Any]:
         "xanchor": "left",
         "yanchor": "bottom",
         "showarrow": False,
-        "font": {"size": 12},
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 from apps.common.choices import Series
 
-RANGE_BUTTONS = [
+RANGE_BUTTONS: list[dict[str, Any]] = [
     {"count": 1, "label": "1 h", "step": "hour", "stepmode": "backward"},
     {"count": 6, "label": "6 h", "step": "hour", "stepmode": "backward"},
     {"count": 24, "label": "24 h", "step": "hour", "stepmode": "backward"},
@@ -21,7 +21,39 @@ RANGE_BUTTONS = [
 # Series colours, the same on every page (`Series.palette()`).
 SERIES = Series.colour_map()
 
-CONFIG = {"displaylogo": False, "responsive": True}
+# No logo, and only the tools an operator uses (zoom, pan, reset, a PNG): a short toolbar,
+# in the band over the plot that `TOOLBAR_PX` keeps free, never over the bars or the lines.
+CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "modeBarButtonsToRemove": [
+        "select2d",
+        "lasso2d",
+        "zoomIn2d",
+        "zoomOut2d",
+        "autoScale2d",
+        "toggleSpikelines",
+        "hoverClosestCartesian",
+        "hoverCompareCartesian",
+    ],
+}
+# The height (px) of the band at the top of a chart where Plotly's toolbar sits: a chart's
+# top margin is at least this, so the toolbar floats over no bar, line or label.
+TOOLBAR_PX = 36
+# A chart with range buttons: the toolbar's band, then the buttons' row under it (on the
+# left, over the plot), so neither covers the other at any width.
+RANGE_ROW_PX = 30
+
+
+def range_selector(buttons: Sequence[dict[str, Any]] = RANGE_BUTTONS) -> dict[str, Any]:
+    """An x axis's range buttons, in the row just over the plot, under the toolbar's band
+    (the chart's top margin is `range_top()`)."""
+    return {"buttons": list(buttons), "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom"}
+
+
+def range_top() -> int:
+    """The top margin of a chart with range buttons: the toolbar's band and the buttons' row."""
+    return TOOLBAR_PX + RANGE_ROW_PX
 
 
 def plain(text: str) -> str:
@@ -62,7 +94,7 @@ def translucent(colour: str, alpha: float) -> str:
 def base_layout(**extra: Any) -> dict[str, Any]:
     """Layout defaults: transparent background (themes come from CSS), tight margins."""
     layout: dict[str, Any] = {
-        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "margin": {"l": 60, "r": 20, "t": TOOLBAR_PX, "b": 40},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "hovermode": "x unified",

@@ -128,8 +128,16 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
     return {"data": traces, "layout": layout, "config": CONFIG}
 
 
+# The Pareto's two panels, one above the other (each full width, so neither's axis labels
+# reach into the other's on a phone or a wall): by count on top, by lost GPU-hours below,
+# the gap between them room for the top panel's slanted cause names.
+PARETO_COUNT_DOMAIN = [0.60, 1.0]
+PARETO_COST_DOMAIN = [0.0, 0.38]
+
+
 def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
-    """Causes by count with the cumulative share, and by lost GPU-hours."""
+    """Causes by count with the cumulative share (top), and by lost GPU-hours (below): two
+    panels that never share a side, each axis titled, no legend to crowd their labels."""
     by_count = sorted(categories, key=lambda c: -c["count"])
     total = sum(c["count"] for c in by_count) or 1
     running, cumulative = 0, []
@@ -144,6 +152,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "x": [category_label(c["category"]) for c in by_count],
             "y": [c["count"] for c in by_count],
             "marker": {"color": SERIES["mfu"]},
+            "hovertemplate": "%{x}: %{y:,.0f}<extra>interruptions</extra>",
         },
         {
             "type": "scatter",
@@ -153,7 +162,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "y": cumulative,
             "yaxis": "y2",
             "line": {"color": SERIES["target"]},
-            "hovertemplate": "%{y:.0%}<extra></extra>",
+            "hovertemplate": "%{y:.0%}<extra>cumulative share</extra>",
         },
         {
             "type": "bar",
@@ -163,25 +172,56 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "xaxis": "x2",
             "yaxis": "y3",
             "marker": {"color": GpuHours.DOWNTIME.colour},
-            "hovertemplate": "%{y:,.0f} GPU·h<extra></extra>",
+            "hovertemplate": "%{x}: %{y:,.0f} GPU·h<extra>lost GPU-hours</extra>",
         },
     ]
+    names = {"tickangle": -35, "automargin": True}
     layout = base_layout(
-        height=380,
-        showlegend=True,
+        height=640,
+        showlegend=False,
         hovermode="closest",
-        xaxis={"domain": [0, 0.47], "tickangle": -40},
-        xaxis2={"domain": [0.53, 1], "tickangle": -40, "anchor": "y3"},
-        yaxis={"title": {"text": "interruptions"}},
+        xaxis={**names, "anchor": "y"},
+        xaxis2={**names, "anchor": "y3"},
+        yaxis={
+            "title": {"text": "interruptions"},
+            "domain": PARETO_COUNT_DOMAIN,
+            "rangemode": "tozero",
+            "automargin": True,
+        },
         yaxis2={
+            "title": {"text": "cumulative share"},
             "overlaying": "y",
             "side": "right",
+            "anchor": "x",
             "tickformat": ".0%",
             "range": [0, 1.05],
-            "position": 0.47,
-            "anchor": "free",
+            "automargin": True,
         },
-        yaxis3={"anchor": "x2", "title": {"text": "lost GPU-hours"}},
-        margin={"l": 60, "r": 20, "t": 30, "b": 110},
+        yaxis3={
+            "title": {"text": "lost GPU-hours"},
+            "domain": PARETO_COST_DOMAIN,
+            "anchor": "x2",
+            "rangemode": "tozero",
+            "automargin": True,
+        },
+        margin={"l": 60, "r": 60, "t": 30, "b": 20},
+        annotations=[
+            _panel_title("by count, with the cumulative share", PARETO_COUNT_DOMAIN[1]),
+            _panel_title("by lost GPU-hours", PARETO_COST_DOMAIN[1]),
+        ],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+def _panel_title(text: str, top: float) -> dict[str, Any]:
+    """A panel's title, over its top left corner."""
+    return {
+        "text": f"<b>{text}</b>",
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": top,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "showarrow": False,
+    }

@@ -7,11 +7,13 @@ from typing import Any
 
 from apps.common.charts import (
     CONFIG,
-    RANGE_BUTTONS,
     SERIES,
+    TOOLBAR_PX,
     base_layout,
     iso,
     plain,
+    range_selector,
+    range_top,
     reference_line,
     target_line,
     translucent,
@@ -175,8 +177,8 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
     layout = base_layout(
         height=380,
         legend={"orientation": "h", "y": -0.15},
-        margin={"l": 60, "r": 20, "t": 30, "b": 40},
-        xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
+        margin={"l": 60, "r": 20, "t": range_top(), "b": 40},
+        xaxis={"type": "date", "rangeselector": range_selector()},
         yaxis={"title": {"text": "MFU"}, "tickformat": ".0%", "rangemode": "tozero"},
         shapes=[
             target_line(target, label=f"target {target_text('mean_mfu', target)}"),
@@ -203,7 +205,8 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
     layout = base_layout(
         height=300,
         showlegend=False,
-        xaxis={"type": "date", "rangeselector": {"buttons": RANGE_BUTTONS}},
+        margin={"l": 60, "r": 20, "t": range_top(), "b": 40},
+        xaxis={"type": "date", "rangeselector": range_selector()},
         yaxis={"tickformat": ".1%", "range": [min(floor, target) - 0.005, 1.001]},
         shapes=[target_line(target, label=f"target {target_text('availability', target)}")],
     )
@@ -269,7 +272,9 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         height=320,
         barmode="group",
         hovermode="x",
-        margin={"l": 60, "r": 20, "t": 30, "b": 120},
+        # the legend over the plot, under the toolbar's band: clear of the slanted job names
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom"},
+        margin={"l": 60, "r": 20, "t": TOOLBAR_PX + 28, "b": 120},
         xaxis={"tickangle": -35},
         yaxis={"title": {"text": "GPU-hours"}},
     )

@@ -5,9 +5,18 @@ source that did not answer is a message where the charts would be, not empty axe
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
-from apps.common.charts import CONFIG, base_layout, iso, line_style, plain, translucent
+from apps.common.charts import (
+    CONFIG,
+    TOOLBAR_PX,
+    base_layout,
+    iso,
+    line_style,
+    plain,
+    translucent,
+)
 from apps.common.choices import Hue, Series
 from apps.telemetry.gpu_history import GPUHistory, Trace
 from apps.telemetry.promql import MAX_POINTS
@@ -67,6 +76,61 @@ def message_figure(text: str, *, height: int = 160) -> dict[str, Any]:
     return {"data": [], "layout": layout, "config": CONFIG}
 
 
+def compact(value: float) -> str:
+    """A reading as a short number: `0`, `0.42`, `1.2k`, `3.4M`."""
+    size = abs(value)
+    if size >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if size >= 1e3:
+        return f"{value / 1e3:.3g}k"
+    return f"{value:.3g}"
+
+
+# The charts say how much of their range has readings when it is less than this share of it.
+SPAN_SHORT = 0.8
+
+
+def span_note(history: GPUHistory) -> dict[str, Any] | None:
+    """A line over the charts when their readings cover much less than the range the page
+    names (a node that reported for 2 h of the 24 h shown): the true span, in words."""
+    times = [t for _, traces in history.panels for trace in traces for t in trace.x]
+    window = history.window
+    length = (window.end - window.start).total_seconds()
+    if not times or length <= 0:
+        return None
+    first, last = min(times), max(times)
+    covered = max(last - first, 0.0)
+    if covered >= SPAN_SHORT * length:
+        return None
+    since = dt.datetime.fromtimestamp(first, tz=dt.UTC)
+    text = (
+        f"Readings only since {since:%Y-%m-%d %H:%M} UTC: {_span(covered)} of the "
+        f"{window.label} shown"
+    )
+    return {
+        "text": plain(text),
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": 8},
+        "font": {"size": 12, "color": Series.MTTR.colour},
+    }
+
+
+def _span(seconds: float) -> str:
+    """How long readings cover: `5 min`, `2 h`, `3 d 4 h`."""
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{max(minutes, 1)} min"
+    hours = round(seconds / 3600)
+    if hours < 48:
+        return f"{hours} h"
+    return f"{hours // 24} d {hours % 24} h" if hours % 24 else f"{hours // 24} d"
+
+
 def _capped(trace: Trace) -> tuple[list[str], list[float | None]]:
     """x as ISO times and y, at most MAX_POINTS (evenly thinned if a source sent more)."""
     n = len(trace.x)
@@ -115,10 +179,29 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
             if panel.tozero or panel.key in ("gpu_util", "tensor_active")
             else "normal",
         }
+        readings = [
+            (t, v)
+            for trace in traces
+            for t, v in zip(trace.x, trace.y, strict=False)
+            if v is not None
+        ]
+        values = {v for _, v in readings}
         if panel.ticks:
             yaxis["tickvals"] = [value for value, _ in panel.ticks]
             yaxis["ticktext"] = [plain(word) for _, word in panel.ticks]
             yaxis["range"] = [panel.ticks[0][0] - 0.3, panel.ticks[-1][0] + 0.3]
+        elif panel.bounds is not None:
+            yaxis["range"] = list(panel.bounds)
+        elif not values:
+            yaxis["showticklabels"] = False  # no readings: no made-up scale
+        elif len(values) == 1:
+            # one value (one reading, or the same one throughout): a single tick at it, in
+            # the middle of the cell, rather than Plotly's 0–1 around one dot
+            only = next(iter(values))
+            half = abs(only) / 2 or 1.0
+            yaxis["range"] = [only - half, only + half]
+            yaxis["tickvals"] = [only]
+            yaxis["ticktext"] = [compact(only)]
         layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = yaxis
         annotations.append(
             {
@@ -139,9 +222,12 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
         gap = (
             f"not reported by {blind}"
             if blind
-            else ""
-            if any(trace.x for trace in traces)
             else f"no readings over {history.window.label}"
+            if not readings
+            else f"one reading: {compact(readings[0][1])} {panel.unit} at "
+            f"{dt.datetime.fromtimestamp(readings[0][0], tz=dt.UTC):%H:%M} UTC"
+            if len(readings) == 1
+            else ""
         )
         if gap:
             annotations.append(
@@ -150,7 +236,8 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     "xref": "paper",
                     "yref": "paper",
                     "x": left + cell_w / 2,
-                    "y": top - cell_h / 2,
+                    # one reading: over its dot (in the middle of the cell), not on it
+                    "y": top - cell_h / (4 if readings else 2),
                     # centred on the cell (Plotly's "auto" anchors the right column's text
                     # by its end)
                     "xanchor": "center",
@@ -218,13 +305,15 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     ),
                 }
             )
+    span = span_note(history)
     layout = base_layout(
         height=ROW_HEIGHT * rows + 60,
+        **({"title": span} if span else {}),
         showlegend=history.per_gpu,
         legend={"orientation": "h", "y": -0.06, "yanchor": "top"},
         hovermode="closest",
         annotations=annotations,
-        margin={"l": 50, "r": 10, "t": 30, "b": 40},
+        margin={"l": 50, "r": 10, "t": TOOLBAR_PX + (24 if span else 0), "b": 40},
         **layout_axes,
     )
     return {"data": data, "layout": layout, "config": CONFIG}

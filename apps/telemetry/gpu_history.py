@@ -42,15 +42,24 @@ class Panel:
     tozero: bool = False
     hover: str = ""
     ticks: tuple[tuple[int, str], ...] = ()
+    # A metric with a fixed scale (a fraction, a percentage) is drawn on it, whatever its
+    # readings: tensor activity on 0–1, never Plotly's empty 0–4.
+    bounds: tuple[float, float] | None = None
 
 
 GPU_PANELS = (
     Panel("temp_c", "DCGM_FI_DEV_GPU_TEMP", "Temperature", "°C"),
     Panel("power_w", "DCGM_FI_DEV_POWER_USAGE", "Power", "W"),
     Panel("sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", "SM clock", "MHz"),
-    Panel("gpu_util", "DCGM_FI_DEV_GPU_UTIL", "Utilisation", "%"),
+    Panel("gpu_util", "DCGM_FI_DEV_GPU_UTIL", "Utilisation", "%", bounds=(0, 100)),
     Panel("mem_used_mib", "DCGM_FI_DEV_FB_USED", "Framebuffer used", "MiB"),
-    Panel("tensor_active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor activity", "0–1"),
+    Panel(
+        "tensor_active",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "Tensor activity",
+        "0–1",
+        bounds=(0, 1),
+    ),
 )
 
 # The range buttons (docs/pages.md, Charts): query value → (label, length).

@@ -199,6 +199,8 @@
       var big = Object.assign({}, fig.layout);
       big.font = Object.assign({}, big.font || {}, { size: Math.round(12 * grow) });
       if (big.height) big.height = Math.round(big.height * grow);
+      // the band over the plot (the toolbar's, the range buttons' row) grows with the type
+      if (big.margin && big.margin.t) big.margin = Object.assign({}, big.margin, { t: Math.round(big.margin.t * grow) });
       return { data: fig.data, layout: big, config: fig.config };
     }
     if (el.clientWidth >= 520) return fig;
@@ -221,11 +223,25 @@
     }
     var plot = stacked(layout);
     if (layout.showlegend !== false) {
+      var margin = Object.assign({ t: 36, b: 40 }, layout.margin || {});
+      var y = -50 / plot;  // 50 px under a stack of charts (stacked() made room for it)
+      if (!plot) {
+        // under one chart: below its x axis's labels (the bottom margin it had: slanted names
+        // take 120 px), the chart taller by the legend's rows, one name a row on a phone
+        var below = margin.b, rows = data.filter(function (t) {
+          return t.showlegend !== false && t.name;
+        }).length;
+        var legendPx = 20 * rows + 12, height = layout.height || 320;
+        y = -below / (height - margin.t - below);
+        margin.b = below + legendPx;
+        layout.height = height + legendPx;
+      } else {
+        margin.b = 90;
+      }
       layout.legend = Object.assign({}, layout.legend || {}, {
-        // under the plot: 0.18 of one chart's height, 50 px under a stack of them
-        orientation: "h", x: 0, xanchor: "left", y: plot ? -50 / plot : -0.18, yanchor: "top",
+        orientation: "h", x: 0, xanchor: "left", y: y, yanchor: "top",
       });
-      layout.margin = Object.assign({}, layout.margin || {}, { b: 90 });
+      layout.margin = margin;
     }
     return { data: data, layout: layout, config: config };
   }

@@ -9,6 +9,7 @@ from django.db import models
 
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import (
+    ACTIVE_STATUSES,
     TITLE_LENGTH,
     AlertStatus,
     Category,
@@ -76,6 +77,18 @@ class Incident(models.Model):
     def failed_at(self):  # noqa: ANN201 - datetime
         """f(i): when it failed — occurred_at, else detected_at."""
         return self.occurred_at or self.detected_at
+
+    @property
+    def job_word(self) -> str:
+        """What this incident says of its job, in the words the job's page uses
+        (docs/incidents.md, A job's condition): `hung` for an active hang, `interrupted` for
+        another active interruption, `was hung` / `was interrupted` once it is over; "" when
+        it does not stop the job."""
+        if not self.interrupts_job and self.category != Category.HANG:
+            return ""
+        word = "hung" if self.category == Category.HANG else "interrupted"
+        over = self.status not in ACTIVE_STATUSES or self.recovered_at is not None
+        return f"was {word}" if over else word
 
     @property
     def kept_running(self) -> tuple[int, dt.datetime] | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.utils import timezone
 
 from apps.incidents.models import Incident
+from apps.incidents.services import incident_open
 from tests.support import simulate
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +108,32 @@ def test_edit_and_comment_in_the_browser(client, users, api, nodes):
         follow=True,
     )
     assert "localized_at" in bad.content.decode()  # before detection: refused, said why
+
+
+@pytest.mark.parametrize(
+    ("category", "word"), [("hang", "hung"), ("gpu", "interrupted")], ids=["hang", "gpu"]
+)
+def test_an_incident_calls_its_job_what_the_job_page_does(
+    client, users, cluster, job, category, word
+):
+    """A hang incident's job is hung (as its page says: Running / Hung), not "interrupted";
+    once over, it was."""
+    now = timezone.now()
+    incident = incident_open(
+        cluster=cluster,
+        title="stuck",
+        category=category,
+        severity="sev1",
+        detected_at=now,
+        job=job,
+        interrupts_job=True,
+        actor="otto",
+    )
+    client.force_login(users["mia"])
+    html = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert f'id="job-word">({word})<' in html
+    if word == "hung":
+        assert "(interrupted)" not in html
+    Incident.objects.filter(pk=incident.pk).update(status="resolved", recovered_at=now)
+    html = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert f'id="job-word">(was {word})<' in html

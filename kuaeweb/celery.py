@@ -27,8 +27,9 @@ def _install_schedule(sender: Celery, **_: object) -> None:
 
 @task_prerun.connect
 def _worker_answered(task: Any = None, **_: object) -> None:
-    """Every task a worker starts is an answer from that worker (docs/operations.md,
-    Watching the watcher); a task run eagerly, in the web process or a test, is not."""
+    """Every task a worker starts is an answer from that worker
+    (docs/operations.md, Watching the watcher); a task run eagerly, in the web process or
+    a test, is not."""
     request = getattr(task, "request", None)
     hostname = getattr(request, "hostname", None)
     if not hostname or getattr(request, "is_eager", False):

@@ -80,8 +80,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
 
 
 _FIELD_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
-# Field names said otherwise on the page than `pretty_name` says them: the API keeps the
-# contract's `localized_at`, the pages spell the word as the rest of them do (British -ise).
+# Field names said otherwise on the page than `pretty_name` says them: the API keeps its
+# `localized_at` (docs/api.md), the pages spell the word as the rest of them do (-ise).
 FIELD_WORDS = {"localized_at": "Localised at"}
 
 

@@ -92,9 +92,10 @@ class Cluster(models.Model):
         super().save(*args, **kwargs)
 
     def slurm_told(self) -> str:
-        """Whether a drain set in KUAE now reaches the cluster's Slurm (docs/slurm.md,
-        Actuation): `on` (Slurm is asked to drain the node), `paused` (automation is paused:
-        nothing is sent), `dry_run` (recorded, not sent) or `off` (Slurm is not told). The
+        """Whether a drain set in KUAE now reaches the cluster's Slurm
+        (docs/slurm.md, Actuation: drains and returns reach Slurm): `on` (Slurm is asked to
+        drain the node), `paused` (automation is paused: nothing is sent), `dry_run`
+        (recorded, not sent) or `off` (Slurm is not told). The
         drain page and the maintenance booking both say it from here."""
         if self.actuation == ActuationMode.OFF:
             return "off"

@@ -42,7 +42,7 @@ def test_no_template_or_message_hedges_a_plural():
 
 
 def test_no_page_writes_localized():
-    """One spelling on the pages: the API field is `localized_at` (the contract's), its word
+    """One spelling on the pages: the API field is `localized_at` (docs/api.md's), its word
     on a page "Localised"."""
     found = [
         f"{path.relative_to(ROOT)}:{n}"

@@ -37,7 +37,7 @@ def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tm
     csv_path = tmp_path / csv_download.value.suggested_filename
     csv_download.value.save_as(csv_path)
     header, week, *more = csv_path.read_text().splitlines()
-    # Every cell quoted (docs/operations.md, CSV exports).
+    # Every cell quoted (docs/operations.md, Limits).
     assert header.startswith('"cluster","week",') and week.startswith('"kuae-sim",') and not more
     with page.expect_download() as zip_download:
         page.click("a.button >> text=All tables (ZIP of CSV)")

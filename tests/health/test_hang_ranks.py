@@ -127,8 +127,9 @@ def _blamed(stalled, job) -> tuple[Incident, Node, dt.datetime]:  # noqa: ANN001
 
 
 def test_the_culprits_node_becomes_suspect_with_the_verdict_as_its_reason(stalled, job):
-    """CONTRACT §11: each culprit's node becomes `suspect`, the verdict its reason, through
-    the fleet's state change (history, source `check`); the other nodes stay as they are."""
+    """docs/checks.md, Ranks: which rank, which node — each culprit's node becomes
+    `suspect`, the verdict its reason, through the fleet's state change (history, source
+    `check`); the other nodes stay as they are."""
     incident, node, late = _blamed(stalled, job)
     assert node.state == "suspect" and node.state_changed_at == late
     change = NodeStateChange.objects.filter(node=node).order_by("-at", "-id").first()
@@ -145,7 +146,7 @@ def test_the_culprits_node_becomes_suspect_with_the_verdict_as_its_reason(stalle
 
 @pytest.mark.parametrize("held", ["paused", "maintenance", "drained"])
 def test_the_culprits_node_is_left_as_it_is_where_a_check_may_not_move_it(stalled, job, held):
-    """Automation paused (§9.2), a node in maintenance (§9.1) or already worse than
+    """Automation paused, a node in maintenance or already worse than
     suspect: the incident still names the node, its state stays."""
     host = stalled.hosts[3]
     if held == "paused":

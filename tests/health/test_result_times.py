@@ -81,8 +81,9 @@ def test_gpu_values_are_read_as_posted(cluster, fleet):
 def test_a_pass_is_dated_when_it_began_and_its_kinds_last_run_says_when_it_was_judged(
     cluster, fleet, api, client, users, django_assert_max_num_queries
 ):
-    """CONTRACT §5 as amended: a pass is written when it changes, so its `at` is when it
-    began; beside it, the API and the Health page give its kind's last completed run."""
+    """docs/checks.md, How a check run works: a pass is written when it changes, so its
+    `at` is when it began; beside it, the API and the Health page give its kind's last
+    completed run."""
     t0 = timezone.now().replace(microsecond=0) - dt.timedelta(minutes=10)
     t1 = t0 + dt.timedelta(minutes=5)
     for now in (t0, t1):

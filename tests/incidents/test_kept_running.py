@@ -1,4 +1,4 @@
-"""CONTRACT §6 as amended (docs/incidents.md, A job's condition): a job that reports progress
+"""docs/incidents.md, A job's condition: a job that reports progress
 after an interrupting incident's failure time — a step higher than any before it — is not
 interrupted. It is `degraded`, its MFU counts (its own and the cluster's), the incident's
 page says it kept running, and the interruption's downtime ends at that progress, so the

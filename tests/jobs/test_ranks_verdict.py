@@ -170,8 +170,8 @@ def test_the_sentence_names_the_culprit_and_where_the_others_wait():
     )
     v = verdict_of(ranks)
     assert v.culprits == (13,) and v.verdicts[13] == "outside"
-    # The contract's sentence, its numbers' thousands apart by a narrow no-break space (one
-    # format throughout, never wrapped inside a number: issue 42).
+    # The sentence docs/checks.md gives, its numbers' thousands apart by a narrow no-break
+    # space (one format throughout, never wrapped inside a number: issue 42).
     assert v.sentence == (
         "rank 13 on gpu-a042 last stepped at 41\u202f216 and is in `DataLoader.__next__`; "
         "1\u202f023 ranks wait in `all_reduce` at step 41\u202f217"

@@ -95,7 +95,7 @@ def _what_happens(page: str) -> str:
 def test_booking_says_what_happens_to_the_jobs_with_actuation_as_it_is(
     client, users, fleet, actuation, paused, why
 ):
-    """CONTRACT §9.1 as amended: KUAE stops no job and tells Slurm nothing of a window, so the
+    """docs/maintenance.md: KUAE stops no job and tells Slurm nothing of a window, so the
     booking never promises to stop one; it says Slurm is not told and the job keeps running."""
     from apps.fleet.models import Cluster
     from apps.scheduler.models import Actuation

@@ -23,6 +23,11 @@ api_v1: list[URLPattern | URLResolver] = [
     path("schema/", ReaderSchemaView.as_view(), name="api-schema"),
 ]
 
+# The admin inside the app's frame (templates/admin/base_site.html; docs/operations.md, The admin).
+admin.site.site_header = "KUAE Ops admin"
+admin.site.site_title = "KUAE Ops admin"
+admin.site.index_title = "Users, clusters and settings"
+
 urlpatterns = [
     path("healthz", common_views.healthz, name="healthz"),
     path("readyz", common_views.readyz, name="readyz"),

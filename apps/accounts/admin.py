@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from apps.accounts.models import ApiToken, AuditEvent, User
+from apps.common.admin_kinds import HistoryAdmin
 
 
 @admin.register(User)
@@ -18,7 +19,24 @@ class KuaeUserAdmin(UserAdmin):
 
     list_display: tuple[str, ...] = ("username", "role", "is_active", "last_login")
     list_filter = ("role", "is_active")
-    fieldsets = (*(UserAdmin.fieldsets or ()), ("Role", {"fields": ("role",)}))
+    # Who it is, then what it may do (its role, and an agent's scope: the inline, placed
+    # after the role by templates/admin/accounts/user/change_form.html), then the rest.
+    fieldsets = (
+        ("Account", {"fields": ("username", "first_name", "last_name", "email")}),
+        ("Role", {"fields": ("role",)}),
+        ("Password", {"fields": ("password",)}),
+        (
+            "Permissions",
+            {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")},
+        ),
+        ("Important dates", {"fields": ("last_login", "date_joined")}),
+    )
+    add_form_template = "admin/accounts/user/add_form.html"
+    add_fieldsets = (
+        ("Account", {"fields": ("username",)}),
+        ("Role", {"fields": ("role",)}),
+        ("Password", {"fields": ("usable_password", "password1", "password2")}),
+    )
 
 
 @admin.register(ApiToken)
@@ -78,19 +96,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(HistoryAdmin):
     """The audit log, read-only: nobody edits or deletes history."""
 
     list_display = ("at", "kind", "username", "ip", "device", "method", "path")
     list_filter = ("kind",)
     search_fields = ("username", "path", "ip", "device")
     date_hierarchy = "at"
-
-    def has_add_permission(self, request) -> bool:  # noqa: ANN001
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False

@@ -60,6 +60,10 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = "API token"
+        verbose_name_plural = "API tokens"
+
     def __str__(self) -> str:
         return f"{self.user.username} {self.prefix}…"
 

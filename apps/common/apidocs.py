@@ -37,7 +37,7 @@ and a browsable Swagger UI is at `/api/docs/` (both for signed-in users unless t
 `Authorization: Bearer <token>` (the scheme Alertmanager and Prometheus use by default).
 `python manage.py create_user NAME --role ROLE` prints a fresh token as its last line.
 Tokens are stored hashed; an admin revokes one by setting its "revoked at" in the Django
-admin (*Api tokens*). Browsers use the session of the sign-in page instead. No
+admin (*API tokens*). Browsers use the session of the sign-in page instead. No
 credentials → **401**; a role that may not call the endpoint → **403**.
 
 **Roles.** Each endpoint below says who may call it:

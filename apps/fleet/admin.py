@@ -7,6 +7,7 @@ from django.contrib import admin
 from apps.accounts.admin import ApiTokenAdmin, KuaeUserAdmin
 from apps.accounts.choices import Role
 from apps.accounts.models import ApiToken, User
+from apps.common.admin_kinds import HistoryAdmin, SystemWrittenAdmin
 from apps.common.hostnames import hostname_clean
 from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.models import GPU, AgentScope, Cluster, Node, NodeStateChange, describe_scope
@@ -76,8 +77,38 @@ class ClusterForm(forms.ModelForm):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    """A cluster's settings. Its automation is paused and resumed with "Pause automation" on
+    the overview (or `POST clusters/{name}/automation/`), which records who and when: shown
+    here, never edited (docs/on-call.md)."""
+
     form = ClusterForm
     list_display = ("name", "gpu_model", "peak_tflops_per_gpu", "gpus_per_node", "simulated")
+    readonly_fields = ("automation_paused", "automation_reason", "automation_by", "automation_at")
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "gpu_model",
+                    "peak_tflops_per_gpu",
+                    "peak_tflops_by_model",
+                    "gpus_per_node",
+                    "simulated",
+                )
+            },
+        ),
+        ("Slurm", {"fields": ("slurm_kind", "slurm_url", "actuation", "queue")}),
+        ("Prometheus", {"fields": ("prometheus_url", "prometheus_token")}),
+        (
+            "Automation",
+            {
+                "fields": readonly_fields,
+                "description": "Paused and resumed with Pause automation on the overview, "
+                "which records who paused it, when and why.",
+            },
+        ),
+    )
 
 
 @admin.register(Node)
@@ -90,7 +121,9 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeStateChange)
-class NodeStateChangeAdmin(admin.ModelAdmin):
+class NodeStateChangeAdmin(HistoryAdmin):
+    """A node's state history: written by the node's state changes, never by hand."""
+
     list_display = ("node", "state", "at", "source", "by")
     list_filter = ("state", "source")
     search_fields = ("node__hostname", "reason")
@@ -98,7 +131,9 @@ class NodeStateChangeAdmin(admin.ModelAdmin):
 
 
 @admin.register(GPU)
-class GPUAdmin(admin.ModelAdmin):
+class GPUAdmin(SystemWrittenAdmin):
+    """GPUs are reported by telemetry, never entered by hand."""
+
     list_display = ("node", "index", "vendor", "model", "updated_at")
     search_fields = ("node__hostname", "uuid")
     raw_id_fields = ("node",)

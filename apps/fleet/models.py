@@ -19,18 +19,21 @@ class Cluster(models.Model):
     """A training cluster; `name` is its slug and API lookup key."""
 
     name = models.SlugField(max_length=64, unique=True)
-    gpu_model = models.CharField(max_length=64)
-    peak_tflops_per_gpu = models.FloatField(help_text="dense BF16 peak, TFLOP/s")
+    gpu_model = models.CharField("GPU model", max_length=64)
+    peak_tflops_per_gpu = models.FloatField(
+        "peak TFLOP/s per GPU", help_text="dense BF16 peak, TFLOP/s"
+    )
     # A cluster of several GPU models (docs/formulas.md, MFU): model → dense BF16 TFLOP/s,
     # over the shipped table (apps/fleet/data/gpu_peaks.csv); `peak_tflops_per_gpu` stays
     # the peak of `gpu_model` when this map does not name it.
     peak_tflops_by_model = models.JSONField(
+        "peak TFLOP/s by model",
         default=dict,
         blank=True,
         help_text='model → dense BF16 TFLOP/s, e.g. {"MI300X": 1307.4}; '
         "over the shipped table, for GPUs of other models than gpu_model",
     )
-    gpus_per_node = models.PositiveSmallIntegerField(default=8)
+    gpus_per_node = models.PositiveSmallIntegerField("GPUs per node", default=8)
     simulated = models.BooleanField(default=False, help_text="written by `simulate`")
     created_at = models.DateTimeField(auto_now_add=True)
     # The scheduler that places jobs on it (docs/slurm.md): how to reach it, and whether
@@ -39,7 +42,11 @@ class Cluster(models.Model):
         max_length=8, choices=SchedulerKind.choices, blank=True, default=""
     )
     slurm_url = models.CharField(
-        max_length=500, blank=True, default="", help_text="slurmrestd: http(s)://… or unix:/path"
+        "Slurm URL",
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="slurmrestd: http(s)://… or unix:/path",
     )
     actuation = models.CharField(
         max_length=8, choices=ActuationMode.choices, default=ActuationMode.OFF
@@ -47,18 +54,25 @@ class Cluster(models.Model):
     # Paused automation (docs/on-call.md): checks still run and open incidents, but change no
     # node state and nothing is sent to the scheduler. Who, when and why are shown on
     # every page while it lasts.
-    automation_paused = models.BooleanField(default=False)
-    automation_reason = models.CharField(max_length=300, blank=True, default="")
-    automation_by = models.CharField(max_length=150, blank=True, default="")
-    automation_at = models.DateTimeField(null=True, blank=True)
+    automation_paused = models.BooleanField("automation paused", default=False)
+    automation_reason = models.CharField(
+        "why automation is paused", max_length=300, blank=True, default=""
+    )
+    automation_by = models.CharField("automation paused by", max_length=150, blank=True, default="")
+    automation_at = models.DateTimeField("automation paused at", null=True, blank=True)
     # The Prometheus-API server that already scrapes the cluster's dcgm-exporters
     # (docs/integrations.md, 2d. Prometheus): the GPU checks read their values from it.
     # Its bearer token is set here in the admin only (never through the API), else
     # KUAE_PROMETHEUS_TOKEN applies.
     prometheus_url = models.CharField(
-        max_length=500, blank=True, default="", help_text="http(s)://host:port of its HTTP API"
+        "Prometheus URL",
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="http(s)://host:port of its HTTP API",
     )
     prometheus_token = models.CharField(
+        "Prometheus token",
         max_length=500,
         blank=True,
         default="",
@@ -216,6 +230,8 @@ class GPU(models.Model):
     class Meta:
         ordering = ["node", "index"]
         constraints = [models.UniqueConstraint(fields=["node", "index"], name="gpu_node_index")]
+        verbose_name = "GPU"
+        verbose_name_plural = "GPUs"
 
     def __str__(self) -> str:
         return f"{self.node_id}/{self.index}"

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from apps.common.admin_kinds import SystemWrittenAdmin
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 
 
@@ -16,13 +17,17 @@ class ThresholdsAdmin(admin.ModelAdmin):
 
 
 @admin.register(CheckRun)
-class CheckRunAdmin(admin.ModelAdmin):
+class CheckRunAdmin(SystemWrittenAdmin):
+    """Runs are started by the schedule or "Run now" on the Health page, never here."""
+
     list_display = ("id", "cluster", "kind", "status", "started_at", "duration_s", "requested_by")
     list_filter = ("cluster", "kind", "status")
 
 
 @admin.register(CheckResult)
-class CheckResultAdmin(admin.ModelAdmin):
+class CheckResultAdmin(SystemWrittenAdmin):
+    """Results are written by the checks (and judge a node's state), never by hand."""
+
     list_display = ("cluster", "kind", "target", "status", "at", "since")
     list_filter = ("cluster", "kind", "status")
     search_fields = ("target", "message")

@@ -34,7 +34,7 @@ class Incident(models.Model):
     )
     occurred_at = models.DateTimeField(null=True, blank=True)
     detected_at = models.DateTimeField()
-    localized_at = models.DateTimeField(null=True, blank=True)
+    localized_at = models.DateTimeField("localised at", null=True, blank=True)
     recovered_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     job = models.ForeignKey(
@@ -121,6 +121,7 @@ class TimelineEntry(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["incident", "at"], name="timeline_incident_at")]
+        verbose_name_plural = "timeline entries"
 
     def __str__(self) -> str:
         return f"#{self.incident_id} {self.kind} @ {self.at:%Y-%m-%d %H:%M}"
@@ -285,6 +286,7 @@ class Delivery(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["incident", "channel", "purpose"], name="delivery_once")
         ]
+        verbose_name_plural = "deliveries"
 
     def __str__(self) -> str:
         return f"{self.channel} {self.purpose} of incident {self.incident_id}: {self.status}"

@@ -22,6 +22,7 @@ class ReportDelivery(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cluster", "week"], name="delivery_cluster_week")
         ]
+        verbose_name_plural = "report deliveries"
 
     def __str__(self) -> str:
         return f"{self.cluster_id} {self.week}"

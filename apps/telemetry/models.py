@@ -205,6 +205,8 @@ class Port(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["node", "device", "port"], name="port_node_device")
         ]
+        verbose_name = "NIC port"
+        verbose_name_plural = "NIC ports"
 
     def __str__(self) -> str:
         return f"{self.node_id}/{self.device}/{self.port}"

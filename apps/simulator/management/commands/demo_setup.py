@@ -21,12 +21,16 @@ DEMO_USER = DEMO_LOGINS[0][0]
 MTHREADS_CLUSTER = "kuae-mtt"
 MTHREADS_GPUS = 64
 NVIDIA_CLUSTER = "kuae-sim"
+# And a mixed one: half its nodes H100, half MTT S4000, each GPU with its own vendor's
+# telemetry, so the GPUs page and the overview show two models side by side.
+MIXED_CLUSTER = "kuae-mix"
+MIXED_GPUS = 64
 
 
 class Command(BaseCommand):
     help = (
-        "Simulate the demo clusters (NVIDIA and Moore Threads) if there are none, and create "
-        "the demo logins."
+        "Simulate the demo clusters (NVIDIA, Moore Threads and one of both) if there are none, "
+        "and create the demo logins."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -56,6 +60,16 @@ class Command(BaseCommand):
                 vendor="mthreads",
                 cluster=MTHREADS_CLUSTER,
                 host_prefix="mt-",
+            )
+            call_command(
+                "simulate",
+                gpus=MIXED_GPUS,
+                days=opts["days"],
+                seed=3,
+                metric_interval=180,
+                vendor="mixed-mthreads",
+                cluster=MIXED_CLUSTER,
+                host_prefix="mx-",
             )
         else:
             self.stderr.write("demo cluster already there (delete var/ to start afresh)")

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from apps.accounts.demo import DEMO_LOGINS, DEMO_PASSWORD
+from apps.accounts.demo import DEMO_AUTHOR, DEMO_LOGINS, DEMO_PASSWORD, DEMO_REVIEWER
 from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster
 from apps.simulator.nics import ports_setup
@@ -81,5 +81,6 @@ class Command(BaseCommand):
         others = ", ".join(f"{u} ({r})" for u, r in DEMO_LOGINS[1:])
         self.stdout.write(
             f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (role operator); also {others}, "
-            f"password {DEMO_PASSWORD}"
+            f"password {DEMO_PASSWORD}. A postmortem {DEMO_AUTHOR} writes, {DEMO_REVIEWER} "
+            "reviews."
         )

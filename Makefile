@@ -24,7 +24,7 @@ run: $(VENV)/.installed
 	@$(DEMO_ENV) $(PY) manage.py migrate --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py collectstatic --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py demo_setup
-	@echo "KUAE Ops on http://127.0.0.1:$(PORT)/ — sign in as demo / demo. Ctrl-C stops everything."
+	@echo "KUAE Ops on http://127.0.0.1:$(PORT)/ — sign in as demo / demo (operator); engineers demo-engineer and demo-reviewer / demo (one writes a postmortem, the other reviews it). Ctrl-C stops everything."
 	@$(DEMO_ENV) exec $(VENV)/bin/honcho start -f Procfile
 
 ## test: lint, types, then the whole suite (on DATABASE_URL/CELERY_BROKER_URL when set); after

@@ -19,6 +19,8 @@ from apps.health.pipeline import (
     unverified_words,
 )
 from apps.health.selectors import checks_waiting, telemetry_source_down
+from apps.reports.gpu_fleet import FRESH
+from apps.reports.gpu_models import COLUMNS, model_rows
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
 from apps.reports.weekly import week_so_far
@@ -53,6 +55,12 @@ def overview_page(request: HttpRequest) -> HttpResponse:
             if data_at
             else "no health check has completed yet"
         )
+        # A cluster of several GPU models shows them side by side, each with its figures.
+        models = model_rows(cluster=cluster, now=now)
+        if len(models) > 1:
+            context["gpu_models"] = models
+            context["model_columns"] = COLUMNS
+            context["fresh_min"] = int(FRESH.total_seconds() // 60)
         # the windows in progress (the maintenance app lends them)
         context["panels"] = panels.render(slot=panels.OVERVIEW, request=request, cluster=cluster)
     template = (

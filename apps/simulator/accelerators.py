@@ -92,11 +92,18 @@ GAUDI3 = Accelerator(
 
 BY_VENDOR = {"nvidia": H100, "amd": MI300X, "mthreads": S4000, "intel": GAUDI3}
 MIXED = "mixed"
-FLEETS = (*BY_VENDOR, MIXED)
+MIXED_MTHREADS = "mixed-mthreads"
+# The fleets of two models: the first half of the nodes the first, the rest the second.
+MIXES: dict[str, tuple[Accelerator, Accelerator]] = {
+    MIXED: (H100, MI300X),
+    MIXED_MTHREADS: (H100, S4000),
+}
+FLEETS = (*BY_VENDOR, *MIXES)
 
 
 def fleet_models(fleet: str) -> tuple[Accelerator, ...]:
-    """The models a cluster of `fleet` holds: one per vendor; `mixed`, H100 and MI300X."""
-    if fleet == MIXED:
-        return (H100, MI300X)
+    """The models a cluster of `fleet` holds: one per vendor; `mixed`, H100 and MI300X;
+    `mixed-mthreads`, H100 and MTT S4000."""
+    if fleet in MIXES:
+        return MIXES[fleet]
     return (BY_VENDOR[fleet],)

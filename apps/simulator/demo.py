@@ -4,8 +4,8 @@ Every tick (15 s, Celery beat, only with KUAE_DEMO=1), for every simulated clust
 NVIDIA one and the small Moore Threads one `demo_setup` writes: heartbeats, fresh GPU telemetry,
 job progress and checkpoints through the same services the API uses, a new reading of every
 NIC port where the cluster has ports (apps/simulator/nics.py), and now and then a fault for
-the health checks to find — a node that goes silent, an XID, a hot GPU, a flapping link or
-a link that goes down. A job
+the health checks to find — a node that goes silent, an XID, a hot GPU — and, on a schedule
+of its own, a flapping link or a link that goes down. A job
 that has made no progress for 10 minutes is left hung: that is a fault too, and its ranks'
 watchdogs keep re-reporting the stall every 5 minutes (apps/simulator/ranks.py).
 """
@@ -40,11 +40,16 @@ from apps.telemetry.services import telemetry_with_ports_ingest
 INTERVAL_S = 60
 HUNG_AFTER = dt.timedelta(minutes=10)
 CHECKPOINT_EVERY = dt.timedelta(minutes=30)
-FAULT_CHANCE = 1 / 60  # per tick: about one fault every 15 minutes
+FAULT_CHANCE = 1 / 60  # per tick: about one node or GPU fault every 15 minutes
 FAULT_LENGTH = dt.timedelta(minutes=8)
 FLAP_LENGTH = dt.timedelta(minutes=1)  # a burst: the check warns once or twice, not more
 GPU_FAULTS = ("xid", "hot")
 PORT_FAULTS = ("flap", "linkdown")  # only on a cluster with NIC ports
+# A cluster with NIC ports gets a port fault on a seeded schedule, not by chance, so the fabric
+# check and the Topology page show one soon after `make run` and then now and then: the first
+# 2–4 minutes after the demo's first tick, each next one 15–30 minutes after the last.
+PORT_FIRST_MIN = (2.0, 4.0)
+PORT_EVERY_MIN = (15.0, 30.0)
 
 
 @dataclass
@@ -64,6 +69,8 @@ class DemoState:
 
     faults: list[Fault] = field(default_factory=list)
     slow: dict[str, str] = field(default_factory=dict)
+    # cluster name → [when its next port fault is due (ISO), how many it has had]
+    ports: dict[str, list[str | int]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> DemoState:
@@ -71,11 +78,14 @@ class DemoState:
             raw = json.loads(path.read_text())
         except (OSError, ValueError):
             return cls()
-        return cls([Fault(**f) for f in raw.get("faults", [])], raw.get("slow", {}))
+        return cls(
+            [Fault(**f) for f in raw.get("faults", [])], raw.get("slow", {}), raw.get("ports", {})
+        )
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"faults": [asdict(f) for f in self.faults], "slow": self.slow}))
+        faults = [asdict(f) for f in self.faults]
+        tmp.write_text(json.dumps({"faults": faults, "slow": self.slow, "ports": self.ports}))
         tmp.replace(path)
 
 
@@ -96,6 +106,7 @@ def demo_tick(
     counts = {"samples": 0, "gpus": 0, "ports": 0, "nodes": 0, "stalls": 0}
     for cluster in Cluster.objects.filter(simulated=True):
         _maybe_fault(cluster, state, now, rng)
+        port_fault_due(cluster, state, now)
         counts["nodes"] += _heartbeats(cluster, state, now)
         samples = _telemetry(cluster, state, now, rng)
         readings = _ports(cluster, state, now, rng)
@@ -123,14 +134,46 @@ def _maybe_fault(cluster: Cluster, state: DemoState, now: dt.datetime, rng: rand
     )
     if not hosts:
         return
-    kinds: tuple[str, ...] = ("silent", *GPU_FAULTS)
-    if Port.objects.filter(node__cluster=cluster).exists():
-        kinds += PORT_FAULTS
-    kind = rng.choice(kinds)
+    kind = rng.choice(("silent", *GPU_FAULTS))
     hostname = rng.choice(hosts)
-    where = rng.randrange(PORTS_PER_NODE if kind in PORT_FAULTS else cluster.gpus_per_node)
+    where = rng.randrange(cluster.gpus_per_node)
+    state.faults.append(Fault(kind, hostname, where, (now + FAULT_LENGTH).isoformat()))
+
+
+def _schedule(cluster: Cluster, n: int) -> random.Random:
+    """The seeded draws of a cluster's `n`th port fault (0: when the first comes)."""
+    return random.Random(f"port-faults/{cluster.name}/{n}")
+
+
+def port_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Fault | None:
+    """Raise the cluster's next port fault when it is due (docs/simulator.md, The demo): a
+    flapping link or a link that goes down, on a healthy node's port, drawn from a seed of
+    the cluster's name and the fault's number; the first is scheduled on the first tick.
+    Returns the fault raised, None when none (or the cluster has no ports)."""
+    if not Port.objects.filter(node__cluster=cluster).exists():
+        return None
+    due, n = state.ports.get(cluster.name, ("", 0))
+    if not due:
+        first = dt.timedelta(minutes=_schedule(cluster, 0).uniform(*PORT_FIRST_MIN))
+        state.ports[cluster.name] = [(now + first).isoformat(), 0]
+        return None
+    if now < dt.datetime.fromisoformat(str(due)):
+        return None
+    hosts = sorted(
+        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY)
+        .exclude(hostname__in=_silent(state))
+        .values_list("hostname", flat=True)
+    )
+    if not hosts:
+        return None  # tried again next tick
+    draw = _schedule(cluster, int(n) + 1)
+    kind = draw.choice(PORT_FAULTS)
     until = now + (FLAP_LENGTH if kind == "flap" else FAULT_LENGTH)
-    state.faults.append(Fault(kind, hostname, where, until.isoformat()))
+    fault = Fault(kind, draw.choice(hosts), draw.randrange(PORTS_PER_NODE), until.isoformat())
+    state.faults.append(fault)
+    after = dt.timedelta(minutes=draw.uniform(*PORT_EVERY_MIN))
+    state.ports[cluster.name] = [(now + after).isoformat(), int(n) + 1]
+    return fault
 
 
 def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:

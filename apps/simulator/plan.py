@@ -7,7 +7,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from apps.simulator.accelerators import H100, MIXED, Accelerator, fleet_models
+from apps.simulator.accelerators import H100, MIXES, Accelerator, fleet_models
 from apps.simulator.mix import (
     HARDWARE,
     LLAMA3_RATE_PER_NODE_DAY,
@@ -111,15 +111,16 @@ def make_plan(
     prefix: str = "",
 ) -> Plan:
     """Lay out nodes, a flagship job and lanes of smaller jobs, then draw interruptions.
-    `fleet` is a vendor (its model on every node) or `mixed`: the first half of the nodes
-    H100, the rest MI300X, and no job spans both (docs/simulator.md, Accelerators)."""
+    `fleet` is a vendor (its model on every node) or a mix (`mixed`, `mixed-mthreads`): the
+    first half of the nodes H100, the rest MI300X (MTT S4000), and no job spans both
+    (docs/simulator.md, Accelerators)."""
     rng = random.Random(seed)
     n_nodes = max(1, gpus // GPUS_PER_NODE)
     start = end - dt.timedelta(days=days)
     hostnames = [hostname(i // NODES_PER_RACK, i % NODES_PER_RACK, prefix) for i in range(n_nodes)]
     racks = [f"r{i // NODES_PER_RACK:03d}" for i in range(n_nodes)]
     models = fleet_models(fleet)
-    if fleet == MIXED and n_nodes >= 2:
+    if fleet in MIXES and n_nodes >= 2:
         half = (n_nodes + 1) // 2
         groups = [list(range(half)), list(range(half, n_nodes))]
         node_gpus = [models[0]] * half + [models[1]] * (n_nodes - half)

@@ -22,7 +22,7 @@ from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
 from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
-from apps.simulator.accelerators import MIXED
+from apps.simulator.accelerators import MIXES
 from apps.simulator.gpus import GpuCounters, gpu_metrics, gpu_uuid
 from apps.simulator.mix import XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, Interruption, Plan
@@ -65,7 +65,7 @@ def write_plan(
     latest telemetry and heartbeats. Each GPU gets `telemetry_steps` 5-minute samples before
     its latest one (0: the latest alone, as a large fleet built for a benchmark needs)."""
     first = plan.gpu_of(0)
-    models = {g.model: g.peak_tflops for g in plan.gpus} if plan.fleet == MIXED else {}
+    models = {g.model: g.peak_tflops for g in plan.gpus} if plan.fleet in MIXES else {}
     with transaction.atomic():
         cluster = cluster_create(
             name=cluster_name,

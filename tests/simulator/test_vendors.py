@@ -142,7 +142,11 @@ def test_demo_has_a_moore_threads_cluster_beside_the_nvidia_one(settings):
     settings.DEMO = True
     call_command("demo_setup", gpus=64, days=1, stdout=io.StringIO(), stderr=io.StringIO())
     vendors = {c.name: {v for v, _ in models_of(c)} for c in Cluster.objects.filter(simulated=True)}
-    assert vendors == {"kuae-sim": {"nvidia"}, "kuae-mtt": {"mthreads"}}
+    assert vendors == {
+        "kuae-sim": {"nvidia"},
+        "kuae-mtt": {"mthreads"},
+        "kuae-mix": {"nvidia", "mthreads"},
+    }
     gpu = GPU.objects.filter(node__cluster__name="kuae-mtt").first()
     assert gpu.link_word == "MTLink" and gpu.model == "MTT S4000"
 

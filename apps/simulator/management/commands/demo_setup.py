@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from apps.accounts.demo import DEMO_LOGINS, DEMO_PASSWORD
+from apps.accounts.demo import DEMO_AUTHOR, DEMO_LOGINS, DEMO_PASSWORD, DEMO_REVIEWER
 from apps.accounts.services import user_create_or_update
 from apps.fleet.models import Cluster
 from apps.simulator.nics import ports_setup
@@ -21,12 +21,16 @@ DEMO_USER = DEMO_LOGINS[0][0]
 MTHREADS_CLUSTER = "kuae-mtt"
 MTHREADS_GPUS = 64
 NVIDIA_CLUSTER = "kuae-sim"
+# And a mixed one: half its nodes H100, half MTT S4000, each GPU with its own vendor's
+# telemetry, so the GPUs page and the overview show two models side by side.
+MIXED_CLUSTER = "kuae-mix"
+MIXED_GPUS = 64
 
 
 class Command(BaseCommand):
     help = (
-        "Simulate the demo clusters (NVIDIA and Moore Threads) if there are none, and create "
-        "the demo logins."
+        "Simulate the demo clusters (NVIDIA, Moore Threads and one of both) if there are none, "
+        "and create the demo logins."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -57,6 +61,16 @@ class Command(BaseCommand):
                 cluster=MTHREADS_CLUSTER,
                 host_prefix="mt-",
             )
+            call_command(
+                "simulate",
+                gpus=MIXED_GPUS,
+                days=opts["days"],
+                seed=3,
+                metric_interval=180,
+                vendor="mixed-mthreads",
+                cluster=MIXED_CLUSTER,
+                host_prefix="mx-",
+            )
         else:
             self.stderr.write("demo cluster already there (delete var/ to start afresh)")
         # The demo's login is published (it is printed below): not held to the password policy.
@@ -67,5 +81,6 @@ class Command(BaseCommand):
         others = ", ".join(f"{u} ({r})" for u, r in DEMO_LOGINS[1:])
         self.stdout.write(
             f"demo login: {DEMO_USER} / {DEMO_PASSWORD} (role operator); also {others}, "
-            f"password {DEMO_PASSWORD}"
+            f"password {DEMO_PASSWORD}. A postmortem {DEMO_AUTHOR} writes, {DEMO_REVIEWER} "
+            "reviews."
         )

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
-from apps.simulator.accelerators import BY_VENDOR, FLEETS, MIXED, fleet_models
+from apps.simulator.accelerators import BY_VENDOR, FLEETS, MIXED, MIXED_MTHREADS, fleet_models
 from apps.simulator.plan import make_plan
 from apps.simulator.writer import cluster_wipe, write_plan
 
@@ -43,7 +43,8 @@ class Command(BaseCommand):
             default="nvidia",
             help="the GPUs: "
             + ", ".join(f"{v} ({g.model})" for v, g in BY_VENDOR.items())
-            + f", or {MIXED} (half the nodes H100, half MI300X); default nvidia",
+            + f", or {MIXED} (half the nodes H100, half MI300X) or {MIXED_MTHREADS} (half "
+            "H100, half MTT S4000); default nvidia",
         )
         parser.add_argument(
             "--host-prefix",

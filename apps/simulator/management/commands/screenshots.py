@@ -148,7 +148,7 @@ class Command(BaseCommand):
                     page.wait_for_load_state("networkidle")
                     deadline = time.monotonic() + SETTLE_S
                     while not settled and time.monotonic() < deadline:
-                        text = page.content().lower()
+                        text = page.inner_text("body").lower()  # what a person sees
                         if not any(words in text for words in NOT_YET):
                             settled = True
                             break

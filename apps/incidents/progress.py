@@ -26,6 +26,11 @@ from apps.incidents.models import Incident
 from apps.jobs.models import JobMetric, NodeStepMetric
 
 ACTOR = "kuae"
+# Steps stamped within this long after f(i) count as before it: the failure time and the
+# samples come from different clocks (a hang's f(i) is its ranks' own "last step" time,
+# microseconds before the Reporter stamps that step's sample), so the step a job is stuck
+# at must never read as progress past it.
+GRACE = dt.timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,10 @@ class Progress:
 
 def progress_after(job_id: int, since: dt.datetime) -> Progress | None:
     """The job's first step sample (job-wide or per node) after `since` whose step is higher
-    than any it reported at or before `since`; None while there is none."""
+    than any it reported at or before `since` (within `GRACE` after it); None while there
+    is none."""
     best: Progress | None = None
+    since = since + GRACE
     for model in (JobMetric, NodeStepMetric):
         rows = model.objects.filter(job_id=job_id)
         before = rows.filter(ts__lte=since).aggregate(top=Max("step"))["top"]

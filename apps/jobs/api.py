@@ -265,8 +265,8 @@ class JobMetricsView(APIView):
 
     @extend_schema(
         description="Step samples, all or nothing. A node's token sends its nodes' samples; "
-        "job-wide samples (no `node`) only from the node that holds rank 0 (docs/operations.md, "
-        "Agent tokens and scopes).",
+        "job-wide samples (no `node`) only from the node that holds rank 0 once ranks are "
+        "registered (docs/operations.md, Agent tokens and scopes).",
         request=MetricBatchSerializer,
         responses={202: AcceptedSerializer},
     )
@@ -275,7 +275,7 @@ class JobMetricsView(APIView):
         samples = parse_metric_batch(request.data)
         require_nodes(request.user, {s.node for s in samples if s.node is not None})
         if any(s.node is None for s in samples):
-            require_whole_job(request.user, job, "job-wide samples")
+            require_whole_job(request.user, job, "job-wide samples", before_ranks=True)
         accepted = job_metrics_ingest(job=job, samples=samples)
         return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
 

@@ -110,11 +110,13 @@ def rank0_hostname(job: Job) -> str | None:
     return hostname
 
 
-def speaks_for_whole_job(user: Any, job: Job) -> bool:
+def speaks_for_whole_job(user: Any, job: Job, *, before_ranks: bool = False) -> bool:
     """Whether `user` may say what concerns `job` as a whole. People, whole-fleet and
     cluster agents may; a node's token only when its nodes hold rank 0 of the job's current
     attempt or, while the job has no ranks registered, when every node of the job is one of
-    its own (a one-node run's launcher). Call after `require_job`."""
+    its own (a one-node run's launcher) — or, with `before_ranks`, any node of the job (what
+    job-wide samples need: rank 0's Reporter sends its first batch before its rank is
+    registered). Call after `require_job`."""
     scope = scope_of(user)
     if scope is None or scope.hostnames is None:
         return True
@@ -123,16 +125,18 @@ def speaks_for_whole_job(user: Any, job: Job) -> bool:
         return holder in scope.hostnames
     if Rank.objects.filter(job_id=job.pk).exists():
         return False  # ranks registered, rank 0 not among the current attempt's
+    if before_ranks:  # no verdict to bend yet: any node of the job (a Reporter's start-up)
+        return True
     hostnames = set(
         Job.nodes.through.objects.filter(job_id=job.pk).values_list("node__hostname", flat=True)
     )
     return bool(hostnames) and hostnames <= scope.hostnames
 
 
-def require_whole_job(user: Any, job: Job, what: str) -> None:
+def require_whole_job(user: Any, job: Job, what: str, *, before_ranks: bool = False) -> None:
     """OutOfScope unless `user` speaks for `job` as a whole (`speaks_for_whole_job`);
     `what` names the refused part of the write, e.g. `job-wide samples`."""
-    if not speaks_for_whole_job(user, job):
+    if not speaks_for_whole_job(user, job, before_ranks=before_ranks):
         refuse(f"{what} of job {job.pk} (a node's token that does not hold rank 0)")
 
 

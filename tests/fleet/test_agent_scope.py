@@ -174,13 +174,17 @@ def test_a_node_of_the_job_writes_for_it_but_not_for_the_other_nodes_timings(job
     refused = node0.post(f"{base}/metrics/", {"samples": [wide, theirs]}, format="json")
     assert refused.status_code == 403 and "gpu002" in refused.json()["detail"]
     assert not JobMetric.objects.exists() and not NodeStepMetric.objects.exists()
-    # Job-wide samples speak for the whole job: only the node holding rank 0 may send them.
-    whole = node0.post(f"{base}/metrics/", {"samples": [wide, mine]}, format="json")
-    assert whole.status_code == 403 and "job-wide samples" in whole.json()["detail"]
-    rank0 = {"rank": 0, "world_size": 32, "node": "gpu000", "started_at": now_iso(-60)}
-    assert node0.post(f"{base}/ranks/", {"ranks": [rank0]}, format="json").status_code == 202
+    # Job-wide samples: any node of the job until ranks are registered (rank 0's Reporter
+    # may post before its watchdog registers it), then only the node holding rank 0.
     ok = node0.post(f"{base}/metrics/", {"samples": [wide, mine]}, format="json")
     assert ok.status_code == 202 and ok.json() == {"accepted": 2}
+    rank0 = {"rank": 0, "world_size": 32, "node": "gpu001", "started_at": now_iso(-60)}
+    node1 = client_for("agent-gpu001", "c1", "gpu001")
+    assert node1.post(f"{base}/ranks/", {"ranks": [rank0]}, format="json").status_code == 202
+    later = {**wide, "ts": now_iso(), "step": 2}
+    whole = node0.post(f"{base}/metrics/", {"samples": [later]}, format="json")
+    assert whole.status_code == 403 and "job-wide samples" in whole.json()["detail"]
+    assert node1.post(f"{base}/metrics/", {"samples": [later]}, format="json").status_code == 202
     saved = {"step": 1, "saved_at": now_iso(), "blocking_s": 5}
     assert node0.post(f"{base}/checkpoints/", saved, format="json").status_code == 201
     assert node0.post(f"{base}/preflight/", {}, format="json").status_code == 200

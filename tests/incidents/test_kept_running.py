@@ -146,6 +146,35 @@ def test_a_manual_incident_through_the_page_with_progress_after_it(client, users
     assert r.status_code == 302, r.content.decode()[:2000]
     incident = Incident.objects.get(job=job)
     assert incident.recovered_at is None
-    step(job, timezone.now() + dt.timedelta(seconds=1), 101)
+    step(job, timezone.now() + dt.timedelta(seconds=1), 101)  # within the grace: not yet
+    incident.refresh_from_db()
+    assert incident.recovered_at is None
+    step(job, timezone.now() + dt.timedelta(seconds=12), 102)
     incident.refresh_from_db()
     assert incident.recovered_at is not None and incident.kept_running is not None
+
+
+def test_the_step_a_job_is_stuck_at_is_not_progress_past_its_hang(cluster, job):
+    """A hang's failure time is its ranks' "last step" time, a moment before the Reporter
+    stamps that step's sample (another clock): that sample is not progress (a real gloo job
+    had its hang 'kept running' on its own stuck step, 95 µs after f(i))."""
+    now = timezone.now()
+    step(job, now - 20 * M, 100)
+    stuck = now - 10 * M
+    step(job, stuck + dt.timedelta(microseconds=95), 101)  # the stuck step's own sample
+    incident = incident_open(
+        cluster=cluster,
+        title="Job hang",
+        category="hang",
+        severity="sev1",
+        occurred_at=stuck,
+        detected_at=now,
+        job=job,
+        interrupts_job=True,
+        actor="check:job_hang",
+    )
+    incident.refresh_from_db()
+    assert incident.recovered_at is None and incident.kept_running is None
+    step(job, now + dt.timedelta(seconds=1), 102)  # it steps again: it went on
+    incident.refresh_from_db()
+    assert incident.kept_running is not None and incident.kept_running[0] == 102

@@ -10,7 +10,10 @@ Trainer's `num_input_tokens_seen` (`TrainingArguments(include_num_input_tokens_s
 or `tokens_per_step`, else 0; loss and grad norm from the Trainer's logs, on the steps it
 logs. A checkpoint is reported when the Trainer has saved it: `saved_at` when the save
 began (the end of that step's logging and evaluation), `blocking_s` the time since, and the
-size of the checkpoint folder.
+size of the checkpoint folder. Each evaluation during training is the phase `eval`
+(docs/agent.md, Phases): from the end of the step's logging to `on_evaluate`. A resumed
+run's checkpoint load has no event of its own in the Trainer (it loads the weights before
+any callback is told): its time is inside the `startup` phase the Reporter records.
 
 The Trainer calls its callbacks on every process, so every rank makes its Reporter, told
 its rank, local rank and world size by the Trainer (`args.process_index`,
@@ -66,6 +69,7 @@ class KuaeCallback(TrainerCallback):
         self._held: dict[str, Any] | None = None  # this step's sample, waiting for its loss
         self._mark = time.perf_counter()
         self._mark_wall = time.time()
+        self._evaluating = False  # a prediction step seen since the last evaluation
 
     def _rep(self, args: Any = None) -> Reporter:
         if self.reporter is None:
@@ -117,10 +121,21 @@ class KuaeCallback(TrainerCallback):
             if "grad_norm" in logs:
                 self._held["grad_norm"] = logs["grad_norm"]
             self._emit()
-        self._marked()
+        if not self._evaluating:  # an evaluation logs its metrics before `on_evaluate`
+            self._marked()
+
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """An evaluation is under way (it began at the last mark)."""
+        self._evaluating = True
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """An evaluation is not part of a checkpoint's pause."""
+        """An evaluation during training is the phase `eval`, from the last mark to now; it
+        is neither part of a checkpoint's pause nor of the next step's time."""
+        self._evaluating = False
+        if self._last is not None and self.reporter is not None:  # training, not evaluate()
+            self.reporter.phase_start("eval", at=self._mark_wall)
+            self.reporter.phase_end("eval", step=int(state.global_step))
+            self._last = time.perf_counter()
         self._marked()
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

@@ -10,7 +10,12 @@ tokens per second from `tokens_per_step`, else the batch's `input_ids` (a dict b
 0; loss from the training step's output (read on the Reporter's thread, never `.item()` on
 the training thread). A checkpoint: `saved_at` when Lightning began saving it,
 `blocking_s` until training resumed (the next batch, or the end), and the size of the file
-its ModelCheckpoint wrote.
+its ModelCheckpoint wrote. Phases (docs/agent.md, Phases): each validation during training
+(`on_validation_start` to `on_validation_end`, not the sanity check) is `eval`; a run
+resumed from a checkpoint (`ckpt_path=`; Lightning calls `on_load_checkpoint`) reports
+`checkpoint_restore` from the callback's `setup` to training start, at the restored step —
+Lightning reads the file before any callback hook, so the span begins just before that
+read and includes the strategy's setup.
 
 Lightning calls its callbacks on every process, so every rank makes its Reporter, told its
 rank, local rank and world size by the Trainer (`global_rank`, `local_rank`, `world_size`:
@@ -87,6 +92,9 @@ class KuaeCallback(Callback):
         self._last: float | None = None
         self._step = -1
         self._saving: tuple[int, float, float] | None = None  # step, wall, perf at save start
+        self._setup_wall: float | None = None  # when `setup` ran: a restore follows it
+        self._restored: int | None = None  # the step of the checkpoint Lightning restored
+        self._validating: float | None = None  # wall time a validation began
 
     def _rep(self, trainer: Any = None) -> Reporter:
         if self.reporter is None:
@@ -107,11 +115,39 @@ class KuaeCallback(Callback):
         )
         self._last = time.perf_counter()  # the save is not the next step's time
 
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        """Note the time: Lightning restores a checkpoint next, when it was given one."""
+        self._setup_wall = time.time()
+
+    def on_load_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        """Lightning is restoring a checkpoint: note its step."""
+        try:
+            self._restored = int(checkpoint.get("global_step", trainer.global_step))
+        except Exception:
+            self._restored = None
+
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        """Start the clock (and the Reporter: on every rank)."""
-        self._rep(trainer)
+        """Start the clock (and the Reporter: on every rank); report a restore."""
+        rep = self._rep(trainer)
+        if self._restored is not None and self._setup_wall is not None:
+            rep.phase_start("checkpoint_restore", at=self._setup_wall)
+            rep.phase_end("checkpoint_restore", step=self._restored)
+            self._restored = None
         self._last = time.perf_counter()
         self._step = int(trainer.global_step)
+
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        """A validation during training begins: the phase `eval`."""
+        if not getattr(trainer, "sanity_checking", False) and self.reporter is not None:
+            self._validating = time.time()
+
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        """It ends: report it; it is not the next step's time."""
+        began, self._validating = self._validating, None
+        if began is not None and self.reporter is not None:
+            self.reporter.phase_start("eval", at=began)
+            self.reporter.phase_end("eval", step=int(trainer.global_step))
+            self._last = time.perf_counter()
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
         """A checkpoint saved after the previous batch has finished blocking."""

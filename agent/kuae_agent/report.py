@@ -5,6 +5,9 @@
     for step in ...:
         rep.step(step, step_time_s=dt, tokens_per_s=tps, loss=loss, grad_norm=gn, compute_s=c)
     rep.checkpoint(step, saved_at=t0, blocking_s=b, size_bytes=n)
+    rep.restored(step, load_s=12.5)   # a checkpoint restore that took 12.5 s, just now
+    with rep.phase("eval"):           # time the run spends not training
+        evaluate()
     rep.close()                       # flushes; also at interpreter exit
 
 `step()` costs the training thread a clock read and a deque append: it never blocks, never
@@ -18,6 +21,12 @@ one logged line (the batches, spool and delivery: outbox.py). When the spool pas
 `spool_bytes` its oldest batches go, and when the in-memory buffer itself is full (the
 sender cannot keep up) its oldest samples go: both are counted in `dropped`, logged, and in
 `stats()`.
+
+Phases (docs/agent.md, Phases) mark time the run spends not training: `startup` from the
+process's start to the first `step()` with no call, `restored()` for `checkpoint_restore`,
+`phase(name)` (a context manager) or `phase_start(name)`/`phase_end(name)` for any other;
+rank 0 sends them, with its node, to `POST jobs/{id}/phases/` through the same batches,
+backoff and spool. The server identifies a phase by (job, name, start).
 
 Every sample carries its own timestamp (microseconds, strictly increasing within a
 Reporter), and the server identifies a job metric sample by (job, node or none, ts) and a
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -48,7 +58,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,12 +69,23 @@ from kuae_agent.client import Client
 from kuae_agent.job import JobRef
 from kuae_agent.outbox import JOB, Batch, Outbox
 from kuae_agent.samples import Raw, step_samples
-from kuae_agent.watchdog import POLL_S, REREPORT_S, STALL_MIN_S, Watchdog, WatchdogStats
+from kuae_agent.watchdog import (
+    POLL_S,
+    REREPORT_S,
+    STALL_MIN_S,
+    Watchdog,
+    WatchdogStats,
+    process_started_at,
+)
 
 log = logging.getLogger("kuae_agent.report")
 
 METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
 CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
+PHASES_PATH = f"/api/v1/jobs/{JOB}/phases/"
+STARTUP = "startup"
+RESTORE = "checkpoint_restore"
+PHASE_MAX_S = 30 * 86_400  # the server's bound on a duration: a longer phase is not sent
 MIB = 1024 * 1024
 
 
@@ -72,7 +93,7 @@ MIB = 1024 * 1024
 class Stats:
     """What the Reporter has done so far (`Reporter.stats()`)."""
 
-    sent: int = 0  # samples (and checkpoints) the server stored
+    sent: int = 0  # samples (and checkpoints and phases) the server stored
     rejected: int = 0  # dropped because the server answered 4xx
     dropped: int = 0  # dropped for want of room (buffer full, spool full)
     invalid: int = 0  # not sent: a step time or token rate that is not a number ≥ 0
@@ -95,7 +116,9 @@ class Reporter:
     (LOCAL_RANK, SLURM_LOCALID), `world_size` (WORLD_SIZE, SLURM_NTASKS, else 1);
     `job_wide` and `per_node` override what the ranks decide. `watchdog` (default on, every
     rank) registers the rank and reports its stalls; `stall_min_s`, `stall_rereport_s` and
-    `stall_poll_s` are its intervals. Without a server, a token or a job it reports nothing
+    `stall_poll_s` are its intervals. `startup` (default on) records the `startup` phase, from
+    the process's start to the first `step()`: turn it off for a Reporter made long after
+    its process began (a notebook). Without a server, a token or a job it reports nothing
     and says so once in the log.
     """
 
@@ -128,6 +151,7 @@ class Reporter:
         stall_min_s: float = STALL_MIN_S,
         stall_rereport_s: float = REREPORT_S,
         stall_poll_s: float = POLL_S,
+        startup: bool = True,
     ) -> None:
         env = os.environ if env is None else env
         self._on = False
@@ -136,6 +160,9 @@ class Reporter:
         self._last_us = 0
         self._dropped_buffer = 0  # steps; written by step() only
         self._ckpts: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
+        self._phases: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
+        self._open: dict[str, float] = {}  # phases begun and not yet ended: name → start
+        self._startup_at: float | None = None  # process start, until the first step()
         self._stats = Stats()
         self._thread: threading.Thread | None = None
         self._watchdog: Watchdog | None = None
@@ -232,6 +259,8 @@ class Reporter:
         self._logged_dropped = 0
         self._logged_invalid = False
         self._lookup_logged = False
+        if self.job_wide and startup:
+            self._startup_at = _process_start()
         self._on = True
         self._thread = threading.Thread(target=self._run, name="kuae-reporter", daemon=True)
         self._thread.start()
@@ -265,6 +294,8 @@ class Reporter:
             beat(step)  # the watchdog's: never raises
         if not self._on:
             return
+        if self._startup_at is not None:
+            self._started()
         try:
             us = time.time_ns() // 1000
             if us <= self._last_us:
@@ -306,6 +337,70 @@ class Reporter:
             self._wake.set()
         except Exception:  # never raise into the training loop
             log.warning("kuae Reporter: checkpoint(%r …) not understood: not reported", step)
+
+    def restored(self, step: int, load_s: float) -> None:
+        """A checkpoint was just restored, at `step`, taking `load_s` seconds: the phase
+        `checkpoint_restore` [now − load_s, now]. Rank 0's job; never blocks, never raises."""
+        try:
+            end = time.time()
+            self._add_phase(RESTORE, end - max(0.0, float(load_s)), end, int(step))
+        except Exception:  # never raise into the training loop
+            log.warning(
+                "kuae Reporter: restored(%r, %r) not understood: not reported", step, load_s
+            )
+
+    def phase_start(self, name: str, at: float | None = None) -> None:
+        """A phase of the run not spent training begins now (`eval`, `data_wait`, …), or at
+        `at` (seconds since the epoch); `phase_end(name)` ends it. Never blocks, never
+        raises."""
+        if self._on and self.job_wide:
+            try:
+                self._open[str(name)] = time.time() if at is None else float(at)
+            except Exception:  # never raise into the training loop
+                log.warning("kuae Reporter: phase %r not understood: not reported", name)
+
+    def phase_end(self, name: str, step: int | None = None, at: float | None = None) -> None:
+        """The phase `name` begun by `phase_start` ends now, or at `at` (one not begun is
+        ignored)."""
+        if not (self._on and self.job_wide):
+            return
+        try:
+            start = self._open.pop(str(name), None)
+            if start is not None:
+                end = time.time() if at is None else float(at)
+                self._add_phase(str(name), start, end, None if step is None else int(step))
+        except Exception:  # never raise into the training loop
+            log.warning("kuae Reporter: phase %r not understood: not reported", name)
+
+    @contextlib.contextmanager
+    def phase(self, name: str, step: int | None = None) -> Iterator[None]:
+        """`with rep.phase("eval"):` — the block's time as the phase `name` (also when it
+        raises: the exception goes on)."""
+        self.phase_start(name)
+        try:
+            yield
+        finally:
+            self.phase_end(name, step)
+
+    def _started(self) -> None:
+        """The first step: the `startup` phase, from the process's start, ends now."""
+        start, self._startup_at = self._startup_at, None
+        if start is not None:
+            self._add_phase(STARTUP, start, time.time(), None)
+
+    def _add_phase(self, name: str, start: float, end: float, step: int | None) -> None:
+        if not (self._on and self.job_wide) or not 0 <= end - start <= PHASE_MAX_S:
+            return
+        body: dict[str, Any] = {
+            "name": name,
+            "start": _iso(start),
+            "end": _iso(end),
+            "node": self.node,
+        }
+        if step is not None:
+            body["step"] = int(step)
+        self._phases.append(body)
+        self._wake.set()
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Post everything recorded so far; True when the server has stored it all within
@@ -390,7 +485,9 @@ class Reporter:
             with self._lock:
                 held = self._outbox.held
                 s.spooled_bytes = self._outbox.spooled_bytes
-            s.pending = held + len(self._buf) * self._per_step + len(self._ckpts)
+            s.pending = (
+                held + len(self._buf) * self._per_step + len(self._ckpts) + len(self._phases)
+            )
         return s
 
     # --- the sender thread -------------------------------------------------------------
@@ -400,7 +497,9 @@ class Reporter:
         return int(self.job_wide) + int(self.per_node)
 
     def _empty(self) -> bool:
-        return not (self._buf or self._ckpts or self._outbox.pending or self._outbox.spooled)
+        return not (
+            self._buf or self._ckpts or self._phases or self._outbox.pending or self._outbox.spooled
+        )
 
     def _run(self) -> None:
         self._outbox.adopt()
@@ -437,10 +536,16 @@ class Reporter:
         self._outbox.deliver(self._client, self._backoff, job_id=self.job_id, flushing=flushing)
 
     def _cut_all(self) -> None:
-        """Buffered steps and checkpoints → batches waiting in memory."""
+        """Buffered steps, checkpoints and phases → batches waiting in memory."""
         while self._ckpts:
             text = json.dumps(self._ckpts.popleft())
             self._outbox.queue(Batch(CHECKPOINTS_PATH, text, 1, size=len(text)))
+        phases = []
+        while self._phases:
+            phases.append(self._phases.popleft())
+        if phases:
+            text = json.dumps({"phases": phases})
+            self._outbox.queue(Batch(PHASES_PATH, text, len(phases), size=len(text)))
         samples: list[dict[str, Any]] = []
         while self._buf:
             try:
@@ -501,3 +606,18 @@ class Reporter:
                 "kuae Reporter: %d sample(s) dropped so far (buffer or spool full)", dropped
             )
             self._logged_dropped = dropped
+
+
+def _iso(at: float) -> str:
+    """Seconds since the epoch, ISO 8601 in UTC with microseconds."""
+    return dt.datetime.fromtimestamp(at, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _process_start() -> float:
+    """When this process started (/proc, as its rank registration reads it); now where /proc
+    cannot tell."""
+    try:
+        text = process_started_at().replace("Z", "+00:00")
+        return dt.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return time.time()

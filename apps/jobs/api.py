@@ -1,4 +1,4 @@
-"""Job endpoints: jobs, step metrics, checkpoints (docs/api.md, Jobs)."""
+"""Job endpoints: jobs, step metrics, checkpoints, phases (docs/api.md, Jobs)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from apps.fleet.scope import require_cluster, require_nodes, scope_of
 from apps.jobs.filters import JobFilter
 from apps.jobs.hang import Verdict
 from apps.jobs.intake import parse_metric_batch
-from apps.jobs.models import Checkpoint, Job
+from apps.jobs.models import Checkpoint, Job, JobPhase
 from apps.jobs.peaks import attach_peaks
+from apps.jobs.phase_intake import parse_phase_batch
 from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
 from apps.jobs.ranks import ranks_register, stalls_ingest
 from apps.jobs.readers import job_incidents
@@ -53,6 +54,8 @@ from apps.jobs.serializers import (
     JobWriteSerializer,
     MetricBatchSerializer,
     MetricPointsSerializer,
+    PhaseBatchSerializer,
+    PhaseSerializer,
     RankBatchSerializer,
     RankRegisteredSerializer,
     StallBatchSerializer,
@@ -62,6 +65,7 @@ from apps.jobs.services import (
     job_by_external_id,
     job_create,
     job_metrics_ingest,
+    job_phases_record,
     job_update,
 )
 
@@ -310,6 +314,38 @@ class JobCheckpointsView(generics.ListAPIView):
         if not answers_objects(request.user):
             return Response({"accepted": 1}, status=code)
         return Response(CheckpointSerializer(checkpoint).data, status=code)
+
+
+class JobPhasesView(generics.ListAPIView):
+    """`POST jobs/{id}/phases/` (agents, operators): time the run spent not training;
+    `GET` lists them, oldest first (docs/agent.md, Phases)."""
+
+    roles = {"GET": READERS, "POST": JOB_WRITERS}
+    agent_scoped = True
+    serializer_class = PhaseSerializer
+    parser_classes = [LenientJSONParser]
+
+    queryset = JobPhase.objects.none()
+
+    def get_queryset(self):  # noqa: ANN201
+        if getattr(self, "swagger_fake_view", False):
+            return JobPhase.objects.none()
+        job = get_object_or_404(Job, pk=self.kwargs["pk"])
+        return job.phases.select_related("node").order_by("start", "name")
+
+    @extend_schema(
+        description="Phases, all or nothing; each problem named `phases[i].field`. A phase "
+        "is identified by (job, name, start): sent again it updates `end`, `step` and `node`. "
+        "A node's token writes only for a job on its nodes, and names only its own nodes.",
+        request=PhaseBatchSerializer,
+        responses={202: AcceptedSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
+        phases = parse_phase_batch(request.data)
+        require_nodes(request.user, {p.node for p in phases if p.node is not None})
+        accepted = job_phases_record(job=job, phases=phases)
+        return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
 
 
 def _attempt_asked(request: Request) -> int | None:

@@ -296,3 +296,32 @@ class Rank(models.Model):
     def stalled(self) -> bool:
         """Its newest report is a stall (not a `resumed` one)."""
         return self.report_at is not None and self.resumed_at is None
+
+
+class JobPhase(models.Model):
+    """Time a run spent not training (docs/agent.md, Phases): `startup`, `checkpoint_restore`,
+    `eval`, `data_wait` or any other name, from `start` to `end`. A phase is identified by
+    (job, name, start): sent again, it updates `end` and `step`."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="phases")
+    name = models.CharField(max_length=64)
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    node = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    step = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["start"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "name", "start"], name="jobphase_job_name_start")
+        ]
+        indexes = [models.Index(fields=["start"], name="jobphase_start")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} {self.name} @ {self.start:%Y-%m-%d %H:%M}"
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds())

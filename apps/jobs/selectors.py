@@ -8,7 +8,17 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Avg, Count, Max, Min, QuerySet
+from django.db.models import (
+    Avg,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Max,
+    Min,
+    QuerySet,
+    Sum,
+)
 from django.db.models.functions import Floor
 
 from apps.common.dbfuncs import Epoch
@@ -230,6 +240,27 @@ class JobRanks:
     def world_size(self) -> int | None:
         """The largest world size the attempt's ranks registered with."""
         return max((r["world_size"] for r in self.rows), default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTotal:
+    """A job's phases of one name: how many and how long in all (seconds, GPU-hours)."""
+
+    name: str
+    count: int
+    seconds: float
+    gpu_hours: float
+
+
+def job_phase_totals(job: Job) -> list[PhaseTotal]:
+    """Time the run spent not training, by phase name, longest first (one query)."""
+    span = ExpressionWrapper(F("end") - F("start"), output_field=DurationField())
+    rows = job.phases.values("name").annotate(n=Count("id"), total=Sum(span)).order_by("name")
+    totals = []
+    for row in rows:
+        seconds = row["total"].total_seconds() if row["total"] is not None else 0.0
+        totals.append(PhaseTotal(row["name"], row["n"], seconds, seconds * job.gpu_count / 3600.0))
+    return sorted(totals, key=lambda t: (-t.seconds, t.name))
 
 
 def current_attempt(job: Job) -> int | None:

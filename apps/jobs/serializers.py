@@ -13,10 +13,11 @@ from apps.common.fields import NodeNameField
 from apps.common.limits import DURATION_S, FLOPS_PER_TOKEN, GPU_COUNT, N_PARAMS
 from apps.common.timeutil import not_future
 from apps.fleet.fields import ClusterNameField
+from apps.fleet.models import Node
 from apps.fleet.serializers import IncidentRefSerializer
 from apps.fleet.validators import nodes_of_cluster
 from apps.jobs.choices import JobCondition, JobStatus
-from apps.jobs.models import Checkpoint, Job
+from apps.jobs.models import Checkpoint, Job, JobPhase
 from apps.jobs.readers import OK, JobIncidents
 
 
@@ -137,6 +138,39 @@ class CheckpointSerializer(serializers.ModelSerializer):
             return not_future(value, timezone.now())
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from exc
+
+
+class PhaseSerializer(serializers.ModelSerializer):
+    """A phase of `GET jobs/{id}/phases/`: time the run spent not training."""
+
+    node: serializers.SlugRelatedField[Node] = serializers.SlugRelatedField(
+        slug_field="hostname", read_only=True, allow_null=True
+    )
+    duration_s = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = JobPhase
+        fields = ["name", "start", "end", "duration_s", "node", "step"]
+
+
+class PhaseItemSerializer(serializers.Serializer):
+    """One phase as posted (documentation only: parsed by jobs.phase_intake)."""
+
+    name = serializers.CharField(
+        max_length=64, help_text="a short slug: startup, checkpoint_restore, eval, data_wait …"
+    )
+    start = serializers.DateTimeField(help_text="not more than 5 minutes in the future")
+    end = serializers.DateTimeField(help_text="≥ start, at most 30 days after it")
+    node = serializers.CharField(
+        max_length=253, required=False, help_text="a node of the job's cluster"
+    )
+    step = serializers.IntegerField(min_value=0, required=False)
+
+
+class PhaseBatchSerializer(serializers.Serializer):
+    """`POST jobs/{id}/phases/` body: `{phases: [...]}`, 1 to 10,000 (documentation only)."""
+
+    phases = PhaseItemSerializer(many=True)
 
 
 class MetricPointsSerializer(serializers.Serializer):

@@ -26,9 +26,11 @@ from apps.jobs.models import (
     Job,
     JobMetric,
     JobMetricHour,
+    JobPhase,
     NodeStepMetric,
     RankStack,
 )
+from apps.jobs.phase_intake import PhaseItem
 from apps.jobs.readers import job_progressed
 
 JOB_FIELDS = (
@@ -105,6 +107,47 @@ def _check_external_id_free(job: Job) -> None:
         others = others.filter(submitted_at=job.submitted_at)
     if others.exclude(pk=job.pk).exists():
         raise ValidationError({"external_id": [f"is another job's in cluster {job.cluster.name}"]})
+
+
+@transaction.atomic
+def job_phases_record(*, job: Job, phases: Sequence[PhaseItem]) -> int:
+    """Store a validated batch of phases, all or nothing (docs/agent.md, Phases). A phase is
+    identified by (job, name, start): one sent again updates its `end`, `step` and `node`
+    (within a batch the last one wins). A node must be of the job's cluster: an unknown one
+    rejects the whole batch, naming `phases[i].node`. Returns the number of phases."""
+    hostnames = {p.node for p in phases if p.node is not None}
+    node_ids: dict[str, int] = {}
+    if hostnames:
+        named = nodes_named(cluster_id=job.cluster_id, hostnames=hostnames)
+        node_ids = {hostname: node.pk for hostname, node in named.nodes.items()}
+        unknown = [
+            f"phases[{i}].node"
+            for i, p in enumerate(phases)
+            if p.node is not None and p.node not in node_ids
+        ]
+        if unknown:
+            raise BatchError(
+                {key: [f"unknown node in cluster {job.cluster.name}"] for key in unknown[:100]}
+            )
+    rows = {
+        (p.name, p.start): JobPhase(
+            job_id=job.pk,
+            name=p.name,
+            start=p.start,
+            end=p.end,
+            node_id=node_ids.get(p.node) if p.node is not None else None,
+            step=p.step,
+        )
+        for p in phases
+    }
+    JobPhase.objects.bulk_create(
+        list(rows.values()),
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["job", "name", "start"],
+        update_fields=["end", "step", "node"],
+    )
+    return len(phases)
 
 
 @transaction.atomic

@@ -11,6 +11,7 @@ urlpatterns = [
     path(
         "jobs/<int:pk>/checkpoints/", api.JobCheckpointsView.as_view(), name="api-job-checkpoints"
     ),
+    path("jobs/<int:pk>/phases/", api.JobPhasesView.as_view(), name="api-job-phases"),
     path("jobs/<int:pk>/ranks/", api.JobRanksView.as_view(), name="api-job-ranks"),
     # The stalls intake is the jobs': stall reports are about jobs' ranks.
     path("ingest/stalls/", api.StallIngestView.as_view(), name="api-ingest-stalls"),

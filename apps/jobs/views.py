@@ -23,6 +23,7 @@ from apps.jobs.selectors import (
     job_detail,
     job_has_stalled_rank,
     job_list,
+    job_phase_totals,
     job_ranks,
     job_verdict,
 )
@@ -62,11 +63,15 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
 @role_required()
 def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     """A job: what stops it (a banner linking the incident), facts, progress chart (MFU,
-    throughput, loss), its incidents and their cost, checkpoints, nodes, scheduler attempts."""
+    throughput, loss), its incidents and their cost, checkpoints, time in the run not spent
+    training (phases), nodes, scheduler attempts."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
     health = job_incidents([job.pk])[job.pk]
     # While a rank reports a stall, the ranks (who the hang waits on) come first.
     ranks_first = job.status == JobStatus.RUNNING and job_has_stalled_rank(job)
+    # Time not spent training: its totals (one query), the latest 20 only when there are some.
+    phase_totals = job_phase_totals(job)
+    phases = list(job.phases.select_related("node").order_by("-start")[:20]) if phase_totals else []
     return render(
         request,
         "jobs/job_detail.html",
@@ -76,6 +81,8 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "mfu_now": job.mfu_now(stopped=health.stopped),
             "checkpoints": list(job.checkpoints.order_by("-saved_at")[:20]),
             "checkpoint_count": job.checkpoints.count(),
+            "phases": phases,
+            "phase_totals": phase_totals,
             "nodes": _nodes_page(job, request.GET.get("nodes")),
             "attempts": list(job.attempts.order_by("-key")[:20]),
             "attempt_count": job.attempts.count(),

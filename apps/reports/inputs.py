@@ -21,6 +21,7 @@ from apps.jobs.models import (
     Checkpoint,
     Job,
     JobMetricHour,
+    JobPhase,
     known_blocking,
     known_blocking_sql,
 )
@@ -97,6 +98,19 @@ def mean_tokens_per_s(job_ids: list[int], start: dt.datetime, end: dt.datetime) 
         .values_list("job_id", "w", "x")
     )
     return {job_id: x / w for job_id, w, x in rows if w}
+
+
+def phase_spans(
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime
+) -> list[tuple[str, dt.datetime, dt.datetime, int]]:
+    """(name, start, end, the job's GPUs) of every phase of the cluster's jobs that overlaps
+    [start, end), unclipped (docs/formulas.md, Time in the run not spent training). One
+    query."""
+    return list(
+        JobPhase.objects.filter(job__cluster=cluster, start__lt=end, end__gt=start)
+        .order_by()
+        .values_list("name", "start", "end", "job__gpu_count")
+    )
 
 
 def job_runs(

@@ -211,6 +211,11 @@ class WeeklySerializer(serializers.Serializer):
     lost_gpu_hours = LostHoursSerializer()
     mean_mfu = _maybe()
     jobs = WeeklyJobSerializer(many=True)
+    phase_gpu_hours = serializers.DictField(
+        child=_number(),
+        help_text="{name: GPU-hours} of the phases inside the week (time in the run not "
+        "spent training); not part of effective_rate",
+    )
     interruptions = serializers.IntegerField()
     planned_interruptions = serializers.IntegerField()
     mtbf_hours = _maybe(help_text="cluster MTBF over the week")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from apps.common.weeks import WEEK, week_label, week_start
@@ -11,7 +12,7 @@ from apps.fleet.models import Cluster
 from apps.incidents.choices import category_label
 from apps.reports.availability import availability
 from apps.reports.effective import weekly
-from apps.reports.inputs import incident_facts, job_runs, node_histories
+from apps.reports.inputs import incident_facts, job_runs, node_histories, phase_spans
 from apps.reports.models import Snapshot
 from apps.reports.selectors import reliability_report, targets_for, weekly_reliability
 from apps.reports.targets import MFU_REFERENCE
@@ -26,6 +27,8 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
     avail = availability(
         node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
     )
+    cut = min(end, now)
+    phases = phase_gpu_hours(phase_spans(cluster=cluster, start=start, end=cut), start, cut)
     lost_by_incident = report.pop("by_incident")
     facts = incident_facts(list(lost_by_incident), now=now)
     # Each incident's own cost (to now if it is not yet recovered: the figure every page
@@ -50,6 +53,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         "end": min(end, now),
         "complete": end <= now,  # false: a week still in progress, its figures so far
         **report,
+        "phase_gpu_hours": phases,
         "interruptions": rel["interruptions"],
         "planned_interruptions": rel["planned_interruptions"],
         "mtbf_hours": rel["mtbf_hours"],
@@ -72,6 +76,22 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         ),
         "incidents": incidents,
     }
+
+
+def phase_gpu_hours(
+    spans: Iterable[tuple[str, dt.datetime, dt.datetime, int]],
+    start: dt.datetime,
+    end: dt.datetime,
+) -> dict[str, float]:
+    """GPU-hours by phase name: each phase cut to [start, end), times its job's GPUs
+    (docs/formulas.md, Time in the run not spent training); not part of the effective rate.
+    Largest first; names with nothing inside the window are left out."""
+    totals: dict[str, float] = defaultdict(float)
+    for name, began, ended, gpus in spans:
+        seconds = (min(ended, end) - max(began, start)).total_seconds()
+        if seconds > 0:
+            totals[name] += seconds * gpus / 3600.0
+    return dict(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def effective_by_week(

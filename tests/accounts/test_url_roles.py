@@ -50,6 +50,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-job-checkpoints": {"GET": READ, "POST": AGENT},
     "api-job-preflight": {"POST": LAUNCH},
     "api-job-ranks": {"GET": READ, "POST": LAUNCH},  # a launcher may register its ranks
+    "api-job-phases": {"GET": READ, "POST": LAUNCH},  # operators may back-fill phases
     "api-node-admission": {"GET": READ | AGENT},  # kuae-agent prolog: about its own node
     "api-incident-list": {"GET": READ, "POST": ENG},
     "api-incident-detail": {"GET": READ, "PATCH": OPS},

@@ -7,7 +7,7 @@ import pytest
 
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.fleet.services import agent_scope_set
-from apps.jobs.models import Checkpoint, JobMetric, NodeStepMetric
+from apps.jobs.models import Checkpoint, JobMetric, JobPhase, NodeStepMetric
 from kuae_agent.report import Reporter
 
 torch = pytest.importorskip("torch")
@@ -144,3 +144,88 @@ def test_a_given_reporter_is_used_and_left_open(training_env, job, tmp_path):
     assert rep.flush(10.0)
     rep.close()
     assert lightning is not None and JobMetric.objects.filter(job=job).count() == 1
+
+
+def phases(job) -> list[tuple[str, int | None]]:  # noqa: ANN001
+    """The job's phases other than `startup`, as (name, step), oldest first."""
+    rows = JobPhase.objects.filter(job=job).exclude(name="startup").order_by("start")
+    return [(p.name, p.step) for p in rows]
+
+
+def test_hugging_face_marks_its_evaluations(training_env, job, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from kuae_agent.hf import KuaeCallback
+
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=STEPS,
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=8,
+        eval_strategy="steps",
+        eval_steps=3,
+        logging_steps=2,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    trainer = transformers.Trainer(
+        model=TinyLM(),
+        args=args,
+        train_dataset=Tokens(),
+        eval_dataset=Tokens(),
+        callbacks=[KuaeCallback()],
+    )
+    trainer.train()
+    assert phases(job) == [("eval", 3), ("eval", 6)]
+    assert all(p.duration_s > 0 for p in JobPhase.objects.filter(job=job, name="eval"))
+    startup = JobPhase.objects.get(job=job, name="startup")  # the Reporter's, with no call
+    assert startup.end <= JobMetric.objects.filter(job=job).order_by("ts").first().ts
+
+
+def test_lightning_marks_validation_and_a_restore(training_env, job, tmp_path):
+    lightning = pytest.importorskip("lightning.pytorch")
+    from kuae_agent.lightning import KuaeCallback
+
+    class Module(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = TinyLM()
+
+        def training_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
+            return self.model(**batch)["loss"]
+
+        def validation_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
+            return self.model(**batch)["loss"]
+
+        def configure_optimizers(self):  # noqa: ANN201
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def fit(max_steps: int, ckpt_path: str | None = None) -> None:
+        trainer = lightning.Trainer(
+            max_steps=max_steps,
+            accelerator="cpu",
+            devices=1,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[KuaeCallback()],
+            default_root_dir=tmp_path,
+            val_check_interval=3,
+            limit_val_batches=2,
+            num_sanity_val_steps=1,  # the sanity check is no evaluation of the run
+            enable_checkpointing=False,
+        )
+        loader = torch.utils.data.DataLoader(Tokens(), batch_size=4)
+        trainer.fit(Module(), loader, loader, ckpt_path=ckpt_path)
+        if ckpt_path is None:
+            trainer.save_checkpoint(tmp_path / "at3.ckpt")
+
+    fit(3)
+    assert phases(job) == [("eval", 3)]
+    fit(STEPS, ckpt_path=str(tmp_path / "at3.ckpt"))  # resumed: a restore, then eval at 6
+    assert phases(job) == [("eval", 3), ("checkpoint_restore", 3), ("eval", 6)]
+    restore = JobPhase.objects.get(job=job, name="checkpoint_restore")
+    first_step_after = JobMetric.objects.filter(job=job, step=4).get()
+    assert restore.duration_s > 0 and restore.end <= first_step_after.ts

@@ -5,6 +5,7 @@ interpreter exit."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import os
@@ -18,7 +19,7 @@ import pytest
 
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.fleet.services import agent_scope_set
-from apps.jobs.models import Checkpoint, JobMetric, NodeStepMetric
+from apps.jobs.models import Checkpoint, JobMetric, JobPhase, NodeStepMetric
 from apps.jobs.services import job_create
 from kuae_agent.report import Reporter
 from tests.agent.proxy import FaultyProxy
@@ -85,7 +86,8 @@ def test_every_sample_arrives_exactly_once_through_an_outage(live_server, job, t
     ]
     stats = rep.stats()
     assert stats.dropped == 0 and stats.rejected == 0 and stats.pending == 0
-    assert stats.sent == 2 * n + 1 and stats.retries >= 4
+    assert stats.sent == 2 * n + 1 + 1 and stats.retries >= 4  # + the `startup` phase
+    assert JobPhase.objects.filter(job=job, name="startup").count() == 1
     assert all(proxy.seen[m] for m in ("503", "lost", "hang", "refuse", "up")), proxy.seen
     assert proxy.forwarded_samples > 2 * n  # a lost answer's batch was sent again: stored once
     assert slowest < 0.01  # the training thread never waited on the network
@@ -186,8 +188,9 @@ def test_a_4xx_drops_the_batch_with_one_logged_line(live_server, job, token, cap
         assert rep.flush(10.0)
     rep.close()
     refused = [r for r in caplog.records if "refused" in r.getMessage()]
-    assert len(refused) == 1 and "HTTP 403" in refused[0].getMessage()
-    assert rep.stats().rejected == 2 and rep.stats().retries == 0
+    # One line for the samples' batch, one for the `startup` phase's (it names the node too).
+    assert len(refused) == 2 and all("HTTP 403" in r.getMessage() for r in refused)
+    assert rep.stats().rejected == 2 + 1 and rep.stats().retries == 0
     assert steps_stored(job) == []
 
 
@@ -232,6 +235,7 @@ def test_server_down_spills_to_disk_bounded_then_delivers(live_server, job, toke
         job_id=job.pk,
         node="gpu000",
         per_node=False,
+        startup=False,  # samples only: what is dropped and kept is counted in samples
         env={},
         spool_dir=spool,
         memory_bytes=2_000,
@@ -307,3 +311,69 @@ def test_close_runs_at_interpreter_exit(live_server, job, token, tmp_path):
     assert NodeStepMetric.objects.filter(job=job).count() == 20
     assert Checkpoint.objects.filter(job=job, step=19).exists()
     assert not any(Path(tmp_path).rglob("*.json"))
+
+
+def _proc_start() -> dt.datetime:
+    """This process's start, read here from /proc (field 22 of /proc/self/stat)."""
+    ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    boot = next(
+        int(line.split()[1])
+        for line in Path("/proc/stat").read_text().splitlines()
+        if line.startswith("btime ")
+    )
+    return dt.datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"), tz=dt.UTC)
+
+
+def test_phases_startup_restore_and_eval_are_posted(live_server, job, token, tmp_path):
+    """`startup` with no call (process start to the first step), `restored()` and
+    `phase()` / `phase_start()`…`phase_end()` arrive through the sender; ranks other than 0
+    send none (docs/agent.md, Phases)."""
+    other = Reporter(
+        server=live_server.url, token=token, job_id=job.pk, node="gpu000", rank=3,
+        local_rank=0, watchdog=False, spool_dir=tmp_path / "r3", **FAST,
+    )  # fmt: skip
+    rep = Reporter(
+        server=live_server.url,
+        token=token,
+        job_id=job.pk,
+        node="gpu000",
+        rank=0,
+        local_rank=0,
+        spool_dir=tmp_path / "r0",
+        **FAST,
+    )  # fmt: skip  (its watchdog registers rank 0: the token may then send job-wide samples)
+    for r in (rep, other):
+        r.restored(0, load_s=1.0)  # a restore before the first step is no startup's end
+    before = dt.datetime.now(dt.UTC)
+    for r in (rep, other):
+        r.step(1, step_time_s=0.1, tokens_per_s=10.0)
+    after = dt.datetime.now(dt.UTC)
+    rep.step(2, step_time_s=0.1, tokens_per_s=10.0)  # a second step ends nothing
+    t0 = time.time()
+    rep.restored(1200, load_s=2.5)
+    t1 = time.time()
+    with rep.phase("eval"):
+        time.sleep(0.05)
+    with pytest.raises(KeyError), rep.phase("data_wait"):
+        raise KeyError("the block's own error goes on")
+    rep.phase_start("eval_long")
+    rep.phase_end("eval_long", step=1300)
+    rep.phase_end("never_begun")  # ignored
+    rep.restored("junk", load_s="junk")  # never raises
+    for r in (other, rep):
+        assert r.flush(10.0)
+        r.close()
+    rows = {p.name: p for p in JobPhase.objects.filter(job=job)}
+    assert set(rows) == {"startup", "checkpoint_restore", "eval", "data_wait", "eval_long"}
+    # Two restores: at step 0 (before training) and at step 1200; rank 3's none.
+    restores = JobPhase.objects.filter(job=job, name="checkpoint_restore").order_by("step")
+    assert [r.step for r in restores] == [0, 1200]
+    startup = rows["startup"]
+    assert abs((startup.start - _proc_start()).total_seconds()) < 0.02
+    assert before <= startup.end <= after and startup.node.hostname == "gpu000"
+    last = restores[1]
+    assert last.end - last.start == dt.timedelta(seconds=2.5)
+    assert t0 - 0.001 <= last.end.timestamp() <= t1 + 0.001
+    assert rows["eval"].duration_s >= 0.05 and rows["eval"].step is None
+    assert rows["eval_long"].step == 1300
+    assert rep.stats().rejected == 0 and other.stats().sent == 1  # its step's node sample

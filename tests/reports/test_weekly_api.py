@@ -4,8 +4,11 @@ the real services: the same figures as the pure tests, to the fourth digit and b
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.fleet.services import NodeSpec, node_set_state, nodes_register
 from apps.incidents.services import incident_open
@@ -213,3 +216,60 @@ def test_weekly_roles(api, cluster):
     assert api(None).get("/api/v1/reports/weekly/").status_code == 401
     assert api("ada").get("/api/v1/reports/weekly/").status_code == 403
     assert api("otto").get("/api/v1/reports/weekly/").status_code == 200
+
+
+def _phases(api, job, *spans) -> None:  # noqa: ANN001
+    """Post `spans` (name, start, end) for `job`, after the fact, as an operator."""
+    body = {
+        "phases": [{"name": n, "start": s.isoformat(), "end": e.isoformat()} for n, s, e in spans]
+    }
+    answer = api("otto").post(f"/api/v1/jobs/{job.pk}/phases/", body, format="json")
+    assert answer.status_code == 202, answer.content
+
+
+def test_weekly_phase_gpu_hours_of_a_hand_built_week(api, week, client, users):
+    a, b, c, d = week["a"], week["b"], week["c"], week["d"]
+    _phases(api, a, ("startup", t(18), t(18, 0, 10)))  # 10 min × 8 GPUs
+    _phases(
+        api,
+        b,
+        ("eval", t(15, 23), t(16, 1)),  # straddles the week's start: 1 h inside, × 16
+        ("eval", t(17, 5), t(17, 5, 6)),  # 6 min × 16
+    )
+    _phases(api, c, ("checkpoint_restore", t(22, 23, 30), t(23, 0, 30)))  # 30 min inside, × 4
+    _phases(api, d, ("eval", t(19, 12), t(19, 12, 45)), ("data_wait", t(9), t(9, 1)))  # last: W46
+    expected = {
+        "startup": 8 * 10 / 60,
+        "eval": 16 * 1 + 16 * 6 / 60 + 8 * 45 / 60,
+        "checkpoint_restore": 4 * 30 / 60,
+    }
+    body = api("mia").get("/api/v1/reports/weekly/?cluster=c1&week=2026-W47").json()
+    assert body["phase_gpu_hours"] == pytest.approx(expected, abs=1e-9)
+    largest_first = ["eval", "checkpoint_restore", "startup"]
+    assert list(body["phase_gpu_hours"]) == largest_first
+    # Not part of the effective rate: the same figure as without any phase.
+    assert body["effective_rate"] == pytest.approx(1 - (84 + 2 / 15) / 4704, abs=1e-9)
+    before = api("mia").get("/api/v1/reports/weekly/?cluster=c1&week=2026-W46").json()
+    assert before["phase_gpu_hours"] == pytest.approx({"data_wait": 8.0, "eval": 16 * 1.0})
+
+    client.force_login(users["mia"])
+    html = client.get("/reports/weekly/?cluster=c1&week=2026-W47").content.decode()
+    assert "Time in the run not spent training" in html
+    shown = re.findall(
+        r'<tr><th scope="row" class="mono">(\w+)</th><td class="r">([\d.,]+) GPU·h', html
+    )
+    assert shown == [("eval", "23.6"), ("checkpoint_restore", "2.0"), ("startup", "1.3")]
+
+
+def test_the_weekly_page_reads_phases_in_the_same_queries(api, week, client, users):
+    client.force_login(users["mia"])
+    url = "/reports/weekly/?cluster=c1&week=2026-W47"
+    client.get(url)  # warm the cached reads (pipeline banner)
+    with CaptureQueriesContext(connection) as few:
+        client.get(url)
+    for job in week.values():
+        _phases(api, job, *[("eval", t(17, h), t(17, h, 5)) for h in range(12)])
+    with CaptureQueriesContext(connection) as many:
+        html = client.get(url).content.decode()
+    assert "No phases reported this week" not in html
+    assert len(many.captured_queries) == len(few.captured_queries)

@@ -344,6 +344,8 @@ class JobPhasesView(generics.ListAPIView):
         job = job_for_write(request.user, pk, Job.objects.select_related("cluster"))
         phases = parse_phase_batch(request.data)
         require_nodes(request.user, {p.node for p in phases if p.node is not None})
+        if any(p.node is None for p in phases):  # as job-wide samples
+            require_whole_job(request.user, job, "job-wide phases", before_ranks=True)
         accepted = job_phases_record(job=job, phases=phases)
         return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)
 

@@ -244,3 +244,17 @@ def test_a_rank_and_a_sample_name_their_node_in_any_case(api, job):
     sample = {"ts": iso(timezone.now()), "step": 1, "step_time_s": 1.0, "node": "GPU000"}
     posted = agent.post(f"/api/v1/jobs/{job.pk}/metrics/", {"samples": [sample]}, "json")
     assert posted.status_code == 202, posted.content
+
+
+def test_job_wide_phases_take_the_node_of_rank_0_as_samples_do(hung):
+    url = f"/api/v1/jobs/{hung.pk}/phases/"
+    start = timezone.now() - dt.timedelta(minutes=3)
+    phase = {"name": "eval", "start": iso(start), "end": iso(start + dt.timedelta(minutes=1))}
+    refused = token("agent-gpu001", "gpu001").post(url, {"phases": [phase]}, "json")
+    assert refused.status_code == 403 and "job-wide phases" in refused.json()["detail"]
+    own = token("agent-gpu001b", "gpu001").post(
+        url, {"phases": [{**phase, "node": "gpu001"}]}, "json"
+    )
+    assert own.status_code == 202, own.content
+    ok = token("agent-gpu000", "gpu000").post(url, {"phases": [phase]}, "json")
+    assert ok.status_code == 202, ok.content

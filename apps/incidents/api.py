@@ -110,7 +110,11 @@ class IncidentDetailView(APIView):
             # given, and its timeline line names the fields that differ from it
             fresh = Incident.objects.select_related("cluster").get(pk=pk)
             return incident_update(
-                incident=fresh, changes=values, nodes=nodes, actor=request.user.get_username()
+                incident=fresh,
+                changes=values,
+                nodes=nodes,
+                actor=request.user.get_username(),
+                by_person=True,
             )
 
         incident = atomic_with_retry(write)()

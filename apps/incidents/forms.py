@@ -32,7 +32,11 @@ class IncidentEditForm(forms.Form):
         required=False, help_text="UTC; blank: when it occurred, else now"
     )
     localized_at = forms.DateTimeField(required=False, label="Localised at", help_text="UTC")
+    mitigated_at = forms.DateTimeField(required=False, help_text="UTC")
+    restarted_at = forms.DateTimeField(required=False, help_text="UTC")
+    restored_at = forms.DateTimeField(required=False, help_text="UTC")
     recovered_at = forms.DateTimeField(required=False, help_text="UTC")
+    caught_up_at = forms.DateTimeField(required=False, label="Caught up at", help_text="UTC")
     resolved_at = forms.DateTimeField(required=False, help_text="UTC")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 

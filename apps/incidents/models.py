@@ -36,6 +36,12 @@ class Incident(models.Model):
     detected_at = models.DateTimeField()
     localized_at = models.DateTimeField("localised at", null=True, blank=True)
     recovered_at = models.DateTimeField(null=True, blank=True)
+    # The road back (docs/incidents.md, The road back): filled from what KUAE sees unless a
+    # person set them; `details.times_by_person` names the times a person set.
+    mitigated_at = models.DateTimeField(null=True, blank=True)
+    restarted_at = models.DateTimeField(null=True, blank=True)
+    restored_at = models.DateTimeField(null=True, blank=True)
+    caught_up_at = models.DateTimeField("caught up at", null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     job = models.ForeignKey(
         Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="incidents"

@@ -51,7 +51,11 @@ class IncidentSerializer(serializers.ModelSerializer):
             "occurred_at",
             "detected_at",
             "localized_at",
+            "mitigated_at",
+            "restarted_at",
+            "restored_at",
             "recovered_at",
+            "caught_up_at",
             "resolved_at",
             "job",
             "nodes",
@@ -102,6 +106,22 @@ class IncidentWriteSerializer(serializers.Serializer):
     localized_at = serializers.DateTimeField(required=False, allow_null=True)
     recovered_at = serializers.DateTimeField(required=False, allow_null=True)
     resolved_at = serializers.DateTimeField(required=False, allow_null=True)
+    mitigated_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="the first node state change or actuation it caused (docs/incidents.md)",
+    )
+    restarted_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="the job's next attempt started"
+    )
+    restored_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="the new attempt's checkpoint restore ended"
+    )
+    caught_up_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="the job's progress first passed the step it had reached at the failure",
+    )
     job = serializers.PrimaryKeyRelatedField(
         queryset=Job.objects.all(), required=False, allow_null=True
     )

@@ -19,8 +19,26 @@ from apps.incidents.services_notify import deliveries_queue
 from apps.jobs.models import Job
 
 # occurred ≤ detected ≤ localized ≤ recovered ≤ resolved, each only when both are set.
-TIMES = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
+CHAIN = ("occurred_at", "detected_at", "localized_at", "recovered_at", "resolved_at")
+# The road back from an interruption (docs/incidents.md, The road back): each at or after the
+# failure, and restarted ≤ restored ≤ caught up.
+ROAD = ("mitigated_at", "restarted_at", "restored_at", "caught_up_at")
+# Every time an incident carries, in the order its page shows them.
+TIMES = (
+    "occurred_at",
+    "detected_at",
+    "localized_at",
+    *ROAD[:3],
+    "recovered_at",
+    ROAD[3],
+    "resolved_at",
+)
 
+
+# `details` key: the road-back times (and `recovered_at`) a person set, which KUAE's own
+# filling never overwrites (apps/incidents/recovery.py).
+BY_PERSON = "times_by_person"
+FILLED = frozenset({*ROAD, "recovered_at"})
 
 PAGE_SEVERITIES = frozenset({Severity.SEV1, Severity.SEV2})
 PAGE_WITHIN = dt.timedelta(hours=24)
@@ -38,11 +56,19 @@ def _worth_paging(incident: Incident) -> bool:
 def validate_times(times: dict[str, dt.datetime | None]) -> None:
     """Raise a ValidationError naming the field that comes before an earlier one."""
     errors: dict[str, list[str]] = {}
-    for i, later in enumerate(TIMES):
-        for earlier in TIMES[:i]:
-            a, b = times.get(earlier), times.get(later)
-            if a is not None and b is not None and b < a:
-                errors.setdefault(later, []).append(f"is before {earlier}")
+    for chain in (CHAIN, ROAD[1:]):
+        for i, later in enumerate(chain):
+            for earlier in chain[:i]:
+                a, b = times.get(earlier), times.get(later)
+                if a is not None and b is not None and b < a:
+                    errors.setdefault(later, []).append(f"is before {earlier}")
+    failed = times.get("occurred_at") or times.get("detected_at")
+    for field in ROAD:
+        at = times.get(field)
+        if at is not None and failed is not None and at < failed:
+            errors.setdefault(field, []).append(
+                "is before the failure (occurred_at, else detected_at)"
+            )
     if errors:
         raise ValidationError(errors)
 
@@ -59,6 +85,10 @@ def incident_open(
     localized_at: dt.datetime | None = None,
     recovered_at: dt.datetime | None = None,
     resolved_at: dt.datetime | None = None,
+    mitigated_at: dt.datetime | None = None,
+    restarted_at: dt.datetime | None = None,
+    restored_at: dt.datetime | None = None,
+    caught_up_at: dt.datetime | None = None,
     status: str = IncidentStatus.OPEN,
     job: Job | None = None,
     nodes: Sequence[Node] = (),
@@ -84,8 +114,23 @@ def incident_open(
             "localized_at": localized_at,
             "recovered_at": recovered_at,
             "resolved_at": resolved_at,
+            "mitigated_at": mitigated_at,
+            "restarted_at": restarted_at,
+            "restored_at": restored_at,
+            "caught_up_at": caught_up_at,
         }
     )
+    road = {
+        "mitigated_at": mitigated_at,
+        "restarted_at": restarted_at,
+        "restored_at": restored_at,
+        "caught_up_at": caught_up_at,
+    }
+    details = dict(details or {})
+    if source == Source.MANUAL:  # a person filed it: the times they gave are theirs
+        given = [f for f, at in (*road.items(), ("recovered_at", recovered_at)) if at]
+        if given:
+            details[BY_PERSON] = given
     incident = Incident.objects.create(
         cluster=cluster,
         title=title,
@@ -97,6 +142,7 @@ def incident_open(
         localized_at=localized_at,
         recovered_at=recovered_at,
         resolved_at=resolved_at,
+        **road,
         job=job,
         interrupts_job=interrupts_job,
         planned=planned,
@@ -104,7 +150,7 @@ def incident_open(
         assignee=assignee,
         source=source,
         fingerprint=fingerprint,
-        details=details or {},
+        details=details,
     )
     if nodes:
         rows_key_share(Node, [n.pk for n in nodes])  # nodes by pk (docs/architecture.md, Locks)
@@ -157,9 +203,11 @@ def incident_update(
     changes: dict[str, object],
     actor: str,
     nodes: Sequence[Node] | None = None,
+    by_person: bool = False,
 ) -> Incident:
     """Apply changes, check the order of the times, and write one timeline line naming every
-    field that changed (old → new) and who changed it."""
+    field that changed (old → new) and who changed it. `by_person`: a person made them, so
+    the road-back times among them are theirs from now on (`details.times_by_person`)."""
     now = timezone.now()
     before = {f: getattr(incident, f) for f in EDITABLE}
     for field, value in changes.items():
@@ -185,6 +233,11 @@ def incident_update(
             rows_key_share(Node, [n.pk for n in nodes])  # docs/architecture.md, Locks
             incident.nodes.set(nodes)
             said.append(f"nodes: {', '.join(old) or '—'} → {', '.join(new) or '—'}")
+    if by_person:
+        mine = {f for f in FILLED if f in changes and getattr(incident, f) != before[f]}
+        if mine:
+            kept = set(incident.details.get(BY_PERSON) or [])
+            incident.details = {**incident.details, BY_PERSON: sorted(kept | mine)}
     if said:
         incident.save()
         incident_refresh_impact(incident=incident)

@@ -163,7 +163,9 @@ def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
 def _update(*, pk: int, changes: dict[str, object], actor: str) -> Incident:
     """incident_update on the row as stored now: a retry (atomic_with_retry) starts afresh,
     since incident_update changes the object it is given."""
-    return incident_update(incident=Incident.objects.get(pk=pk), changes=changes, actor=actor)
+    return incident_update(
+        incident=Incident.objects.get(pk=pk), changes=changes, actor=actor, by_person=True
+    )
 
 
 def assignable_people() -> list[User]:

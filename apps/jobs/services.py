@@ -147,6 +147,7 @@ def job_phases_record(*, job: Job, phases: Sequence[PhaseItem]) -> int:
         unique_fields=["job", "name", "start"],
         update_fields=["end", "step", "node"],
     )
+    job_progressed(job.pk)  # a restart or a restore: the road back (docs/incidents.md)
     return len(phases)
 
 

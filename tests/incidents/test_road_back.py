@@ -116,6 +116,8 @@ def test_the_road_back_is_read_from_drain_ranks_phases_and_steps(cluster, nodes,
     assert incident.caught_up_at == first + 20 * 10 * S  # step 101, the first past 100
     assert incident.recovered_at == restored  # unchanged by later steps
     assert incident.details.get("kept_running") is None  # it restarted: not "kept running"
+    job.refresh_from_db()  # while it redid 81…100 it stepped: its progress time moved on
+    assert job.progress_step == 103 and job.progress_at == first + 22 * 10 * S
     said = [t.text for t in incident.timeline.filter(actor="kuae")]
     assert any("restarted_at" in t for t in said) and any("caught_up_at" in t for t in said)
     # The downtime ends at the restore: 9 minutes to restart and 95 s of start-up and restore.
@@ -133,6 +135,11 @@ def test_without_a_restore_training_resumed_at_the_new_attempts_first_step(clust
     assert incident.restarted_at == back and incident.recovered_at == back
     assert incident.restored_at is None and incident.caught_up_at is None
     assert incident.mitigated_at is None  # its node was never taken out
+    job.refresh_from_db()  # the replay below step 500 is progress for job_hang, not a hang
+    assert job.progress_step == 500 and job.progress_at == back + 9 * 10 * S
+    steps(job, back, range(451, 461))  # the same batch again: no step is progress twice
+    job.refresh_from_db()
+    assert job.progress_at == back + 9 * 10 * S
 
 
 def test_a_slurm_attempt_that_started_after_the_failure_is_the_restart(cluster, nodes, job):

@@ -3,23 +3,39 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from apps.common.templatetags.kuae import seconds
 from apps.fleet.models import Node
 from apps.incidents.models import ActionItem, Incident, UnroutedAlert
 from apps.jobs.models import Job
 
+# Every time an incident carries, in the order of its page's Times table (field, label).
 MARKS = (
     ("occurred_at", "occurred"),
     ("detected_at", "detected"),
     ("localized_at", "localised"),
+    ("mitigated_at", "mitigated"),
+    ("restarted_at", "restarted"),
+    ("restored_at", "restored"),
     ("recovered_at", "recovered"),
+    ("caught_up_at", "caught up"),
     ("resolved_at", "resolved"),
+)
+# The road back (docs/incidents.md, The road back): the marks always drawn, in this order;
+# `recovered` (after `restored`) and `resolved` (last) are drawn where set. `failed` is f(i).
+ROAD_MARKS = (
+    ("failed", "failed"),
+    ("detected_at", "detected"),
+    ("localized_at", "localised"),
+    ("mitigated_at", "mitigated"),
+    ("restarted_at", "restarted"),
+    ("restored_at", "restored"),
+    ("caught_up_at", "caught up"),
 )
 
 
@@ -34,27 +50,115 @@ def incident_list() -> QuerySet[Incident]:
 
 @dataclass(frozen=True)
 class Mark:
-    """One of an incident's times, placed on its timeline bar (0–100%)."""
+    """One of an incident's times that is set, with how long after the failure it came."""
 
     label: str
     at: dt.datetime
-    pct: float
     since_failure_s: float
 
 
 def time_marks(incident: Incident) -> list[Mark]:
-    """The incident's times as marks along one bar from the failure to the last time set, on
-    a logarithmic scale: seconds to detection and hours to resolution both stay readable."""
-    times = [
-        (label, getattr(incident, field)) for field, label in MARKS if getattr(incident, field)
-    ]
+    """The incident's times that are set, in the order of MARKS (its page's Times table)."""
     start = incident.failed_at
-    span = max(max((t - start).total_seconds() for _, t in times), 1.0)
-    out = []
-    for label, t in times:
-        since = max(0.0, (t - start).total_seconds())
-        out.append(Mark(label, t, 100 * math.log1p(since) / math.log1p(span), since))
+    return [
+        Mark(label, at, max(0.0, (at - start).total_seconds()))
+        for field, label in MARKS
+        if (at := getattr(incident, field)) is not None
+    ]
+
+
+def time_rows(incident: Incident) -> list[tuple[str, dt.datetime | None, float | None]]:
+    """Every time of MARKS as (label, time or None, seconds after the failure or None): the
+    Times table lists the missing ones too."""
+    start = incident.failed_at
+    rows: list[tuple[str, dt.datetime | None, float | None]] = []
+    for field, label in MARKS:
+        at = getattr(incident, field)
+        rows.append((label, at, None if at is None else (at - start).total_seconds()))
+    return rows
+
+
+@dataclass(frozen=True)
+class RoadMark:
+    """One mark of the road back (docs/incidents.md, The road back) and the segment leading to
+    it from the nearest earlier mark that has a time (`gap_from`)."""
+
+    label: str
+    at: dt.datetime | None
+    state: str  # "set", "not yet" (nothing later is known) or "not recorded"
+    note: str = ""  # e.g. "= detected" for a failure whose start is not known
+    gap_s: float | None = None  # seconds from `gap_from`'s time; never negative
+    gap_from: str = ""
+    before: bool = False  # this time is earlier than `gap_from`'s: recorded out of order
+
+    @property
+    def gap_text(self) -> str:
+        """'+3 min', '+3 min after detected' when the mark before it has no time, '2 min
+        before mitigated' for a time recorded out of order; '' without a time."""
+        if self.gap_s is None:
+            return ""
+        span = seconds(self.gap_s)
+        if self.before:
+            return f"{span} before {self.gap_from}"
+        return f"+{span}" + (f" after {self.gap_from}" if self.gap_from else "")
+
+    @property
+    def spoken(self) -> str:
+        """The mark as the road's text alternative says it."""
+        if self.at is None:
+            return f"{self.label} {self.state}"
+        at = self.at.astimezone(dt.UTC).strftime("%m-%d %H:%M UTC")
+        gap = f" ({self.gap_text})" if self.gap_text else ""
+        return f"{self.label} {at}{gap}"
+
+
+def road_back(incident: Incident) -> list[RoadMark]:
+    """The road back of an incident as one line (docs/incidents.md, The road back): failed
+    (f(i)), detected, localised, mitigated, restarted, restored, caught up — with
+    `recovered` after `restored` and `resolved` at the end where they are set — in that
+    order whatever the times say. A missing time is shown as missing, never invented; each
+    set time is measured from the nearest earlier mark that has one, and a time earlier than
+    that mark's (a requeue before the drain) says "before" rather than a negative gap."""
+    fields = list(ROAD_MARKS)
+    if incident.recovered_at is not None:  # training resumed: after restored
+        fields.insert(fields.index(("restored_at", "restored")) + 1, ("recovered_at", "recovered"))
+    if incident.resolved_at is not None:
+        fields.append(("resolved_at", "resolved"))
+    times = [
+        incident.failed_at if field == "failed" else getattr(incident, field) for field, _ in fields
+    ]
+    settled = incident.resolved_at is not None
+    out: list[RoadMark] = []
+    prev: tuple[str, dt.datetime] | None = None
+    for k, ((field, label), at) in enumerate(zip(fields, times, strict=True)):
+        if at is None:
+            later = settled or any(t is not None for t in times[k + 1 :])
+            out.append(RoadMark(label, None, "not recorded" if later else "not yet"))
+            continue
+        note = "= detected" if field == "failed" and incident.occurred_at is None else ""
+        if prev is None:
+            out.append(RoadMark(label, at, "set", note))
+        else:
+            gap = (at - prev[1]).total_seconds()
+            adjacent = out[-1].at is not None
+            out.append(
+                RoadMark(
+                    label,
+                    at,
+                    "set",
+                    note,
+                    gap_s=abs(gap),
+                    gap_from=prev[0] if gap < 0 or not adjacent else "",
+                    before=gap < 0,
+                )
+            )
+        prev = (label, at)
     return out
+
+
+def road_summary(marks: list[RoadMark]) -> str:
+    """The road's text alternative: every mark it shows, in order, with its time or why not."""
+    return "The road back: " + "; ".join(m.spoken for m in marks) + "."
 
 
 def action_items(*, state: str = "open", owner: str = "") -> QuerySet[ActionItem]:

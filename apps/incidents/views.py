@@ -24,7 +24,9 @@ from apps.incidents.models import Incident, Postmortem, TimelineEntry, UnroutedA
 from apps.incidents.selectors import (
     incident_list,
     overdue_count,
-    time_marks,
+    road_back,
+    road_summary,
+    time_rows,
     unrouted_alerts,
     unrouted_firing_count,
 )
@@ -102,7 +104,7 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
 
 @role_required()
 def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """An incident: its times on a bar, cost, nodes, job, timeline, postmortem."""
+    """An incident: the road back as one line, its times, cost, nodes, job, timeline, postmortem."""
     incident = get_object_or_404(Incident.objects.select_related("cluster", "job"), pk=pk)
     now = timezone.now()
     costs_at([incident], now=now)
@@ -112,12 +114,15 @@ def incident_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     engineer = user_has_role(request.user, ENGINEERS)
     fields = ("status", "severity", "category", "description", *TIMES)
     initial = {f: getattr(incident, f) for f in fields}
+    road = road_back(incident)
     return render(
         request,
         "incidents/incident_detail.html",
         {
             "incident": incident,
-            "marks": time_marks(incident),
+            "road": road,
+            "road_label": road_summary(road),
+            "time_rows": time_rows(incident),
             "now": now,
             "can_edit": user_has_role(request.user, OPERATORS),
             "engineer": engineer,

@@ -30,3 +30,23 @@ class GpuHours(ColouredChoices):
 
 # The causes of loss, in the order of the report's tables and charts.
 LOSS_CAUSES = (GpuHours.DOWNTIME, GpuHours.PLANNED, GpuHours.REWORK, GpuHours.CHECKPOINT)
+
+
+@css_prefix("recovery")
+class RecoveryPart(ColouredChoices):
+    """The parts of an interruption's recovery, failure to training resumed
+    (docs/formulas.md, Recovery time and its parts), in the order they come."""
+
+    DETECT = "detect", "detect"
+    LOCALISE = "localise", "localise"
+    MITIGATE = "mitigate", "mitigate"
+    RESTART = "restart", "restart"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "detect": Hue.AMBER,
+            "localise": Hue.ORANGE,
+            "mitigate": Hue.STEEL,
+            "restart": Hue.PURPLE,
+        }

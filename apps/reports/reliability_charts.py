@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from apps.common.charts import CONFIG, SERIES, base_layout, target_line
+from apps.common.charts import CONFIG, SERIES, base_layout, reference_line, target_line
 from apps.common.choices import Tone
 from apps.common.words import counted
 from apps.incidents.choices import category_label
 from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
-from apps.reports.choices import GpuHours
-from apps.reports.targets import target_text
+from apps.reports.choices import GpuHours, RecoveryPart
+from apps.reports.targets import RECOVERY_REFERENCE_LABEL, RECOVERY_REFERENCE_MINUTES, target_text
 
 # Tick values of the MTBF axis (hours, log scale) and how they read.
 MTBF_TICKS = (
@@ -124,6 +124,70 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
             )
         ],
         annotations=no_data_notes(x, empty, why="no node was in service", yref="y domain"),
+    )
+    return {"data": traces, "layout": layout, "config": CONFIG}
+
+
+# What each part of a recovery runs between, as its hover says.
+PART_SPANS = {
+    RecoveryPart.DETECT: "failure → detected",
+    RecoveryPart.LOCALISE: "detected → localised",
+    RecoveryPart.MITIGATE: "localised → mitigated",
+    RecoveryPart.RESTART: "mitigated → training resumed",
+}
+
+
+def recovery_parts_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Recovery time per ISO week and its parts
+    (docs/formulas.md, Recovery time and its parts): the mean minutes of detect, localise,
+    mitigate and restart stacked, so a bar's top is the week's mean recovery, against the
+    reference line "recovery in minutes".
+
+    A week in which no unexpected interruption recovered has no bar and says "no data": a
+    gap, never a zero."""
+    x = [w["week"] + ("" if w["complete"] else " (so far)") for w in weeks]
+    empty = [not w["interruptions"] for w in weeks]
+    counts = [counted(w["interruptions"], "interruption") for w in weeks]
+    traces = [
+        {
+            "type": "bar",
+            "name": part.label,
+            "x": x,
+            "y": [w["parts_minutes"][part.value] for w in weeks],
+            "hovertext": counts,
+            "marker": {"color": part.colour},
+            "hovertemplate": "%{y:.1f} min, mean over %{hovertext}"
+            f"<extra>{part.label}: {PART_SPANS[part]}</extra>",
+        }
+        for part in RecoveryPart
+    ]
+    tops = [w["recovery_minutes"] for w in weeks if w["recovery_minutes"] is not None]
+    top = max([*tops, RECOVERY_REFERENCE_MINUTES])
+    layout = base_layout(
+        height=340,
+        barmode="stack",
+        showlegend=True,
+        hovermode="x",
+        # detect first, as the parts come (a stacked chart's legend is reversed by default)
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 1.02,
+            "yanchor": "bottom",
+            "traceorder": "normal",
+        },
+        margin={"l": 64, "r": 16, "t": 56, "b": 56},
+        xaxis=week_axis(x, week_ticks([w["week"] for w in weeks], [w["complete"] for w in weeks])),
+        yaxis={
+            "title": {"text": "mean minutes"},
+            "range": [0, top * 1.15],
+            "rangemode": "tozero",
+            "automargin": True,
+        },
+        shapes=[reference_line(RECOVERY_REFERENCE_MINUTES, RECOVERY_REFERENCE_LABEL)],
+        annotations=no_data_notes(
+            x, empty, why="no unexpected interruption recovered", yref="y domain"
+        ),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 

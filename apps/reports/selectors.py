@@ -25,6 +25,7 @@ from apps.jobs.readers import JobIncidents, Line, MfuLines, job_incidents
 from apps.jobs.selectors import checkpoint_cost_mean, running_jobs, running_node_ids
 from apps.reports.models import ClusterTargets
 from apps.reports.planning import what_if
+from apps.reports.recovery_parts import RecoveryTimes, weekly_recovery
 from apps.reports.reliability import IncidentTimes, reliability
 from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, Targets, target_text
 from apps.reports.wall import WallGrid, wall_grid
@@ -269,6 +270,30 @@ def weekly_reliability(
         week["complete"] = start + WEEK <= now
         out.append(week)
     return out
+
+
+def recovery_by_week(
+    *, cluster: Cluster, start: dt.datetime, now: dt.datetime
+) -> list[dict[str, Any]]:
+    """docs/formulas.md, Recovery time and its parts, for every ISO week from the one holding
+    `start` to this one: the mean minutes of each part over the week's unexpected
+    interruptions that recovered (f(i) in the week), in one query."""
+    first = week_start(start)
+    weeks = (week_start(now) - first) // WEEK + 1
+    rows = (
+        Incident.objects.filter(
+            cluster=cluster, interrupts_job=True, planned=False, recovered_at__isnull=False
+        )
+        .annotate(failed=Coalesce("occurred_at", "detected_at"))
+        .filter(failed__gte=first, failed__lt=now)
+        .values_list("failed", "detected_at", "localized_at", "mitigated_at", "recovered_at")
+    )
+    incidents = [
+        RecoveryTimes(failed, detected, localized, mitigated, recovered)
+        for failed, detected, localized, mitigated, recovered in rows
+        if recovered is not None  # filtered above; says so to the type checker
+    ]
+    return weekly_recovery(first=first, weeks=weeks, now=now, incidents=incidents)
 
 
 def category_costs(

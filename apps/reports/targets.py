@@ -3,7 +3,8 @@
 Every target is a floor — a figure at or above it meets it. An admin sets them per cluster
 (`ClusterTargets`, in the Django admin); a cluster without its own reads the defaults below.
 The 60% MFU of the best public runs is a reference line drawn beside MFU, never a target
-and never a ceiling: an MFU above it is better still.
+and never a ceiling: an MFU above it is better still. Recovery in 10 minutes is likewise a
+reference line on the chart of recovery time per week, not a target.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ TABLE: dict[str, tuple[str, float]] = {
 DEFAULTS = {key: floor for key, (_, floor) in TABLE.items()}
 MFU_REFERENCE = 0.60  # the best public figure: a reference line, not a target
 MFU_REFERENCE_LABEL = f"best public figure {MFU_REFERENCE:.0%}"
+# Recovery "in minutes": a reference line on the chart of recovery time per week, not a target
+# (docs/formulas.md, Recovery time and its parts).
+RECOVERY_REFERENCE_MINUTES = 10.0
+RECOVERY_REFERENCE_LABEL = f"recovery in minutes: {RECOVERY_REFERENCE_MINUTES:g} min"
 # Localisation "in minutes": the one ceiling beside the floors. MTTL (detected → localised) at
 # or under it meets it; the reliability page shows MTTL against it.
 MTTL_GOAL_MINUTES = 10.0

@@ -30,3 +30,38 @@ class GpuHours(ColouredChoices):
 
 # The causes of loss, in the order of the report's tables and charts.
 LOSS_CAUSES = (GpuHours.DOWNTIME, GpuHours.PLANNED, GpuHours.REWORK, GpuHours.CHECKPOINT)
+
+
+@css_prefix("downpart")
+class DowntimePart(ColouredChoices):
+    """A part of a failure's downtime (the `DOWNTIME_PARTS` of `reports/effective.py`, in the
+    same order): cut at its detection, localisation and mitigation (docs/formulas.md, Where
+    the downtime went)."""
+
+    DETECT = "detect", "detecting"
+    LOCALISE = "localise", "localising"
+    MITIGATE = "mitigate", "mitigating"
+    RESTART = "restart", "restarting"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return {
+            "detect": Hue.PURPLE,
+            "localise": Hue.STEEL,
+            "mitigate": Hue.BRONZE,
+            "restart": Hue.RED,
+        }
+
+    @property
+    def span(self) -> str:
+        """From which time to which, in words."""
+        return {
+            "detect": "failure → detected",
+            "localise": "detected → localised",
+            "mitigate": "localised → mitigated",
+            "restart": "mitigated → training resumed",
+        }[self.value]
+
+
+# The parts of failure downtime, in the order of the report's bars.
+DOWNTIME_PARTS = tuple(DowntimePart)

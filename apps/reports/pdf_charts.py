@@ -33,8 +33,8 @@ def rgb(colour: str) -> RGB:
 
 
 def latin(text: str) -> str:
-    """The core fonts are Latin-1: '≥' and '−' are spelt out, anything else becomes '?'."""
-    text = text.replace("≥", ">=").replace("−", "-").replace("–", "-")
+    """The core fonts are Latin-1: '≥', '−' and '→' are spelt out, anything else becomes '?'."""
+    text = text.replace("≥", ">=").replace("−", "-").replace("–", "-").replace("→", "->")
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
@@ -286,7 +286,7 @@ def downtime_bars(pdf: FPDF, box: Box, parts: list[dict[str, Any]]) -> None:
         pdf.set_text_color(*MUTED)
         _text(pdf, box.x, plot.y + 3, "No failure downtime in this week.", 8)
         return
-    label_w, figure_w = 62.0, 40.0
+    label_w, figure_w = 62.0, 52.0
     bar_x, bar_w = box.x + label_w, box.w - label_w - figure_w
     row_h = 6.0  # the box is 11 mm of title and note, then the rows
     for k, part in enumerate(parts):
@@ -306,7 +306,7 @@ def downtime_bars(pdf: FPDF, box: Box, parts: list[dict[str, Any]]) -> None:
             pdf,
             box.right,
             top + row_h * 0.65,
-            f"{part['gpu_hours']:,.1f} GPU-h  {100 * share:.1f}%",
+            f"{part['gpu_hours']:,.1f} GPU-h  {100 * share:.1f}% of downtime",
             8,
             "R",
         )

@@ -170,9 +170,10 @@ def test_the_downtime_breakdown_and_recovery_minutes_of_a_hand_built_week(api, c
     client.force_login(users["mia"])
     html = client.get(f"/reports/weekly/?cluster=c1&week={WEEK}").content.decode()
     bars = re.findall(
-        r'<tr data-part="(\w+)">.*?<span class="bar downpart-\1" style="width: (\d+)%">.*?'
+        r'<tr role="row" data-part="(\w+)">.*?'
+        r'<span class="bar downpart-\1" style="width: (\d+)%">.*?'
         r'data-gpu-hours="([\d.e-]+)">([\d.,]+) GPU·h</td>'
-        r'<td class="r muted nowrap" data-share="([\d.e-]+)">([\d.]+)% of downtime',
+        r'<td role="cell" class="r muted nowrap" data-share="([\d.e-]+)">([\d.]+)% of downtime',
         html,
         re.S,
     )
@@ -215,7 +216,7 @@ def test_the_downtime_breakdown_and_recovery_minutes_of_a_hand_built_week(api, c
     text = runs(content(client.get(f"/reports/weekly.pdf?cluster=c1&week={WEEK}").content))
     assert "Where the failure downtime went" in text
     for part, hours in PARTS.items():
-        assert f"{hours:,.1f} GPU-h  {100 * hours / DOWNTIME:.1f}%" in text, part
+        assert f"{hours:,.1f} GPU-h  {100 * hours / DOWNTIME:.1f}% of downtime" in text, part
     assert "Recovery, 90th percentile (minutes)" in text and "96.0" in text
 
 

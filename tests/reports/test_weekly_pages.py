@@ -138,7 +138,7 @@ def test_the_page_shows_where_the_failure_downtime_went(client, users, sim, last
     html = client.get(f"/reports/weekly/?week={last_week}").content.decode()
     section = html[html.index('id="dt-h"') : html.index('id="ph-h"')]
     shown = re.findall(
-        r'<tr data-part="(\w+)">.*?class="bar downpart-\1" style="width: (\d+)%".*?'
+        r'<tr role="row" data-part="(\w+)">.*?class="bar downpart-\1" style="width: (\d+)%".*?'
         r'data-gpu-hours="([^"]+)">([\d.,]+) GPU·h.*?data-share="([^"]+)"',
         section,
         re.S,

@@ -101,6 +101,7 @@ def test_weekly_pdf_has_the_waterfall_and_the_trend_charts(client, users, sim) -
             "Cluster MTBF by week (hours)",
             "Where the failure downtime went",
             "Detecting",
+            "(failure -> detected)",
             "Localising",
             "Mitigating",
             "Restarting",
@@ -139,7 +140,7 @@ def test_weekly_pdf_has_the_waterfall_and_the_trend_charts(client, users, sim) -
     assert drawn == {p for p, hours in parts.items() if hours > 0}
     for part, hours in parts.items():
         share = 100 * hours / report["lost_gpu_hours"]["downtime"]
-        assert f"{hours:,.1f} GPU-h  {share:.1f}%" in text, part
+        assert f"{hours:,.1f} GPU-h  {share:.1f}% of downtime" in text, part
     assert pdf_charts.rgb(SERIES["mfu"]) in fills
     assert re.search(r"\[[\d.]+ [\d.]+\] [\d.]+ d\n[\d.]+ ([\d.]+) m [\d.]+ \1 l S", ops)  # target
     assert re.search(r"[\d.]+ [\d.]+ m\n(?:[\d.]+ [\d.]+ l\n){2,}\s*S", ops)  # the rate's line
@@ -188,6 +189,7 @@ def test_nice_ticks() -> None:
     assert pdf_charts.nice_ticks(0, 430) == [0, 200, 400, 600]
     assert pdf_charts.nice_ticks(0.965, 1.0, 5) == pytest.approx([0.96, 0.97, 0.98, 0.99, 1.0])
     assert pdf_charts.latin("≥ 15 d − 2 – 3") == ">= 15 d - 2 - 3"
+    assert pdf_charts.latin("failure → detected") == "failure -> detected"
 
 
 @pytest.mark.django_db

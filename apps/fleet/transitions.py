@@ -29,7 +29,13 @@ class Follower(Protocol):
     ) -> object: ...
 
 
-_lent = Registry("apps.fleet.transitions", lenders={"scheduler.actuation": "the scheduler app"})
+_lent = Registry(
+    "apps.fleet.transitions",
+    lenders={
+        "scheduler.actuation": "the scheduler app",
+        "incidents.mitigation": "the incidents app",
+    },
+)
 
 
 def follow(*, name: str, follower: Follower) -> None:

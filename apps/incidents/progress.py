@@ -2,7 +2,8 @@
 condition; docs/formulas.md, Weekly effective training rate).
 
 An interrupting incident of a job whose step progress goes on after the incident's failure
-time f(i) — a step higher than any the job reported at or before f(i) — did not stop it:
+time f(i) — a step higher than any the job reported at or before f(i), with no restart of
+the job before it (apps/incidents/recovery.py) — did not stop it:
 the interruption recovers at the first such step (not before the incident was detected or
 localised, the order of its times), its downtime ends there, and the job is `degraded`, not
 `interrupted`, its MFU counting. The incident keeps what it found in `details.kept_running`
@@ -75,11 +76,16 @@ def progress_check(job_id: int) -> int:
         )
         .order_by("pk")
     )
+    from apps.incidents.recovery import restarted_at  # recovery reads progress_after here
+
     done = 0
     for incident in open_ones:
         went_on = progress_after(job_id, incident.failed_at)
         if went_on is None:
             continue
+        restarted = restarted_at(job_id, incident.failed_at)
+        if restarted is not None and restarted <= went_on.at:
+            continue  # it restarted and caught up: the road back (apps/incidents/recovery.py)
         floor = max(t for t in (incident.detected_at, incident.localized_at) if t is not None)
         incident.details = {
             **incident.details,

@@ -15,6 +15,7 @@ from apps.incidents.choices import Category, IncidentStatus, Severity, Source
 from apps.incidents.impact import Impact, impact
 from apps.incidents.models import Incident, TimelineEntry
 from apps.incidents.progress import progress_check
+from apps.incidents.recovery import road_fill
 from apps.incidents.services_notify import deliveries_queue
 from apps.jobs.models import Job
 
@@ -170,6 +171,8 @@ def incident_open(
     if interrupts_job and job is not None and recovered_at is None:
         progress_check(job.pk)  # the job may have gone on since it began (docs/incidents.md)
         incident.refresh_from_db()
+    if interrupts_job and not planned:  # or restarted, or its node was drained already
+        road_fill(incident)
     return incident
 
 

@@ -36,6 +36,7 @@ from apps.fleet.scope import refuse, require_nodes
 from apps.fleet.validators import nodes_named
 from apps.jobs.models import Job, Rank, RankStack
 from apps.jobs.rank_intake import MAX_WORLD, RankItem, StallReport
+from apps.jobs.readers import job_progressed
 from apps.jobs.scope import require_jobs, require_own_ranks
 from apps.jobs.stacks import Stack
 
@@ -284,6 +285,8 @@ def ranks_register(
         ],
     )
     _nodes_join(job.pk, used)
+    if attempt > first_attempt:  # a restart: its interruption's road back (docs/incidents.md)
+        job_progressed(job.pk)
     return len(items), attempt
 
 

@@ -64,6 +64,10 @@ MfuLinesReader = Callable[[Cluster], MfuLines]
 # Told a job's progress was recorded: recovers the interruptions the job outlived
 # (docs/incidents.md, A job's condition); returns how many.
 Progressed = Callable[[int], int]
+# Told these jobs' Slurm attempts changed: reads the road back of their interruptions
+# (docs/incidents.md, The road back) in a number of queries that does not grow with the jobs
+# when none has an interruption to follow; returns how many incidents changed.
+Restarted = Callable[[Sequence[int]], int]
 
 _lent = Registry(
     "apps.jobs.readers",
@@ -72,6 +76,7 @@ _lent = Registry(
         "interruptions": "the incidents app",
         "mfu_lines": "the reports app",
         "progressed": "the incidents app",
+        "restarted": "the incidents app",
     },
 )
 
@@ -82,6 +87,7 @@ def lend(
     interruptions: Interruptions | None = None,
     mfu_lines: MfuLinesReader | None = None,
     progressed: Progressed | None = None,
+    restarted: Restarted | None = None,
 ) -> None:
     """Register the reader of jobs' open incidents or of a job's interruptions and the
     follower of a job's progress (the incidents app does, at start-up), or of a cluster's
@@ -91,6 +97,7 @@ def lend(
         ("interruptions", interruptions),
         ("mfu_lines", mfu_lines),
         ("progressed", progressed),
+        ("restarted", restarted),
     ):
         if reader is not None:
             _lent[name] = reader
@@ -112,6 +119,13 @@ def job_progressed(job_id: int) -> int:
     """The job's progress was recorded: its interruptions it outlived recover (a job that
     keeps making progress is not interrupted); returns how many."""
     done: int = _lent["progressed"](job_id)
+    return done
+
+
+def jobs_restarted(job_ids: Sequence[int]) -> int:
+    """These jobs' Slurm attempts changed: the road back of their interruptions is read
+    again; returns how many incidents changed."""
+    done: int = _lent["restarted"](list(job_ids))
     return done
 
 

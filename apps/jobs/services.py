@@ -147,6 +147,7 @@ def job_phases_record(*, job: Job, phases: Sequence[PhaseItem]) -> int:
         unique_fields=["job", "name", "start"],
         update_fields=["end", "step", "node"],
     )
+    job_progressed(job.pk)  # a restart or a restore: the road back (docs/incidents.md)
     return len(phases)
 
 
@@ -231,14 +232,27 @@ def job_metrics_ingest(*, job: Job, samples: Sequence[MetricSample]) -> int:
 def _progress_record(job: Job, samples: Sequence[MetricSample]) -> None:
     """Move the job's progress to this batch's highest step, stamped with the first sample
     that reached it — unless the job already reached a higher step, or this one earlier.
-    One conditional update, so batches arriving concurrently or out of order agree."""
+    One conditional update, so batches arriving concurrently or out of order agree. A batch
+    whose steps advance below the highest (a restarted run redoing steps) moves only the
+    progress's time forward."""
     top = max(s.step for s in samples)
     first = min(s.ts for s in samples if s.step == top)
-    Job.objects.filter(pk=job.pk).filter(
-        Q(progress_step__isnull=True)
-        | Q(progress_step__lt=top)
-        | Q(progress_step=top, progress_at__gt=first)
-    ).update(progress_step=top, progress_at=first)
+    moved = (
+        Job.objects.filter(pk=job.pk)
+        .filter(
+            Q(progress_step__isnull=True)
+            | Q(progress_step__lt=top)
+            | Q(progress_step=top, progress_at__gt=first)
+        )
+        .update(progress_step=top, progress_at=first)
+    )
+    stepping = top > min(s.step for s in samples) or (
+        job.last_step is not None and top > job.last_step
+    )
+    if not moved and stepping:
+        # A run restarted from its checkpoint redoes steps below its highest: it steps, so
+        # it is not hung (docs/checks.md, job_hang); its highest step stays.
+        Job.objects.filter(pk=job.pk, progress_at__lt=first).update(progress_at=first)
     job_progressed(job.pk)  # an interruption the job outlived recovers (docs/incidents.md)
 
 

@@ -75,6 +75,41 @@ def timing(category: str) -> Timing:
     return Timing((30, 300), (60, 900), (900, 2400))
 
 
+@dataclass(frozen=True)
+class RoadTiming:
+    """Seconds of each step of the road back after localisation (docs/simulator.md, The road
+    back): to the drain of the blamed node, from it to the job's next attempt, that attempt's
+    start-up (to the checkpoint load), and the checkpoint's restore."""
+
+    mitigate: tuple[float, float]
+    restart: tuple[float, float]
+    startup: tuple[float, float]
+    restore: tuple[float, float]
+
+
+# Ranges in line with published large-scale training records, not measured here:
+# - "Robust LLM Training Infrastructure at ByteDance" (ByteRobust, Wan et al., 2025,
+#   arXiv:2509.16293): real-time checks find explicit faults in seconds, a hang (no RDMA
+#   traffic) within about 10 minutes (hence `timing` above); a high-confidence fault drains
+#   and evicts its machine at once, and the job restarts on warm standby machines in minutes.
+# - "The Llama 3 Herd of Models" (Meta, 2024), 3.3.4: of 419 unexpected interruptions only
+#   three needed significant manual intervention, the rest were handled by automation, and
+#   effective training time stayed above 90%.
+# - "Revisiting Reliability in Large-Scale Machine Learning Research Clusters" (Kokolis et
+#   al., Meta, 2024, arXiv:2410.21680): a failure costs a restart overhead (scheduling,
+#   start-up, checkpoint load) plus the work since the last checkpoint, done again.
+# The flagship (thousands of GPUs, a 405B checkpoint) starts up and restores more slowly.
+ROAD = RoadTiming(mitigate=(5, 120), restart=(60, 600), startup=(30, 180), restore=(20, 150))
+FLAGSHIP_ROAD = RoadTiming(
+    mitigate=(5, 120), restart=(120, 900), startup=(120, 360), restore=(60, 240)
+)
+
+
+def road_timing(*, flagship: bool) -> RoadTiming:
+    """The road back's delays for a job: the flagship's, or a smaller job's."""
+    return FLAGSHIP_ROAD if flagship else ROAD
+
+
 def weighted_categories() -> tuple[list[str], list[int]]:
     """Categories and weights for random choice."""
     counts = {**LLAMA3_COUNTS, **EXTRA_COUNTS}

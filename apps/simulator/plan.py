@@ -11,6 +11,7 @@ from apps.simulator.accelerators import H100, MIXES, Accelerator, fleet_models
 from apps.simulator.mix import (
     HARDWARE,
     LLAMA3_RATE_PER_NODE_DAY,
+    road_timing,
     timing,
     weighted_categories,
 )
@@ -41,6 +42,13 @@ class Interruption:
     recovered_at: dt.datetime | None = None
     node_back_at: dt.datetime | None = None
     nodes: list[int] = field(default_factory=list)
+    # The road back of an unexpected interruption of a job (docs/simulator.md, The road
+    # back): the blamed node drained, the job's next attempt started, its start-up over and
+    # the checkpoint loading, the checkpoint restored (training resumes: `recovered_at`).
+    mitigated_at: dt.datetime | None = None
+    restarted_at: dt.datetime | None = None
+    loading_at: dt.datetime | None = None
+    restored_at: dt.datetime | None = None
 
 
 @dataclass
@@ -263,8 +271,12 @@ def _interruptions(
             continue  # the job is already stopped: this failure folds into that one
         planned = category == "planned"
         item = _timed(rng, at, node, "host_maintenance" if planned else category, planned)
+        if item.detected_at is not None and item.detected_at > end:
+            continue  # not found yet: nothing knows of it
         if job is not None:
             item.job = job.index
+            if not planned:
+                _road(rng, item, job)
             if job.end is not None and item.recovered_at and item.recovered_at >= job.end:
                 continue
             job.interruptions.append(item)
@@ -308,6 +320,27 @@ def _timed(
         node_back_at=max(recovered, detected + repair),
         nodes=[node],
     )
+
+
+def _road(rng: random.Random, item: Interruption, job: JobPlan) -> None:
+    """Draw the road back of an unexpected interruption of `job` (docs/simulator.md, The
+    road back): the drain of the blamed node at or shortly after localisation, the job's
+    next attempt minutes later, its start-up, then the checkpoint's restore; training
+    resumes (`recovered_at`) when the restore ends. A hardware fault's node is repaired
+    while the job runs on a spare; any other's is checked and returned for the next attempt.
+    The flagship, on three quarters of the
+    nodes, starts up and loads its (405B, about 5.7 TB) checkpoint more slowly."""
+    localized = item.localized_at or item.detected_at or item.at
+    t = road_timing(flagship=job.index == 0)
+    item.mitigated_at = localized + dt.timedelta(seconds=rng.uniform(*t.mitigate))
+    item.restarted_at = item.mitigated_at + dt.timedelta(seconds=rng.uniform(*t.restart))
+    item.loading_at = item.restarted_at + dt.timedelta(seconds=rng.uniform(*t.startup))
+    item.restored_at = item.loading_at + dt.timedelta(seconds=rng.uniform(*t.restore))
+    item.recovered_at = item.restored_at
+    if item.category in HARDWARE:  # repaired while the job runs on a spare
+        item.node_back_at = max(item.restored_at, item.node_back_at or item.restored_at)
+    else:  # checked and returned: the next attempt runs on it again
+        item.node_back_at = item.restarted_at
 
 
 def _poisson(rng: random.Random, mean: float) -> int:

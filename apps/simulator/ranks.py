@@ -99,11 +99,13 @@ def hung_ranks_write(
     hang_at: dt.datetime,
     step: int,
     now: dt.datetime,
+    started_at: dt.datetime | None = None,
 ) -> int:
-    """Register `job`'s ranks (`gpus_per_node` per host, in order) as started when the job
-    did, and write the stall reports its watchdogs would have sent from `hang_at` to `now`
-    (the first rank on `culprit_host` stuck outside the collective, the rest waiting in
-    `all_reduce`, all having last stepped at `step`). Returns the number of reports written."""
+    """Register `job`'s ranks (`gpus_per_node` per host, in order) as started at
+    `started_at` (the job's latest attempt; by default when the job did), and write the
+    stall reports its watchdogs would have sent from `hang_at` to `now` (the first rank on
+    `culprit_host` stuck outside the collective, the rest waiting in `all_reduce`, all
+    having last stepped at `step`). Returns the number of reports written."""
     world = len(hosts) * gpus_per_node
     placed = [
         (i * gpus_per_node + local, host)
@@ -116,7 +118,7 @@ def hung_ranks_write(
             "world_size": world,
             "node": host,
             "local_rank": rank % gpus_per_node,
-            "started_at": _iso(job.started_at or hang_at),
+            "started_at": _iso(started_at or job.started_at or hang_at),
         }
         for rank, host in placed
     ]

@@ -20,14 +20,19 @@ from apps.fleet.services import (
 from apps.incidents.choices import Category, IncidentStatus, Source
 from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
-from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
-from apps.jobs.services import checkpoints_record_bulk, job_create, job_metrics_ingest
+from apps.jobs.models import Checkpoint, Job, JobMetric, JobPhase, NodeStepMetric
+from apps.jobs.services import (
+    checkpoints_record_bulk,
+    job_create,
+    job_metrics_ingest,
+    job_phases_record,
+)
 from apps.simulator.accelerators import MIXES
 from apps.simulator.gpus import GpuCounters, gpu_metrics, gpu_uuid
-from apps.simulator.mix import XID_BY_CATEGORY
+from apps.simulator.mix import HARDWARE, XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, Interruption, Plan
 from apps.simulator.ranks import hung_ranks_write
-from apps.simulator.series import job_series, node_timings
+from apps.simulator.series import Restart, job_series, node_timings
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.services import telemetry_ingest
 
@@ -42,6 +47,7 @@ def cluster_wipe(cluster: Cluster) -> None:
     JobMetric.objects.filter(job__in=jobs).delete()
     NodeStepMetric.objects.filter(job__in=jobs).delete()
     Checkpoint.objects.filter(job__in=jobs).delete()
+    JobPhase.objects.filter(job__in=jobs).delete()
     Incident.nodes.through.objects.filter(incident__cluster=cluster).delete()
     Incident.objects.filter(cluster=cluster).delete()
     Job.nodes.through.objects.filter(job__in=jobs).delete()
@@ -92,21 +98,32 @@ def write_plan(
             ],
         )
     log(f"{len(nodes)} nodes, {len(nodes) * GPUS_PER_NODE} GPUs")
-    jobs = _write_jobs(plan, cluster, nodes, interval_s, log)
-    _write_interruptions(plan, cluster, nodes, jobs, log)
+    restarts: dict[int, list[Restart]] = {}
+    jobs = _write_jobs(plan, cluster, nodes, interval_s, log, restarts)
+    _write_interruptions(plan, cluster, nodes, jobs, restarts, log)
     _write_live_state(plan, nodes, log, telemetry_steps)
     return cluster
 
 
 def _write_jobs(
-    plan: Plan, cluster: Cluster, nodes: list[Node], interval_s: float, log: Log
+    plan: Plan,
+    cluster: Cluster,
+    nodes: list[Node],
+    interval_s: float,
+    log: Log,
+    restarts: dict[int, list[Restart]],
 ) -> dict[int, Job]:
+    """Each planned job with its step samples, checkpoints and phases (and, running, its
+    recent per-node timings; hung, its ranks' stall reports). Fills `restarts`: job index →
+    how each of its restarts went, which its incidents' road back needs."""
     jobs: dict[int, Job] = {}
-    total = 0
+    total = phases = 0
     for jp in plan.jobs:
-        samples, checkpoints, shape = job_series(
+        series = job_series(
             jp, until=plan.end, interval_s=interval_s, seed=plan.seed, peak=plan.job_peak(jp)
         )
+        samples, checkpoints = series.samples, series.checkpoints
+        restarts[jp.index] = series.restarts
         with transaction.atomic():
             job, _ = job_create(
                 cluster=cluster,
@@ -119,7 +136,11 @@ def _write_jobs(
                 status=jp.status,
                 started_at=jp.start,
                 ended_at=jp.end,
-                restart_count=sum(1 for i in jp.interruptions if not i.planned),
+                restart_count=sum(
+                    1
+                    for i in jp.interruptions
+                    if not i.planned and i.restarted_at is not None and i.restarted_at <= plan.end
+                ),
             )
         for start in range(0, len(samples), CHUNK):
             job_metrics_ingest(job=job, samples=samples[start : start + CHUNK])
@@ -130,6 +151,8 @@ def _write_jobs(
                 for c in checkpoints
             ],
         )
+        if series.phases:
+            phases += job_phases_record(job=job, phases=series.phases)
         if jp.status == "running" and samples:
             timings = list(node_timings(jp, plan.hostnames, samples[-20:], plan.seed))
             for start in range(0, len(timings), CHUNK):
@@ -144,19 +167,36 @@ def _write_jobs(
                 hang_at=jp.hang_at,
                 step=samples[-1].step if samples else 0,
                 now=plan.end,
+                # the ranks' processes began with the job's latest attempt
+                started_at=max(
+                    (
+                        i.restarted_at
+                        for i in jp.interruptions
+                        if i.restarted_at is not None and i.restarted_at < jp.hang_at
+                    ),
+                    default=jp.start,
+                ),
             )
             log(f"{job.name}: {len(hosts) * GPUS_PER_NODE} ranks, {stalls:,} stall reports")
         total += len(samples)
         jobs[jp.index] = job
-    log(f"{len(jobs)} jobs, {total:,} step samples")
+    log(f"{len(jobs)} jobs, {total:,} step samples, {phases:,} phases")
     return jobs
 
 
 def _write_interruptions(
-    plan: Plan, cluster: Cluster, nodes: list[Node], jobs: dict[int, Job], log: Log
+    plan: Plan,
+    cluster: Cluster,
+    nodes: list[Node],
+    jobs: dict[int, Job],
+    restarts: dict[int, list[Restart]],
+    log: Log,
 ) -> None:
+    """An incident for each interruption — an unexpected one of a job with its road back
+    (docs/simulator.md, The road back) — and the node state changes they caused."""
     rng = random.Random(plan.seed * 31 + 7)
     recent = plan.end - dt.timedelta(days=2)
+    by_item = {id(r.item): r for job_restarts in restarts.values() for r in job_restarts}
     changes: list[tuple[dt.datetime, int, str, str]] = []
     for item in plan.interruptions:
         node = nodes[item.node]
@@ -172,7 +212,12 @@ def _write_interruptions(
         title = f"{label} on {node.hostname}" + (f" (XID {xid})" if xid else "")
         if item.planned:
             title = f"Planned maintenance on {node.hostname}"
-        old = item.recovered_at is not None and item.recovered_at < recent
+        # What has not happened by the end of the history is not known yet.
+        recovered = _by(item.recovered_at, plan.end)
+        restart = by_item.get(id(item))
+        # A restart with no checkpoint to load starts over from step 0: nothing restored.
+        restored = item.restored_at if restart is None or restart.step is not None else None
+        old = recovered is not None and recovered < recent
         status = (
             rng.choice((IncidentStatus.RESOLVED, IncidentStatus.CLOSED))
             if old
@@ -188,10 +233,14 @@ def _write_interruptions(
             status=status,
             occurred_at=item.at,
             detected_at=item.detected_at or item.at,
-            localized_at=item.localized_at,
-            recovered_at=item.recovered_at,
-            resolved_at=(item.recovered_at + dt.timedelta(hours=rng.uniform(1, 40)))
-            if old and item.recovered_at
+            localized_at=_by(item.localized_at, plan.end),
+            mitigated_at=_by(item.mitigated_at, plan.end),
+            restarted_at=_by(item.restarted_at, plan.end),
+            restored_at=_by(restored, plan.end),
+            recovered_at=recovered,
+            caught_up_at=restart.caught_up_at if restart is not None else None,
+            resolved_at=(recovered + dt.timedelta(hours=rng.uniform(1, 40)))
+            if old and recovered
             else None,
             job=job,
             nodes=[node],
@@ -212,12 +261,21 @@ def _write_interruptions(
     log(f"{len(plan.interruptions)} interruptions, {len(changes)} node state changes")
 
 
+def _by(at: dt.datetime | None, end: dt.datetime) -> dt.datetime | None:
+    """`at` if it came by `end`, else None (still to come)."""
+    return at if at is not None and at <= end else None
+
+
 def _severity(item: Interruption, job: Job | None) -> str:
     if item.planned:
         return "sev4"
     if item.category == "hang":
         return "sev1"
     return "sev2" if job is not None else "sev3"
+
+
+# Faults that take the whole host down (it stops answering), not one of its parts.
+HOST_DOWN = frozenset({"power_supply", "chassis", "cpu", "host_memory", "io_expansion_board"})
 
 
 def _state_changes(
@@ -228,9 +286,34 @@ def _state_changes(
             (item.at, item.node, NodeState.MAINTENANCE, "planned maintenance"),
             (item.node_back_at or end, item.node, NodeState.HEALTHY, "maintenance done"),
         ]
+    back = item.node_back_at or end
+    if item.mitigated_at is not None:
+        # A job's interruption: its first change is the mitigation — the blamed node
+        # drained (marked down where the whole host went down) at `mitigated_at` — so the
+        # node's history and the incident's road back agree.
+        drained = item.mitigated_at
+        out = [
+            (
+                drained,
+                item.node,
+                NodeState.DOWN if item.category in HOST_DOWN else NodeState.DRAINED,
+                f"{item.category}: drained by simulator",
+            )
+        ]
+        if item.category in HOST_DOWN and back > (item.recovered_at or drained):
+            out.append(
+                (
+                    item.recovered_at or drained,
+                    item.node,
+                    NodeState.DRAINED,
+                    f"{item.category}: awaiting repair",
+                )
+            )
+        returned = "repaired and returned" if item.category in HARDWARE else "checked and returned"
+        out.append((back, item.node, NodeState.HEALTHY, returned))
+        return out
     detected = item.detected_at or item.at
     out = [(detected, item.node, NodeState.DOWN, f"{item.category}: detected by simulator")]
-    back = item.node_back_at or end
     if back > (item.recovered_at or detected):
         out.append(
             (

@@ -21,6 +21,7 @@ from apps.incidents.choices import TITLE_LENGTH, Category, Severity, Source
 from apps.incidents.models import Incident
 from apps.incidents.services import incident_open
 from apps.jobs.models import Job, JobAttempt
+from apps.jobs.readers import jobs_restarted
 from apps.scheduler.slurm_jobs import STATES, SlurmJob, parse_slurm
 from apps.scheduler.slurm_merge import UPDATED_FIELDS, Attempt, JobState, apply, job_for
 
@@ -246,6 +247,9 @@ def slurm_jobs_upsert(
             if a.changed
         ],
     )
+    restarted = {j.pk for j in every for a in j.attempts.values() if a.changed and j.pk}
+    if restarted:  # a new attempt: an interruption's road back (docs/incidents.md)
+        jobs_restarted(sorted(restarted))
     relinked = [j for j in every if j.nodes_changed]
     if relinked:
         through = Job.nodes.through

@@ -50,3 +50,33 @@ class RecoveryPart(ColouredChoices):
             "mitigate": Hue.STEEL,
             "restart": Hue.PURPLE,
         }
+
+
+@css_prefix("downpart")
+class DowntimePart(ColouredChoices):
+    """A part of a failure's downtime (the `DOWNTIME_PARTS` of `reports/effective.py`, in the
+    same order): cut at its detection, localisation and mitigation (docs/formulas.md, Where
+    the downtime went)."""
+
+    DETECT = "detect", "detecting"
+    LOCALISE = "localise", "localising"
+    MITIGATE = "mitigate", "mitigating"
+    RESTART = "restart", "restarting"
+
+    @classmethod
+    def palette(cls) -> dict[str, str]:
+        return RecoveryPart.palette()  # one colour per part on every page
+
+    @property
+    def span(self) -> str:
+        """From which time to which, in words."""
+        return {
+            "detect": "failure → detected",
+            "localise": "detected → localised",
+            "mitigate": "localised → mitigated",
+            "restart": "mitigated → training resumed",
+        }[self.value]
+
+
+# The parts of failure downtime, in the order of the report's bars.
+DOWNTIME_PARTS = tuple(DowntimePart)

@@ -3,7 +3,9 @@
 For each job the lost intervals (downtime, planned downtime, rework since the last usable
 checkpoint, checkpoint blocking time) are clipped to the job's run within the window and
 counted once however they overlap; an instant covered by several goes to the first cause of
-`CAUSES`. Every figure is weighted by the job's GPU count.
+`CAUSES`. Every figure is weighted by the job's GPU count. The downtime of failures is then
+cut at each one's detection, localisation and mitigation (`DOWNTIME_PARTS`):
+docs/formulas.md, Where the downtime went.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ HOUR = 3600.0
 CAUSES = ("downtime", "planned", "rework", "checkpoint")
 # The causes an interruption brings (checkpoint time is counted apart: JobRun.blocked_seconds).
 INCIDENT_CAUSES = CAUSES[:3]
+# The parts of a failure's downtime, cut at detected_at, localized_at and mitigated_at.
+DOWNTIME_PARTS = ("detect", "localise", "mitigate", "restart")
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,20 @@ class Interruption:
     recovered_at: dt.datetime | None
     planned: bool
     category: str = "other"
+    detected_at: dt.datetime | None = None
+    localized_at: dt.datetime | None = None
+    mitigated_at: dt.datetime | None = None
+
+    def cuts(self, end: dt.datetime) -> list[Interval]:
+        """The downtime [f(i), end) as its `DOWNTIME_PARTS` in order: cut at detected_at,
+        localized_at and mitigated_at, each held inside [f(i), end) and not before the cut
+        ahead of it; a missing time leaves its share to the next part."""
+        end = max(end, self.failed_at)
+        at = [self.failed_at]
+        for t in (self.detected_at, self.localized_at, self.mitigated_at):
+            at.append(at[-1] if t is None else min(max(t, at[-1]), end))
+        at.append(end)
+        return list(zip(at, at[1:], strict=False))
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,10 @@ class JobWeek:
     lost_s: float = 0.0
     by_cause: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
     by_incident: dict[int, float] = field(default_factory=dict)
+    # The `downtime` cause split into DOWNTIME_PARTS: the same instants, so they sum to it.
+    downtime_parts: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(DOWNTIME_PARTS, 0.0)
+    )
 
     @property
     def effective_rate(self) -> float | None:
@@ -111,17 +133,20 @@ def restart_point(
     return None
 
 
-def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[tuple[Interval, int | None]]]:
+Lost = tuple[Interval, Interruption]
+
+
+def _lost_intervals(job: JobRun, end: dt.datetime) -> dict[str, list[Lost]]:
     """Downtime, planned downtime and rework intervals before clipping, with the incident
     behind each (checkpoint time is counted from `JobRun.blocked_seconds`)."""
     checkpoints = job.saves
-    out: dict[str, list[tuple[Interval, int | None]]] = {c: [] for c in INCIDENT_CAUSES}
+    out: dict[str, list[Lost]] = {c: [] for c in INCIDENT_CAUSES}
     for i in job.interruptions:
         down_end = i.recovered_at or job.ended_at or end
-        out["planned" if i.planned else "downtime"].append(((i.failed_at, down_end), i.incident_id))
+        out["planned" if i.planned else "downtime"].append(((i.failed_at, down_end), i))
         if not i.planned:
             since = restart_point(checkpoints, i.failed_at) or job.started_at
-            out["rework"].append(((since, i.failed_at), i.incident_id))
+            out["rework"].append(((since, i.failed_at), i))
     return out
 
 
@@ -137,14 +162,18 @@ def job_week(job: JobRun, *, start: dt.datetime, end: dt.datetime, now: dt.datet
     result.wall_s = length(run)
     taken: list[Interval] = []  # always disjoint and sorted (a union)
     for cause, intervals in _lost_intervals(job, end).items():
-        for interval, incident_id in sorted(intervals, key=lambda x: x[0]):
+        # Of two intervals of one cause that overlap, the one that starts first takes the
+        # instant; on a tie, the lower incident number (the downtime parts follow the same).
+        for interval, i in sorted(intervals, key=lambda x: (x[0][0], x[1].incident_id)):
             part = subtract(clip([interval], window), taken)
             if not part:
                 continue
             seconds = _span(part)
             result.by_cause[cause] += seconds
-            if incident_id is not None:
-                result.by_incident[incident_id] = result.by_incident.get(incident_id, 0) + seconds
+            result.by_incident[i.incident_id] = result.by_incident.get(i.incident_id, 0) + seconds
+            if cause == "downtime":
+                for name, cut in zip(DOWNTIME_PARTS, i.cuts(interval[1]), strict=True):
+                    result.downtime_parts[name] += _span(clip(part, cut))
             taken = union([*taken, *part])
     # Checkpoints come last: their blocking time in the window, less what is already taken.
     blocked = job.blocked_seconds(*window) - sum(job.blocked_seconds(s, e) for s, e in taken)
@@ -162,11 +191,15 @@ def weekly(
     jobs: Sequence[JobRun], *, start: dt.datetime, end: dt.datetime, now: dt.datetime
 ) -> dict[str, Any]:
     """The weekly rate over the jobs: effective rate, scheduled/productive/lost GPU-hours,
-    GPU-weighted mean MFU, the per-job rows, and lost GPU-hours per incident (for the links)."""
+    GPU-weighted mean MFU, the per-job rows, lost GPU-hours per incident (for the links), and
+    the failures' downtime split into detect, localise, mitigate and restart."""
     weeks = [w for j in jobs if (w := job_week(j, start=start, end=end, now=now)).wall_s > 0]
     scheduled = sum(w.job.gpu_count * w.wall_s for w in weeks) / HOUR
     lost = sum(w.job.gpu_count * w.lost_s for w in weeks) / HOUR
     by_cause = {c: sum(w.job.gpu_count * w.by_cause[c] for w in weeks) / HOUR for c in CAUSES}
+    parts = {
+        p: sum(w.job.gpu_count * w.downtime_parts[p] for w in weeks) / HOUR for p in DOWNTIME_PARTS
+    }
     by_incident: dict[int, float] = defaultdict(float)
     for w in weeks:
         for incident_id, seconds in w.by_incident.items():
@@ -178,6 +211,7 @@ def weekly(
         "scheduled_gpu_hours": scheduled,
         "productive_gpu_hours": scheduled - lost,
         "lost_gpu_hours": by_cause,
+        "downtime_breakdown_gpu_hours": parts,
         "mean_mfu": finite(sum(g * mfu for g, mfu in with_mfu) / gpus) if gpus else None,
         "jobs": [
             {

@@ -10,6 +10,7 @@ from fpdf.fonts import FontFace
 
 from apps.reports import pdf_charts
 from apps.reports.choices import LOSS_CAUSES
+from apps.reports.downtime import downtime_parts
 from apps.reports.pdf_charts import latin
 from apps.reports.targets import target_text
 
@@ -33,6 +34,11 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
             target_text("effective_rate", t["effective_rate"]),
         ),
         (
+            "Time in the run not spent training (GPU-hours)",
+            _num(sum(report["phase_gpu_hours"].values())),
+            "",
+        ),
+        (
             "Cluster MTBF (hours)",
             _num(report["mtbf_hours"]),
             f"cluster MTBF {target_text('mtbf_hours', t['mtbf_hours'])} ({t['mtbf_hours']:g} h)",
@@ -51,6 +57,9 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("Unexpected interruptions", str(report["interruptions"]), ""),
         ("Planned interruptions", str(report["planned_interruptions"]), ""),
         ("MTTR (minutes)", _num(report["mttr_minutes"]), ""),
+        ("Recovery, median (minutes)", _num(report["recovery_minutes"]["p50"]), ""),
+        ("Recovery, 90th percentile (minutes)", _num(report["recovery_minutes"]["p90"]), ""),
+        ("Recovery, longest (minutes)", _num(report["recovery_minutes"]["max"]), ""),
         ("Scheduled GPU-hours", _num(report["scheduled_gpu_hours"]), ""),
         ("Productive GPU-hours", _num(report["productive_gpu_hours"]), ""),
         *(
@@ -129,6 +138,34 @@ def _charts(pdf: FPDF, report: dict[str, Any], trends: dict[str, Any] | None) ->
     pdf.set_xy(left, top + height)
 
 
+def _recovery(pdf: FPDF, report: dict[str, Any]) -> None:
+    """Where the failure downtime went (one bar per part), then the time in the run not
+    spent training, by phase (docs/formulas.md, Where the downtime went)."""
+    if pdf.get_y() + 36 > pdf.h - pdf.b_margin:
+        pdf.add_page()
+    top = pdf.get_y()
+    with pdf.local_context():
+        pdf_charts.downtime_bars(
+            pdf, pdf_charts.Box(pdf.l_margin, top, pdf.epw, 35), downtime_parts(report)
+        )
+    pdf.set_xy(pdf.l_margin, top + 37)
+    pdf.set_font("Helvetica", "B", 11)
+    pdf.cell(
+        0,
+        7,
+        "Time in the run not spent training (not part of the effective rate)",
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
+    phases = report["phase_gpu_hours"]
+    if not phases:
+        pdf.set_font("Helvetica", size=8)
+        pdf.cell(0, 5, "No phases reported this week.", new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(3)
+        return
+    _table(pdf, ("Phase", "GPU-hours"), [(k, _num(v)) for k, v in phases.items()], (100, 40))
+
+
 def weekly_pdf(
     report: dict[str, Any],
     previous: dict[str, Any] | None = None,
@@ -136,7 +173,8 @@ def weekly_pdf(
 ) -> bytes:
     """A printable A4 report: headline figures against targets (and last week), where the
     GPU-hours went (a waterfall), the effective rate and cluster MTBF of the past weeks
-    (`trends`, from `weekly.weekly_trends`), costliest categories, jobs and incidents."""
+    (`trends`, from `weekly.weekly_trends`), where the failure downtime went and the time in
+    the run not spent training, costliest categories, jobs and incidents."""
     pdf = FPDF(format="A4")
     pdf.set_title(f"KUAE Ops weekly report {week_title(report)}")
     pdf.set_author("KUAE Ops")
@@ -169,9 +207,10 @@ def weekly_pdf(
             "Target",
         ),
         [(k, v, last.get(k, ""), t) for k, v, t in headline(report)],
-        (70, 35, 35, 50),
+        (84, 28, 28, 50),
     )
     _charts(pdf, report, trends)
+    _recovery(pdf, report)
     if report["lost_by_category"]:
         pdf.set_font("Helvetica", "B", 11)
         pdf.cell(0, 7, "Lost GPU-hours by incident category", new_x="LMARGIN", new_y="NEXT")

@@ -53,11 +53,21 @@ def _interruptions(job_ids: list[int], start: dt.datetime, end: dt.datetime) -> 
         .annotate(failed=Coalesce("occurred_at", "detected_at"))
         .filter(failed__lt=end)
         .filter(Q(recovered_at__isnull=True) | Q(recovered_at__gt=start) | Q(failed__gt=start))
-        .values_list("job_id", "pk", "failed", "recovered_at", "planned", "category")
+        .values_list(
+            "job_id",
+            "pk",
+            "failed",
+            "recovered_at",
+            "planned",
+            "category",
+            "detected_at",
+            "localized_at",
+            "mitigated_at",
+        )
     )
     out: dict[int, list[Interruption]] = defaultdict(list)
-    for job_id, pk, failed, recovered, planned, category in rows:
-        out[job_id].append(Interruption(pk, failed, recovered, planned, category))
+    for job_id, pk, *times in rows:
+        out[job_id].append(Interruption(pk, *times))
     return out
 
 

@@ -17,7 +17,7 @@ from fpdf import FPDF
 
 from apps.common.charts import SERIES
 from apps.common.choices import INK, Tone
-from apps.reports.choices import LOSS_CAUSES, GpuHours
+from apps.reports.choices import LOSS_CAUSES, DowntimePart, GpuHours
 from apps.reports.targets import target_text
 
 RGB = tuple[int, int, int]
@@ -33,8 +33,8 @@ def rgb(colour: str) -> RGB:
 
 
 def latin(text: str) -> str:
-    """The core fonts are Latin-1: '≥' and '−' are spelt out, anything else becomes '?'."""
-    text = text.replace("≥", ">=").replace("−", "-").replace("–", "-")
+    """The core fonts are Latin-1: '≥', '−' and '→' are spelt out, anything else becomes '?'."""
+    text = text.replace("≥", ">=").replace("−", "-").replace("–", "-").replace("→", "->")
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
@@ -274,3 +274,39 @@ def mtbf_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: float) 
             figures.append(("no\nfailure", good))
     _target(pdf, plot, y(target))
     _x_labels(pdf, plot, centres, [_week_label(w, k == 0) for k, w in enumerate(weeks)], figures)
+
+
+def downtime_bars(pdf: FPDF, box: Box, parts: list[dict[str, Any]]) -> None:
+    """The failures' downtime by part (`weekly.downtime_parts`): one horizontal bar per part
+    in its colour, as long as its share of the downtime, its GPU-hours and share beside it."""
+    total = sum(p["gpu_hours"] for p in parts)
+    note = "Each failure's downtime cut where it was detected, localised and mitigated."
+    plot = _frame(pdf, box, "Where the failure downtime went", note)
+    if total <= 0:
+        pdf.set_text_color(*MUTED)
+        _text(pdf, box.x, plot.y + 3, "No failure downtime in this week.", 8)
+        return
+    label_w, figure_w = 62.0, 52.0
+    bar_x, bar_w = box.x + label_w, box.w - label_w - figure_w
+    row_h = 6.0  # the box is 11 mm of title and note, then the rows
+    for k, part in enumerate(parts):
+        top = plot.y + k * row_h
+        pdf.set_text_color(*rgb(INK))
+        _text(pdf, box.x, top + row_h * 0.65, f"{part['label'].capitalize()}", 8)
+        pdf.set_text_color(*MUTED)
+        _text(pdf, box.x + 19, top + row_h * 0.65, f"({part['span']})", 6.5)
+        pdf.set_fill_color(*GRID)
+        pdf.rect(bar_x, top + row_h * 0.2, bar_w, row_h * 0.6, style="F")
+        share = part["share"] or 0.0
+        if share > 0:
+            pdf.set_fill_color(*rgb(DowntimePart(part["part"]).colour))
+            pdf.rect(bar_x, top + row_h * 0.2, max(bar_w * share, 0.3), row_h * 0.6, style="F")
+        pdf.set_text_color(*rgb(INK))
+        _text(
+            pdf,
+            box.right,
+            top + row_h * 0.65,
+            f"{part['gpu_hours']:,.1f} GPU-h  {100 * share:.1f}% of downtime",
+            8,
+            "R",
+        )

@@ -44,6 +44,29 @@ def _mean_minutes(values: list[float]) -> float | None:
     return statistics.fmean(values) / 60 if values else None
 
 
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The p-th percentile by linear interpolation between closest ranks: rank
+    p/100 × (n − 1) of the sorted values (numpy's default, "linear"); None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = p / 100 * (len(ordered) - 1)
+    lo = int(rank)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
+
+
+def recovery_minutes(seconds: Sequence[float]) -> dict[str, float | None]:
+    """`{p50, p90, max}` of recovery times given in seconds, in minutes; all None when there
+    is none (docs/formulas.md, How long recovery took)."""
+    minutes = [s / 60 for s in seconds]
+    return {
+        "p50": percentile(minutes, 50),
+        "p90": percentile(minutes, 90),
+        "max": max(minutes, default=None),
+    }
+
+
 def reliability(
     *,
     start: dt.datetime,
@@ -66,6 +89,9 @@ def reliability(
     node_failures = sum(1 for i in unexpected if i.names_nodes)
     node_mtbf = node_seconds / HOUR / node_failures if node_failures else None
     counts = Counter(i.category for i in unexpected)
+    recovery_s = [
+        (i.recovered_at - i.failed_at).total_seconds() for i in unexpected if i.recovered_at
+    ]
     return {
         "start": start,
         "end": end,
@@ -74,9 +100,8 @@ def reliability(
         "planned_interruptions": len(planned),
         "mtbf_hours": hours / n if n else None,
         "mtbf_level": "cluster",
-        "mttr_minutes": _mean_minutes(
-            [(i.recovered_at - i.failed_at).total_seconds() for i in unexpected if i.recovered_at]
-        ),
+        "mttr_minutes": _mean_minutes(recovery_s),
+        "recovery_minutes": recovery_minutes(recovery_s),
         "mttd_minutes": _mean_minutes(
             [(i.detected_at - i.occurred_at).total_seconds() for i in unexpected if i.occurred_at]
         ),

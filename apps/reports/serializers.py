@@ -149,6 +149,25 @@ class LostHoursSerializer(serializers.Serializer):
     checkpoint = _number()
 
 
+class DowntimeBreakdownSerializer(serializers.Serializer):
+    """The failures' downtime GPU-hours cut at detection, localisation and mitigation; the
+    four sum to lost_gpu_hours.downtime (docs/formulas.md, Where the downtime went)."""
+
+    detect = _number(help_text="from the failure to detected_at")
+    localise = _number(help_text="from detected_at to localized_at")
+    mitigate = _number(help_text="from localized_at to mitigated_at")
+    restart = _number(help_text="from mitigated_at to training resumed (recovered_at)")
+
+
+class RecoveryMinutesSerializer(serializers.Serializer):
+    """Minutes from the failure to recovered_at over the week's recovered unexpected
+    interruptions; null when none (docs/formulas.md, How long recovery took)."""
+
+    p50 = _maybe(help_text="median")
+    p90 = _maybe(help_text="90th percentile, linear between the closest ranks")
+    max = _maybe(help_text="the longest")
+
+
 class WeeklyJobSerializer(serializers.Serializer):
     """One job's week."""
 
@@ -209,6 +228,7 @@ class WeeklySerializer(serializers.Serializer):
     scheduled_gpu_hours = _number()
     productive_gpu_hours = _number()
     lost_gpu_hours = LostHoursSerializer()
+    downtime_breakdown_gpu_hours = DowntimeBreakdownSerializer()
     mean_mfu = _maybe()
     jobs = WeeklyJobSerializer(many=True)
     phase_gpu_hours = serializers.DictField(
@@ -221,6 +241,7 @@ class WeeklySerializer(serializers.Serializer):
     mtbf_hours = _maybe(help_text="cluster MTBF over the week")
     mtbf_level = serializers.CharField()
     mttr_minutes = _maybe()
+    recovery_minutes = RecoveryMinutesSerializer()
     availability = _maybe()
     targets = TargetsSerializer()
     mfu_reference = _number(help_text="the best public MFU, a reference line, not a target")

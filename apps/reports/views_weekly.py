@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.accounts.permissions import role_required
 from apps.common.weeks import WEEK, last_complete_week, week_label
 from apps.reports.choices import LOSS_CAUSES
+from apps.reports.downtime import downtime_parts
 from apps.reports.export import weekly_pdf
 from apps.reports.params import BadWeek, int_param, pick_cluster, week_param
 from apps.reports.selectors import targets_for, whatif_projection
@@ -58,6 +59,7 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
             next_week=week_label(start + WEEK) if start + WEEK <= now else None,
             targets=targets_for(cluster=cluster),
             causes=_causes(report),
+            parts=downtime_parts(report),
             lost_total=sum(report["lost_gpu_hours"].values()),
             prev_lost=sum(previous["lost_gpu_hours"].values()),
             waterfall=waterfall_figure(report),

@@ -59,6 +59,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         "mtbf_hours": rel["mtbf_hours"],
         "mtbf_level": "cluster",
         "mttr_minutes": rel["mttr_minutes"],
+        "recovery_minutes": rel["recovery_minutes"],
         "availability": avail["availability"],
         "targets": targets_for(cluster=cluster).floors(),
         "mfu_reference": MFU_REFERENCE,

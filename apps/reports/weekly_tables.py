@@ -11,9 +11,12 @@ Text goes through `csvsafe`, so no title or job name is a live formula in a spre
 
 - `headline.csv` — one row: the week's figures and their targets (also `weekly.csv`);
 - `losses.csv` — lost GPU-hours by cause (they add up to the headline's);
+- `downtime.csv` — the failures' downtime by part: detect, localise, mitigate, restart (they
+  add up to `losses.csv`'s downtime);
 - `categories.csv` — incidents and lost GPU-hours by incident category;
 - `jobs.csv` — every job that ran in the week;
 - `incidents.csv` — the incidents behind the lost hours;
+- `phases.csv` — time in the run not spent training, by phase (not part of the rate);
 - `columns.csv` — what each column of each file holds.
 """
 
@@ -27,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.common import csvsafe
-from apps.reports.choices import LOSS_CAUSES
+from apps.reports.choices import DOWNTIME_PARTS, LOSS_CAUSES
+from apps.reports.downtime import downtime_parts
 
 Row = dict[str, Any]
 
@@ -89,6 +93,30 @@ KEYS = (
 
 def _target(key: str) -> Callable[[dict[str, Any], Row], object]:
     return lambda report, _row: report["targets"][key]
+
+
+def _part(part: str) -> Column:
+    return Column(
+        f"failure_downtime_{part}_gpu_hours",
+        f"of the failures' downtime, GPU-hours in its {part} part (downtime.csv)",
+        lambda report, _row: report["downtime_breakdown_gpu_hours"][part],
+    )
+
+
+RECOVERY = (
+    ("p50", "median"),
+    ("p90", "90th percentile"),
+    ("max", "longest"),
+)
+
+
+def _recovery(key: str, about: str) -> Column:
+    return Column(
+        f"recovery_minutes_{key}",
+        f"{about} of the minutes from failure to training resumed, over the week's "
+        "recovered unexpected interruptions; blank: none",
+        lambda report, _row: report["recovery_minutes"][key],
+    )
 
 
 HEADLINE = Table(
@@ -175,6 +203,15 @@ HEADLINE = Table(
             "GPU-hours lost to every cause (losses.csv splits them)",
             lambda r, _: sum(r["lost_gpu_hours"].values()),
         ),
+        # Added by issue 43, after every earlier column (a stacked series keeps its columns).
+        *(_part(p.value) for p in DOWNTIME_PARTS),
+        Column(
+            "not_training_gpu_hours",
+            "time in the run not spent training: GPU-hours of the phases the jobs reported "
+            "(phases.csv splits them); not part of the effective rate",
+            lambda r, _: sum(r["phase_gpu_hours"].values()),
+        ),
+        *(_recovery(k, about) for k, about in RECOVERY),
     ),
     lambda report: [report],
 )
@@ -213,6 +250,29 @@ LOSSES = Table(
         ),
     ),
     _losses,
+)
+
+DOWNTIME = Table(
+    "downtime",
+    "a part of the failures' downtime",
+    (
+        *KEYS,
+        Column(
+            "part",
+            "detect (failure to detected), localise (detected to localised), mitigate "
+            "(localised to mitigated), restart (mitigated to training resumed)",
+            _field("part"),
+        ),
+        Column("part_label", "the part in words", _field("label")),
+        Column("from_to", "the times it runs between", _field("span")),
+        Column("lost_gpu_hours", "GPU-hours of failure downtime in it", _field("gpu_hours")),
+        Column(
+            "share_of_downtime",
+            "its share of the failures' downtime, a fraction; blank: no downtime",
+            _field("share"),
+        ),
+    ),
+    downtime_parts,
 )
 
 CATEGORIES = Table(
@@ -311,7 +371,22 @@ INCIDENTS = Table(
     lambda report: report["incidents"],
 )
 
-TABLES = (HEADLINE, LOSSES, CATEGORIES, JOBS, INCIDENTS)
+PHASES = Table(
+    "phases",
+    "a phase of the runs that is not training (start-up, checkpoint restore, evaluation…)",
+    (
+        *KEYS,
+        Column("phase", "the phase's name, as the training Reporter sent it", _field("phase")),
+        Column(
+            "gpu_hours",
+            "GPU-hours of it inside the week; not part of the effective rate",
+            _field("gpu_hours"),
+        ),
+    ),
+    lambda report: [{"phase": k, "gpu_hours": v} for k, v in report["phase_gpu_hours"].items()],
+)
+
+TABLES = (HEADLINE, LOSSES, DOWNTIME, CATEGORIES, JOBS, INCIDENTS, PHASES)
 
 
 def table_csv(table: Table, report: dict[str, Any], *, now: dt.datetime) -> str:

@@ -34,6 +34,15 @@ def test_manager_reads_and_downloads_the_weekly_report(chromium, live_server, tm
     )
     assert charts.count() >= 3
     assert page.locator(".waterfalllayer .point").count() == 6  # scheduled, 4 causes, productive
+    # Where the failure downtime went: one bar per part, as long as its share — together
+    # they fill one track (docs/formulas.md, Where the downtime went).
+    assert page.locator(".part-bars tr").count() == 4
+    widths = page.eval_on_selector_all(
+        ".part-bars .bar", "bars => bars.map(b => b.getBoundingClientRect().width)"
+    )
+    track = page.eval_on_selector(".part-bars .track", "t => t.getBoundingClientRect().width")
+    assert max(widths) > 0 and abs(sum(widths) - track) <= 0.03 * track, (widths, track)
+    assert page.locator("dd[data-recovery=p50]").inner_text().endswith(" min")
     with page.expect_download() as csv_download:
         page.click("a.button >> text=Figures (CSV)")
     csv_path = tmp_path / csv_download.value.suggested_filename

@@ -9,6 +9,7 @@ import pytest
 
 from apps.reports.availability import NodeHistory, availability, bucket_seconds, unavailable
 from apps.reports.effective import Interruption, JobRun, job_week, restart_point, weekly
+from apps.reports.reliability import percentile, recovery_minutes
 
 UTC = dt.UTC
 MON = dt.datetime(2026, 11, 16, tzinfo=UTC)  # ISO week 2026-W47
@@ -126,6 +127,92 @@ def test_mean_mfu_is_gpu_weighted_over_jobs_with_samples():
     b = JobRun(2, "b", 24, t(1), None, mean_mfu=0.50)
     c = JobRun(3, "c", 64, t(1), None, mean_mfu=None)  # no samples in the week: left out
     assert weekly([a, b, c], start=MON, end=NEXT, now=NOW)["mean_mfu"] == pytest.approx(0.475)
+
+
+def _failure(pk: int, failed: dt.datetime, recovered: dt.datetime | None, **times):  # noqa: ANN003
+    return Interruption(pk, failed, recovered, False, "gpu", **times)
+
+
+def test_downtime_cut_at_detection_localisation_and_mitigation():
+    """docs/formulas.md, Where the downtime went: 10:00 failed, 10:05 detected, 10:25
+    localised, 10:30 mitigated, 11:00 recovered → 5, 20, 5 and 30 minutes."""
+    times = {"detected_at": t(16, 10, 5), "localized_at": t(16, 10, 25)}
+    job = JobRun(
+        1,
+        "j",
+        8,
+        t(1),
+        None,
+        [_failure(1, t(16, 10), t(16, 11), mitigated_at=t(16, 10, 30), **times)],
+    )
+    week = job_week(job, start=MON, end=NEXT, now=NOW)
+    minutes = {k: v / 60 for k, v in week.downtime_parts.items()}
+    assert minutes == {"detect": 5, "localise": 20, "mitigate": 5, "restart": 30}
+    assert sum(week.downtime_parts.values()) == week.by_cause["downtime"]
+
+
+def test_a_missing_or_out_of_order_time_gives_its_share_to_the_next_part():
+    """No localisation: the mitigate part runs from the detection. A mitigation before the
+    detection is held at it (the cuts never go back); one after the recovery at the
+    recovery; a detection before the week's start is cut there like the downtime."""
+    missing = _failure(
+        1, t(16, 10), t(16, 11), detected_at=t(16, 10, 5), mitigated_at=t(16, 10, 30)
+    )
+    early = _failure(2, t(17, 10), t(17, 11), detected_at=t(17, 10, 5), mitigated_at=t(17, 10, 1))
+    late = _failure(3, t(18, 10), t(18, 11), detected_at=t(18, 10, 5), mitigated_at=t(18, 12))
+    nothing = _failure(4, t(19, 10), t(19, 11))  # only f(i) and recovered_at known
+    job = JobRun(1, "j", 8, t(1), None, [missing, early, late, nothing])
+    parts = job_week(job, start=MON, end=NEXT, now=NOW).downtime_parts
+    # detect 5 + 5 + 5 + 0; mitigate 25 (missing) + 0 (early) + 55 (late); restart 30 + 55 + 0 + 60
+    assert {k: v / 60 for k, v in parts.items()} == {
+        "detect": 15,
+        "localise": 0,
+        "mitigate": 80,
+        "restart": 145,
+    }
+    assert sum(parts.values()) == 4 * H
+
+
+def test_overlapping_failures_give_the_instant_to_the_one_that_failed_first():
+    """Two failures of one job at the same time: the lower incident number owns the shared
+    instants, in the breakdown as in each incident's lost hours; a later failure inside an
+    earlier one's downtime keeps only what lies beyond it."""
+    first = _failure(7, t(16, 10), t(16, 11), detected_at=t(16, 10, 30))
+    twin = _failure(6, t(16, 10), t(16, 10, 40), detected_at=t(16, 10, 10))
+    later = _failure(5, t(16, 10, 50), t(16, 11, 20), detected_at=t(16, 11, 10))
+    job = JobRun(1, "j", 8, t(1), None, [first, twin, later], checkpoints=[(t(16, 9), 0.0)])
+    week = job_week(job, start=MON, end=NEXT, now=NOW)
+    # 6 owns 10:00–10:40 (detect 10, restart 30); 7 owns 10:40–11:00 (detect: its
+    # detection is 10:30, so all restart); 5 owns 11:00–11:20 (detect 10, restart 10). The
+    # three reworks all start at the 09:00 save: 5, the lowest number, owns 09:00–10:00.
+    assert week.by_incident == {6: 40 * 60, 7: 20 * 60, 5: 20 * 60 + 60 * 60}
+    assert {k: v / 60 for k, v in week.downtime_parts.items()} == {
+        "detect": 20,
+        "localise": 0,
+        "mitigate": 0,
+        "restart": 60,
+    }
+    report = weekly([job], start=MON, end=NEXT, now=NOW)
+    assert report["downtime_breakdown_gpu_hours"] == pytest.approx(
+        {"detect": 8 * 20 / 60, "localise": 0, "mitigate": 0, "restart": 8 * 60 / 60}
+    )
+
+
+def test_planned_downtime_has_no_breakdown():
+    planned = Interruption(1, t(16, 10), t(16, 11), True, "other", detected_at=t(16, 10, 30))
+    week = job_week(JobRun(1, "j", 8, t(1), None, [planned]), start=MON, end=NEXT, now=NOW)
+    assert week.by_cause["planned"] == H and sum(week.downtime_parts.values()) == 0
+
+
+def test_percentiles_interpolate_between_closest_ranks():
+    values = [15.0, 45.0, 50.0, 60.0, 120.0]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 90) == pytest.approx(96.0)  # rank 3.6: 60 + 0.6 × 60
+    assert percentile(values, 100) == 120.0 and percentile(values, 0) == 15.0
+    assert percentile([7.0], 90) == 7.0 and percentile([], 50) is None
+    assert percentile([10.0, 20.0], 90) == pytest.approx(19.0)
+    assert recovery_minutes([600.0, 1200.0]) == pytest.approx({"p50": 15, "p90": 19, "max": 20})
+    assert recovery_minutes([]) == {"p50": None, "p90": None, "max": None}
 
 
 NODES = [

@@ -98,8 +98,24 @@ def test_csv_zip_and_pdf_downloads(client, users, sim, last_week):
     assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"
     assert f"{last_week}.zip" in archive["Content-Disposition"]
     files = tables(archive.content)
-    assert set(files) == {"headline", "losses", "categories", "jobs", "incidents", "columns"}
+    assert set(files) == {
+        "headline",
+        "losses",
+        "downtime",
+        "categories",
+        "jobs",
+        "incidents",
+        "phases",
+        "columns",
+    }
     assert files["headline"] == [row]
+    # The failure downtime by part, and the recovery minutes, as the API has them.
+    parts = api["downtime_breakdown_gpu_hours"]
+    assert {r["part"]: float(r["lost_gpu_hours"]) for r in files["downtime"]} == parts
+    assert {k: float(row[f"failure_downtime_{k}_gpu_hours"]) for k in parts} == parts
+    assert {k: float(row[f"recovery_minutes_{k}"]) for k in ("p50", "p90", "max")} == api[
+        "recovery_minutes"
+    ]
     assert [int(j["job_id"]) for j in files["jobs"]] == [j["id"] for j in api["jobs"]]
     assert [int(i["incident_id"]) for i in files["incidents"]] == [
         i["id"] for i in api["incidents"]
@@ -111,6 +127,33 @@ def test_csv_zip_and_pdf_downloads(client, users, sim, last_week):
     page = client.get(f"/reports/weekly/?week={last_week}").content.decode()
     for fmt in ("csv", "zip", "pdf"):
         assert f'href="/reports/weekly.{fmt}?cluster=kuae-sim&week={last_week}" download' in page
+
+
+def test_the_page_shows_where_the_failure_downtime_went(client, users, sim, last_week):
+    """One bar per part, each with its GPU-hours and share of the downtime (they add up to
+    the failure downtime), then the recovery minutes (docs/formulas.md, Where the downtime
+    went)."""
+    client.force_login(users["mia"])
+    api = client.get(f"/api/v1/reports/weekly/?week={last_week}").json()
+    html = client.get(f"/reports/weekly/?week={last_week}").content.decode()
+    section = html[html.index('id="dt-h"') : html.index('id="ph-h"')]
+    shown = re.findall(
+        r'<tr role="row" data-part="(\w+)">.*?class="bar downpart-\1" style="width: (\d+)%".*?'
+        r'data-gpu-hours="([^"]+)">([\d.,]+) GPU·h.*?data-share="([^"]+)"',
+        section,
+        re.S,
+    )
+    assert [p for p, *_ in shown] == ["detect", "localise", "mitigate", "restart"]
+    downtime = api["lost_gpu_hours"]["downtime"]
+    assert downtime > 0, "the simulated week should have failure downtime"
+    assert sum(float(h) for _, _, h, _, _ in shown) == pytest.approx(downtime, rel=1e-12)
+    assert sum(float(s) for *_, s in shown) == pytest.approx(1.0)
+    for part, width, exact, text, _ in shown:
+        assert float(exact) == api["downtime_breakdown_gpu_hours"][part]
+        assert text == f"{float(exact):,.1f}" and int(width) == round(100 * float(exact) / downtime)
+    recovery = api["recovery_minutes"]
+    assert recovery["p50"] <= recovery["p90"] <= recovery["max"]
+    assert f'<dd data-recovery="p90">{recovery["p90"]:.1f} min</dd>' in section
 
 
 def test_jobs_show_the_gpu_hours_they_are_ranked_by(client, users, sim, last_week):

@@ -22,7 +22,7 @@ from PIL import Image
 from apps.common.charts import SERIES
 from apps.common.weeks import WEEK, week_label, week_start
 from apps.reports import pdf_charts
-from apps.reports.choices import LOSS_CAUSES, GpuHours
+from apps.reports.choices import DOWNTIME_PARTS, LOSS_CAUSES, GpuHours
 from apps.reports.export import weekly_pdf
 from apps.reports.weekly import weekly_report, weekly_trends
 from tests.support import simulate
@@ -99,7 +99,25 @@ def test_weekly_pdf_has_the_waterfall_and_the_trend_charts(client, users, sim) -
             "Productive",
             "Effective training rate by week",
             "Cluster MTBF by week (hours)",
+            "Where the failure downtime went",
+            "Detecting",
+            "(failure -> detected)",
+            "Localising",
+            "Mitigating",
+            "Restarting",
+            "Time in the run not spent training (not part of the effective rate)",
             "Jobs (costliest first: by lost GPU-hours)",
+        ],
+        text,
+    ), text
+    assert follows(
+        [
+            "Effective training rate",
+            "Time in the run not spent training (GPU-hours)",
+            "MTTR (minutes)",
+            "Recovery, median (minutes)",
+            "Recovery, 90th percentile (minutes)",
+            "Recovery, longest (minutes)",
         ],
         text,
     ), text
@@ -113,6 +131,16 @@ def test_weekly_pdf_has_the_waterfall_and_the_trend_charts(client, users, sim) -
     fills = rect_fills(ops)
     expected = {pdf_charts.rgb(c.colour) for c in (*LOSS_CAUSES, GpuHours.PRODUCTIVE)}
     assert expected <= fills, fills
+    # One bar per part of the failure downtime, in its colour, for each part with any.
+    report = client.get(f"/api/v1/reports/weekly/?week={week_label(last)}").json()
+    parts = report["downtime_breakdown_gpu_hours"]
+    assert sum(parts.values()) == pytest.approx(report["lost_gpu_hours"]["downtime"], rel=1e-12)
+    assert parts["restart"] > 0, "the simulated week should have failure downtime"
+    drawn = {p.value for p in DOWNTIME_PARTS if pdf_charts.rgb(p.colour) in fills}
+    assert drawn == {p for p, hours in parts.items() if hours > 0}
+    for part, hours in parts.items():
+        share = 100 * hours / report["lost_gpu_hours"]["downtime"]
+        assert f"{hours:,.1f} GPU-h  {share:.1f}% of downtime" in text, part
     assert pdf_charts.rgb(SERIES["mfu"]) in fills
     assert re.search(r"\[[\d.]+ [\d.]+\] [\d.]+ d\n[\d.]+ ([\d.]+) m [\d.]+ \1 l S", ops)  # target
     assert re.search(r"[\d.]+ [\d.]+ m\n(?:[\d.]+ [\d.]+ l\n){2,}\s*S", ops)  # the rate's line
@@ -161,6 +189,7 @@ def test_nice_ticks() -> None:
     assert pdf_charts.nice_ticks(0, 430) == [0, 200, 400, 600]
     assert pdf_charts.nice_ticks(0.965, 1.0, 5) == pytest.approx([0.96, 0.97, 0.98, 0.99, 1.0])
     assert pdf_charts.latin("≥ 15 d − 2 – 3") == ">= 15 d - 2 - 3"
+    assert pdf_charts.latin("failure → detected") == "failure -> detected"
 
 
 @pytest.mark.django_db

@@ -14,6 +14,7 @@ from tests.reports.tables import rows, tables
 START = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)  # Monday of 2026-W47
 NOW = dt.datetime(2026, 11, 25, 9, 30, 15, 123456, tzinfo=dt.UTC)
 LOST = {"downtime": 1200.5, "planned": 300.0, "rework": 480.25, "checkpoint": 96.0}
+PARTS = {"detect": 100.5, "localise": 300.0, "mitigate": 0.0, "restart": 800.0}
 
 
 def report(**changes: object) -> dict:
@@ -28,6 +29,9 @@ def report(**changes: object) -> dict:
         "scheduled_gpu_hours": 344064.0,
         "productive_gpu_hours": 344064.0 - sum(LOST.values()),
         "lost_gpu_hours": dict(LOST),
+        "downtime_breakdown_gpu_hours": dict(PARTS),
+        "phase_gpu_hours": {"eval": 40.5, "startup": 12.0},
+        "recovery_minutes": {"p50": 30.0, "p90": 52.5, "max": 60.0},
         "mean_mfu": 0.4123,
         "interruptions": 3,
         "planned_interruptions": 1,

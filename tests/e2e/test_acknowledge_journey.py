@@ -35,7 +35,7 @@ def test_operator_acknowledges_and_takes_an_incident_from_its_page(chromium, liv
     seen = watch(page, live_server.url)
     sign_in(page, live_server.url, "otto", "pw")
     page.goto(f"{live_server.url}/incidents/{incident.pk}/")
-    assert page.get_by_text("not yet", exact=True).is_visible()
+    assert page.locator(".facts").get_by_text("not yet", exact=True).is_visible()  # not acked
     page.click("button:has-text('Acknowledge')")
     page.wait_for_selector(f"text=Acknowledged #{incident.pk}.")
     assert page.locator(".page-head .badge >> text=Investigating").is_visible()

@@ -6,6 +6,7 @@ bounded, scoped, all or nothing with the batch; shown on the node page's Host ca
 from __future__ import annotations
 
 import datetime as dt
+from types import MappingProxyType
 
 import pytest
 from django.utils import timezone
@@ -17,7 +18,7 @@ from apps.common.limits import HOST_SUBJECTS_PER_NODE
 from apps.fleet.models import Node
 from apps.fleet.services import agent_scope_set
 from apps.telemetry.host_card import byte_size, offset_text
-from apps.telemetry.host_kinds import HOST_KINDS, PSEUDO_FILESYSTEMS
+from apps.telemetry.host_kinds import HOST_KINDS, PSEUDO_FILESYSTEMS, HostKind, Value, clock_name
 from apps.telemetry.models import HostReading, Port
 
 pytestmark = pytest.mark.django_db
@@ -85,6 +86,29 @@ def test_every_kind_is_one_declaration_in_one_table(ada, nodes):
     assert stored[("filesystem", "/checkpoints")].values["size_bytes"] == 4 * TIB
     assert Node.objects.get(hostname="gpu000").last_seen_at is not None  # a sign of life
     assert HostReading._meta.get_field("kind").choices is None  # a kind is no database choice
+
+
+def test_a_new_kind_is_a_declaration_and_nothing_else(ada, browser, nodes, monkeypatch):
+    """A kind added to the table alone is accepted, stored, answered and shown (value by
+    value): no model, no migration, no other code."""
+    nvme = HostKind(
+        slug="nvme",
+        label="NVMe media",
+        subject="an NVMe controller",
+        example="nvme0",
+        read_subject=clock_name,
+        values=(Value("media_errors", "counter", "media errors"),),
+    )
+    kinds = MappingProxyType({**HOST_KINDS, "nvme": nvme})
+    for module in ("host", "services.host", "host_card"):
+        monkeypatch.setattr(f"apps.telemetry.{module}.HOST_KINDS", kinds)
+    answer = post(ada, host=[host("gpu000", "nvme", "nvme0", media_errors=7)])
+    assert answer.status_code == 202 and answer.json()["host"] == 1, answer.content
+    assert HostReading.objects.get(kind="nvme").values == {"media_errors": 7}
+    bad = post(ada, host=[host("gpu000", "nvme", "nvme0", media_errors=-1)])
+    assert "host[0].values.media_errors" in bad.json()
+    html = browser.get("/nodes/gpu000/").content.decode()
+    assert "NVMe media" in html and 'data-label="media errors">7<' in html
 
 
 def test_hostnames_are_lower_cased_at_the_door(ada, nodes):

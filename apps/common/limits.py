@@ -29,6 +29,9 @@ METRIC_NAMES_PER_GPU = 200
 # NIC ports one node has (device, port), and the metric names one port's reading may carry.
 PORTS_PER_NODE = 64
 METRIC_NAMES_PER_PORT = 64
+# Subjects of host readings one node has, of every kind together (memory controllers, mounts,
+# PCIe devices, clocks: apps/telemetry/host_kinds.py).
+HOST_SUBJECTS_PER_NODE = 256
 # Nesting of a JSON body (objects and arrays), for every JSON parser of the API.
 JSON_DEPTH = 64
 # Pages (incident notifications) sent per cluster per channel in any minute; past it a

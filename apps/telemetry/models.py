@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from apps.fleet.models import Node
+from apps.telemetry.host_kinds import SUBJECT_LENGTH
 from apps.telemetry.monitored import event_kinds
 from apps.telemetry.names import ROLLUP_METRICS
 from apps.telemetry.ports import COUNTERS, STATE_LENGTH, Growth, counter_growth
@@ -260,3 +261,43 @@ class PortRollup(PortRollupBase):
 
     def __str__(self) -> str:
         return f"{self.node_id} ports @ {self.bucket:%Y-%m-%d %H:%M}"
+
+
+class HostReading(models.Model):
+    """What a node reports about its host, one row per (node, kind, subject): a memory
+    controller's error counts, a mount's space and state, a PCIe device's link and AER
+    counts, the clock's offset (docs/integrations.md, Host readings). Its latest values and
+    the previous reading's, so growth since then can be measured; at most
+    `HOST_SUBJECTS_PER_NODE` per node. Made by the telemetry intake.
+
+    `kind` is one of `apps.telemetry.host_kinds.HOST_KINDS` and `values` holds its declared
+    names: a new kind is a declaration there, never a column or a migration here."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="host_readings")
+    # Not a database choice: a kind is declared in apps/telemetry/host_kinds.py.
+    kind = models.CharField(max_length=32)
+    subject = models.CharField(max_length=SUBJECT_LENGTH)  # mc0, /checkpoints, 0000:17:00.0
+    # The latest reading: `ts` is also the subject's high-water mark (older readings ignored).
+    # (None only inside the batch that makes the row: it is made first, then given its reading.)
+    ts = models.DateTimeField(null=True, blank=True, help_text="latest reading's ts")
+    # (its column named apart from SQL's keyword VALUES: the intake's bulk SQL names it)
+    values = models.JSONField(default=dict, blank=True, db_column="latest_values")
+    # The reading before the latest one: its values and time.
+    prev_values = models.JSONField(default=dict, blank=True)
+    prev_ts = models.DateTimeField(null=True, blank=True)
+    # agent, node_exporter, prometheus (apps.telemetry.host_kinds.Source): of the latest.
+    source = models.CharField(max_length=16, default="agent")
+    # The reading a check judged last: its next run measures growth from it, not from the
+    # previous reading. Written by the checks' runs (database defaults: the intake's bulk
+    # insert names only the reading's columns).
+    judged_ts = models.DateTimeField(null=True, blank=True)
+    judged_values = models.JSONField(default=dict, blank=True, db_default={})
+
+    class Meta:
+        ordering = ["node", "kind", "subject"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "kind", "subject"], name="host_reading_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}/{self.kind}/{self.subject}"

@@ -1,5 +1,5 @@
 """Telemetry on the node page (fleet's), lent to `common/panels.py` at start-up: its GPUs'
-latest values and what they never reported, its NIC ports, its charts, its events. The
+latest values and what they never reported, its NIC ports, its host, its charts, its events. The
 fleet knows no telemetry (docs/architecture.md); these panels only read."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from apps.fleet.models import Node
 from apps.fleet.vendors import common_vendor
 from apps.telemetry.exporters import temp_source
 from apps.telemetry.gpu_history import RANGES, Window, window_from
+from apps.telemetry.host_card import host_sections, kinds_in_words, node_host_readings
 from apps.telemetry.models import Port
 from apps.telemetry.monitored import port_gaps, reporting_gaps
 from apps.telemetry.names import GPU_COLUMNS
@@ -64,6 +65,21 @@ def node_ports(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def node_host(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
+    """The node's host readings by kind (one query): memory controllers, mounts, PCIe
+    devices, the clock, each subject's latest values and their age, and the kinds it never
+    reported (docs/integrations.md, Host readings)."""
+    readings = node_host_readings(node)
+    sections = host_sections(readings)
+    return {
+        "node": node,
+        "sections": sections,
+        "kinds_in_words": kinds_in_words(sections),
+        "reported": bool(readings),
+        "now": timezone.now(),
+    }
+
+
 def node_charts(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     """The node's per-GPU charts over the range the page's query asks for (`?range=` or
     `?start=&end=`), with the problem when it asks for one that cannot be shown."""
@@ -93,12 +109,15 @@ def window_query(window: Window) -> str:
 def panels_lend() -> None:
     """Lend the panels (from `TelemetryConfig.ready()`). In the node page's body the GPU
     table comes first, its NIC ports next and the charts last; the health app lends its
-    checks between."""
+    checks between; the Host card follows the ports."""
     panels.lend(
         slot=panels.NODE_BODY, template="telemetry/_node_gpus.html", context=node_gpus, order=10
     )
     panels.lend(
         slot=panels.NODE_BODY, template="telemetry/_node_ports.html", context=node_ports, order=15
+    )
+    panels.lend(
+        slot=panels.NODE_BODY, template="telemetry/_node_host.html", context=node_host, order=16
     )
     panels.lend(
         slot=panels.NODE_BODY,

@@ -299,7 +299,7 @@ def parse_telemetry_with_ports(
         raise BatchError({"non_field_errors": ["body must be a JSON object"]})
     samples, ports = payload.get("samples"), payload.get("ports")
     if samples in (None, []) and ports in (None, []):
-        raise BatchError({"samples": ["must be a non-empty list (or give ports, or both)"]})
+        raise BatchError({"samples": ["must be a non-empty list (or give ports or host readings)"]})
     readings = [] if ports is None else parse_port_batch(ports, now=now)
     if samples in (None, []) and readings:
         return [], readings

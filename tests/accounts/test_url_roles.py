@@ -34,6 +34,7 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-actuation-list": {"GET": READ},
     "api-node-list": {"GET": READ, "POST": OPS},
     "api-node-detail": {"GET": READ},
+    "api-node-host": {"GET": READ},
     "api-node-topology": {"POST": OPS},
     "api-node-state": {"POST": OPS},
     "api-node-heartbeat": {"POST": AGENT},

@@ -103,7 +103,7 @@ def test_each_xid_event_shows_its_mnemonic_action_and_source(
         ]
     )  # fmt: skip
     browser.get(f"/nodes/{node.hostname}/")  # the first read sets up the repairs' cursor
-    with django_assert_max_num_queries(18):  # none per event (see tests/reports/test_pages)
+    with django_assert_max_num_queries(19):  # none per event (see tests/reports/test_pages)
         response = browser.get(f"/nodes/{node.hostname}/")
     html = response.content.decode()
     assert response.status_code == 200

@@ -66,6 +66,7 @@ def test_ports_are_stored_beside_samples(ada, nodes):
     assert response.status_code == 202, response.content
     assert response.json() == {
         "accepted": 1, "applied": 1, "stale": 0, "events": 0, "ports": 2, "ports_stale": 0,
+        "host": 0, "host_stale": 0, "host_skipped": 0,
     }  # fmt: skip
     port = Port.objects.get(node__hostname="gpu000", device="mlx5_0", port=1)
     assert (port.state, port.phys_state, port.rate_gbps) == ("ACTIVE", "LinkUp", 400.0)

@@ -15,7 +15,13 @@ pytestmark = pytest.mark.django_db
 
 SAMPLE = DCGM_SAMPLE
 T0 = dt.datetime(2026, 11, 23, 8, 0, 5, tzinfo=dt.UTC)
-NO_PORTS = {"ports": 0, "ports_stale": 0}  # a batch of samples alone
+NO_PORTS = {
+    "ports": 0,
+    "ports_stale": 0,
+    "host": 0,
+    "host_stale": 0,
+    "host_skipped": 0,
+}  # samples alone
 
 
 def iso(t: dt.datetime) -> str:

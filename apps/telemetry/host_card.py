@@ -1,0 +1,233 @@
+"""The node page's Host card and `GET nodes/{hostname}/host/`: a node's host readings by kind,
+each subject's values as a person reads them, and the kinds it never reported
+(docs/integrations.md, Host readings). Only reads."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.fleet.models import Node
+from apps.telemetry.host_kinds import HOST_KINDS, HostKind, Source, counter_went_down
+from apps.telemetry.models import HostReading
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One value as the card shows it: its words, and a tone (`fail`, `warn`, or '' for
+    none) when it is worth a look — never colour alone: the words say it too."""
+
+    text: str
+    tone: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One subject's latest reading on the card: its subject, values by column, its time
+    and source."""
+
+    subject: str
+    cells: list[tuple[str, Shown]]  # (the column's heading, the value)
+    ts: dt.datetime | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """One kind on the card: its declaration, its rows (none: "not reported"), and why the
+    node's source cannot report it when that is why."""
+
+    kind: HostKind
+    subject_label: str
+    columns: list[str]
+    rows: list[Row] = field(default_factory=list)
+    cannot: str = ""
+
+
+def node_host_readings(node: Node) -> list[HostReading]:
+    """The node's host readings (one query), by kind in HOST_KINDS' order, then subject."""
+    order = {slug: i for i, slug in enumerate(HOST_KINDS)}
+    readings = list(HostReading.objects.filter(node=node, ts__isnull=False))
+    return sorted(readings, key=lambda r: (order.get(r.kind, len(order)), r.kind, r.subject))
+
+
+def not_reported(readings: list[HostReading]) -> list[str]:
+    """The kinds (slugs) of which the node has no reading."""
+    seen = {r.kind for r in readings}
+    return [slug for slug in HOST_KINDS if slug not in seen]
+
+
+def host_sections(readings: list[HostReading]) -> list[Section]:
+    """The card's sections, one per declared kind, its rows built by the kind's builder."""
+    sources = {r.source for r in readings}
+    exporter_only = bool(sources) and Source.AGENT not in sources
+    out = []
+    for slug, kind in HOST_KINDS.items():
+        subject_label, columns, build = _CARD.get(slug) or _plain(kind)
+        rows = []
+        for reading in readings:
+            if reading.kind == slug:
+                cells = build(reading.values or {}, reading.prev_values or {})
+                shown = [(label, cells.get(key, Shown("—"))) for key, label in columns]
+                rows.append(Row(reading.subject, shown, reading.ts, reading.source))
+        cannot = ""
+        if not rows and exporter_only and not kind.from_node_exporter:
+            cannot = "node_exporter publishes no such series; the node agent reads them"
+        out.append(Section(kind, subject_label, [label for _, label in columns], rows, cannot))
+    return out
+
+
+def kinds_in_words(sections: list[Section]) -> str:
+    """The kinds' labels as a sentence says them: "memory controllers, mounts, PCIe devices
+    and clock" (a label's first letter lowered unless it begins a capitalised word: PCIe)."""
+    words = [
+        s.kind.label if s.kind.label[1:2].isupper() else s.kind.label[:1].lower() + s.kind.label[1:]
+        for s in sections
+    ]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+_Build = Callable[[dict[str, Any], dict[str, Any]], dict[str, Shown]]
+
+
+def _plain(kind: HostKind) -> tuple[str, list[tuple[str, str]], _Build]:
+    """A kind the card has no layout for: its subject and each value as it is."""
+
+    def build(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
+        return {name: Shown(str(value)) for name, value in values.items()}
+
+    return "Subject", [(v.name, v.label) for v in kind.values], build
+
+
+def _count(name: str, values: dict[str, Any], previous: dict[str, Any], tone: str) -> Shown:
+    """A counter with its growth since the previous reading (`tone` when it grew), or that it
+    was reset; '—' when not reported."""
+    value, before = values.get(name), previous.get(name)
+    if value is None:
+        return Shown("—")
+    text = f"{value:,}"
+    if counter_went_down(before, value):
+        return Shown(f"{text} (reset)")
+    if isinstance(before, int | float) and value > before:
+        return Shown(f"{text} (+{value - before:,})", tone)
+    return Shown(text)
+
+
+def _memory(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
+    return {
+        "ce": _count("ce_total", values, previous, "warn"),
+        "ue": _count("ue_total", values, previous, "fail"),
+    }
+
+
+def _filesystem(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
+    size, avail = values.get("size_bytes"), values.get("avail_bytes")
+    if isinstance(size, int | float) and isinstance(avail, int | float) and size > 0:
+        free = Shown(f"{byte_size(avail)} of {byte_size(size)} ({avail / size:.0%})")
+    elif isinstance(avail, int | float):
+        free = Shown(byte_size(avail))
+    else:
+        free = Shown("—")
+    problems = [
+        words for name, words in (("readonly", "read-only"), ("device_error", "device error"))
+        if values.get(name) == 1
+    ]  # fmt: skip
+    if problems:
+        state = Shown("✗ " + ", ".join(problems), "fail")
+    elif "readonly" in values or "device_error" in values:
+        state = Shown("✓ writable")
+    else:
+        state = Shown("—")
+    return {
+        "device": Shown(str(values.get("device", "—"))),
+        "fstype": Shown(str(values.get("fstype", "—"))),
+        "free": free,
+        "state": state,
+    }
+
+
+def _pcie(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
+    role = str(values.get("role", ""))
+    aer = [
+        _count("aer_correctable_total", values, previous, "warn"),
+        _count("aer_nonfatal_total", values, previous, "warn"),
+        _count("aer_fatal_total", values, previous, "fail"),
+    ]
+    tone = "fail" if aer[2].tone else ("warn" if any(a.tone for a in aer) else "")
+    return {
+        "role": Shown({"gpu": "GPU", "nic": "NIC"}.get(role, role or "—")),
+        "width": _against(values.get("link_width"), values.get("max_link_width"), "x{:g}"),
+        "speed": _against(
+            values.get("link_speed_gts"), values.get("max_link_speed_gts"), "{:g} GT/s"
+        ),
+        "aer": Shown(" · ".join(a.text for a in aer), tone),
+    }
+
+
+def _against(value: object, maximum: object, form: str) -> Shown:
+    """A link's width or speed against its maximum: flagged when below it."""
+    if not isinstance(value, int | float):
+        return Shown("—")
+    if not isinstance(maximum, int | float):
+        return Shown(form.format(value))
+    if value < maximum:
+        return Shown(f"◐ {form.format(value)} of {form.format(maximum)}", "warn")
+    return Shown(f"{form.format(value)} of {form.format(maximum)}")
+
+
+def _clock(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
+    offset, synced = values.get("offset_s"), values.get("synced")
+    return {
+        "offset": Shown("—" if offset is None else offset_text(offset)),
+        "synced": Shown("—")
+        if synced is None
+        else (Shown("✓ synchronised") if synced == 1 else Shown("✗ not synchronised", "warn")),
+    }
+
+
+# Each kind's layout on the card: the subject's column, the value columns (key, heading)
+# and the builder of a row's cells; a kind not here is shown value by value (`_plain`).
+_CARD: dict[str, tuple[str, list[tuple[str, str]], _Build]] = {
+    "memory": ("Controller", [("ce", "Correctable (CE)"), ("ue", "Uncorrectable (UE)")], _memory),
+    "filesystem": (
+        "Mount point",
+        [("device", "Device"), ("fstype", "Type"), ("free", "Free"), ("state", "State")],
+        _filesystem,
+    ),
+    "pcie": (
+        "Address",
+        [
+            ("role", "Role"),
+            ("width", "Width"),
+            ("speed", "Speed"),
+            ("aer", "AER correctable · non-fatal · fatal"),
+        ],
+        _pcie,
+    ),  # fmt: skip
+    "clock": ("Clock", [("offset", "Offset"), ("synced", "Synchronised")], _clock),
+}
+
+
+def byte_size(value: float) -> str:
+    """Bytes in binary units: 0 B, 512 B, 3.5 GiB, 1.2 TiB."""
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(size) < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} PiB"  # not reached
+
+
+def offset_text(seconds: float) -> str:
+    """A clock's offset, signed: +0.4 ms, −12 ms, +1.25 s, −3.0 h."""
+    sign = "−" if seconds < 0 else "+"
+    size = abs(seconds)
+    if size < 1:
+        return f"{sign}{size * 1000:.3g} ms"
+    if size < 600:
+        return f"{sign}{size:.3g} s"
+    if size < 172_800:
+        return f"{sign}{size / 3600:.1f} h"
+    return f"{sign}{size / 86_400:.1f} d"

@@ -2,7 +2,8 @@
 
     kuae-agent run   --server URL --node HOST [--exporter URL | --nvidia-smi | --mtml |
                      --mthreads-gmi] [--interval 15] [--kmsg | --kmsg-file PATH]
-                     [--kmsg-mthreads] [--fabric [--sysfs ROOT]]
+                     [--kmsg-mthreads] [--fabric] [--host [--mount PATH …]]
+                     [--sysfs ROOT] [--procfs ROOT] [--rootfs ROOT]
     kuae-agent once  … (collect and deliver one round, for cron or a test)
     kuae-agent probe --server URL --node HOST [--gpus 0-7]
     kuae-agent flush --server URL (deliver what is spooled; a Reporter's spool too)
@@ -22,6 +23,12 @@ driver's libmtml.so); --mthreads-gmi reads the table of the `mthreads-gmi` comma
 
 --fabric also sends the InfiniBand/RoCE ports of ROOT/class/infiniband (--sysfs, default
 /sys): state, rate and error counters, as `ports` in a telemetry batch of their own.
+
+--host also sends what the host says about itself, as `host` in that batch: EDAC memory
+controllers and the PCIe links and AER errors of GPUs and NICs (under --sysfs), the real
+filesystems of ROOT/self/mounts (--procfs, default /proc; sizes by statvfs under --rootfs,
+default /), the required mounts (--mount, repeated, or KUAE_MOUNTS, comma-separated) first,
+and the clock's offset and sync state (adjtimex).
 
 The server is --server or KUAE_SERVER; the token comes from --token-file, or the KUAE_TOKEN
 environment variable (kept out of `ps`), or the file KUAE_TOKEN_FILE names.
@@ -48,6 +55,7 @@ from kuae_agent import config
 from kuae_agent.client import Client
 from kuae_agent.fabric import FabricReader
 from kuae_agent.gmi import read_mthreads_gmi
+from kuae_agent.host import HostReader
 from kuae_agent.kernellog import FileLog, Journal, KmsgDevice, XidFollower
 from kuae_agent.mtml import MtmlReader, MtmlUnavailable
 from kuae_agent.probe import run_probe
@@ -74,17 +82,22 @@ def collect(
     spool: Spool,
     fabric: FabricReader | None = None,
     mtml: MtmlReader | None = None,
+    host: HostReader | None = None,
 ) -> bool:
     """Read the node's source once and spool what it said; False when it could not be read.
-    With `fabric`, its ports go in a batch of their own, whether or not the GPUs could be read
-    (and a port the server refuses never costs the GPUs' samples). `mtml` is the MTML reader
-    a `run` keeps between rounds (else one is made for this round)."""
+    With `fabric` and `host`, the ports and the host readings go together in a batch of their
+    own, whether or not the GPUs could be read (and one the server refuses never costs the
+    GPUs' samples). `mtml` is the MTML reader a `run` keeps between rounds (else one is made
+    for this round)."""
     now = dt.datetime.now(dt.UTC)
+    node_batch: dict[str, list[dict[str, object]]] = {}
     if fabric is not None:
-        ports = fabric.read(node=args.node, ts=now)
-        if ports:
-            body = json.dumps({"ports": ports})
-            spool.put("/api/v1/ingest/telemetry/", body, "application/json")
+        node_batch["ports"] = fabric.read(node=args.node, ts=now)
+    if host is not None:
+        node_batch["host"] = host.read(node=args.node, ts=now)
+    node_batch = {key: items for key, items in node_batch.items() if items}
+    if node_batch:
+        spool.put("/api/v1/ingest/telemetry/", json.dumps(node_batch), "application/json")
     try:
         if args.nvidia_smi or args.mtml or args.mthreads_gmi:
             if args.mtml:
@@ -161,6 +174,14 @@ def kernel_log(args: argparse.Namespace, spool: Spool) -> XidFollower | None:
     )
 
 
+def host_reader(args: argparse.Namespace) -> HostReader | None:
+    """The host reader `--host` asks for, over the trees and mounts the options name."""
+    if not args.host:
+        return None
+    mounts = args.mount if args.mount else config.mounts()
+    return HostReader(sysfs=args.sysfs, procfs=args.procfs, rootfs=args.rootfs, mounts=mounts)
+
+
 def heartbeat(client: Client, node: str) -> None:
     """Best effort: a heartbeat is about now, so it is never spooled."""
     try:
@@ -177,9 +198,10 @@ def run(args: argparse.Namespace, spool: Spool, client: Client) -> None:
     follower = kernel_log(args, spool)
     fabric = FabricReader(args.sysfs) if args.fabric else None
     mtml = MtmlReader() if args.mtml else None
+    host = host_reader(args)
     while not stop["now"]:
         started = time.monotonic()
-        collect(args, spool, fabric, mtml)
+        collect(args, spool, fabric, mtml, host)
         if follower is not None:
             follower.poll()
         if next_probe is not None and started >= next_probe:
@@ -247,7 +269,28 @@ def parser() -> argparse.ArgumentParser:
         "--fabric", action="store_true", help="also send the InfiniBand/RoCE ports' state"
     )
     p.add_argument(
+        "--host",
+        action="store_true",
+        help="also send the host's memory, PCIe, filesystem and clock readings",
+    )
+    p.add_argument(
+        "--mount",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a required mount, sent first (repeat it; default KUAE_MOUNTS, comma-separated)",
+    )
+    p.add_argument(
         "--sysfs", type=Path, default=Path("/sys"), help="where sysfs is (a test's tree)"
+    )
+    p.add_argument(
+        "--procfs", type=Path, default=Path("/proc"), help="where procfs is (a test's tree)"
+    )
+    p.add_argument(
+        "--rootfs",
+        type=Path,
+        default=Path("/"),
+        help="where the mounts are seen, for their sizes (a test's tree)",
     )
     p.add_argument("--journalctl", default="journalctl", help=argparse.SUPPRESS)
     return p
@@ -291,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             run(args, spool, client)
         elif args.command == "once":
-            collect(args, spool, FabricReader(args.sysfs) if args.fabric else None)
+            fabric = FabricReader(args.sysfs) if args.fabric else None
+            collect(args, spool, fabric, host=host_reader(args))
             follower = kernel_log(args, spool)
             if follower is not None:
                 follower.poll()

@@ -35,6 +35,13 @@ def node(env: Mapping[str, str] | None = None) -> str:
     return env.get("KUAE_NODE", "").strip() or socket.gethostname()
 
 
+def mounts(env: Mapping[str, str] | None = None) -> list[str]:
+    """The cluster's required mounts from KUAE_MOUNTS (`/checkpoints,/scratch`), or none
+    (docs/agent.md, Host readings)."""
+    env = os.environ if env is None else env
+    return [m.strip() for m in env.get("KUAE_MOUNTS", "").split(",") if m.strip()]
+
+
 def integer(env: Mapping[str, str], *names: str) -> int | None:
     """The first of `names` set in `env` to a whole number (e.g. RANK, then SLURM_PROCID)."""
     for name in names:

@@ -1,7 +1,8 @@
 """A real HTTP server in-process that stands in for KUAE's agent endpoints where a test needs
 no database: it records every request (method, path, query, JSON body, token) and answers
 what the API answers — 202 to `POST jobs/{id}/ranks/` and `POST ingest/stalls/`, a job list
-to `GET jobs/?external_id=`. `mode` = "503" answers 503 to everything, "refuse" closes the
+to `GET jobs/?external_id=`; a body that is not JSON (the node agent's Prometheus text) is
+kept as text. `mode` = "503" answers 503 to everything, "refuse" closes the
 connection unanswered (a server that is down)."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Recorder(LoopbackServer):
                 if recorder.mode == "503":
                     return self._answer(503, {})
                 parts = urlsplit(self.path)
-                body = json.loads(raw) if raw else None
+                body = _body(raw, self.headers.get("Content-Type", ""))
                 token = self.headers.get("Authorization", "").removeprefix("Token ")
                 with recorder.lock:
                     recorder.requests.append(
@@ -95,3 +96,12 @@ class Recorder(LoopbackServer):
         for body in self.posted("/ingest/stalls/"):
             out.extend(body.get("reports", [body]))
         return out
+
+
+def _body(raw: bytes, content_type: str) -> Any:
+    """A request's JSON, or its text when it is sent as something else; None when empty."""
+    if not raw:
+        return None
+    if content_type.startswith("text/"):
+        return raw.decode(errors="replace")
+    return json.loads(raw)

@@ -14,8 +14,8 @@ def test_the_apps_above_lend_their_panels_at_start_up():
     lent = {slot: [p.template for p in ps] for slot, ps in panels._lent.items()}
     assert lent == {
         panels.NODE: ["maintenance/_node_windows.html", "repairs/_node_repair.html"],
-        # Telemetry's GPU table, NIC ports, host readings and charts, with the health checks' results
-        # between them.
+        # Telemetry's GPU table, NIC ports, host readings and charts, with the health
+        # checks' results between them.
         panels.NODE_BODY: [
             "telemetry/_node_gpus.html",
             "telemetry/_node_ports.html",

@@ -1,8 +1,8 @@
 """Real Debian servers for tests, started on free loopback ports and stopped afterwards:
 `prometheus` (or `victoria-metrics`) scraping targets every second, node_exporter's
-`infiniband` collector on a fake sysfs tree, and a counting proxy that shows what KUAE
-asks a server. A binary that is absent skips its test with a reason, except under CI
-(`.ci/run` installs them), where it fails."""
+collectors (`infiniband`, or `edac`, `filesystem`, `timex`) on fake sysfs, procfs and root
+trees, and a counting proxy that shows what KUAE asks a server. A binary that is absent
+skips its test with a reason, except under CI (`.ci/run` installs them), where it fails."""
 
 from __future__ import annotations
 
@@ -86,23 +86,37 @@ def write_port(sysfs: Path, device: str, port: int, **files: object) -> Path:
 
 
 class NodeExporter:
-    """The real node_exporter (Debian's prometheus-node-exporter), only its infiniband
-    collector, on a fake sysfs tree."""
+    """The real node_exporter (Debian's prometheus-node-exporter) on fake trees: only the
+    `collectors` named (its infiniband collector by default), reading `sysfs`, and `procfs`
+    and `rootfs` where given (the filesystem collector's mounts and statfs)."""
 
-    def __init__(self, sysfs: Path, log: Path) -> None:
+    def __init__(
+        self,
+        sysfs: Path,
+        log: Path,
+        *,
+        collectors: Sequence[str] = ("infiniband",),
+        procfs: Path | None = None,
+        rootfs: Path | None = None,
+    ) -> None:
         binary = debian_binary(
             "prometheus-node-exporter", "node_exporter", package="prometheus-node-exporter"
         )
         self.address = f"127.0.0.1:{closed_port()}"
         self.url = f"http://{self.address}/metrics"
         self.log = log
+        paths = [f"--path.sysfs={sysfs}"]
+        if procfs is not None:
+            paths.append(f"--path.procfs={procfs}")
+        if rootfs is not None:
+            paths.append(f"--path.rootfs={rootfs}")
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [
                     binary,
-                    f"--path.sysfs={sysfs}",
+                    *paths,
                     "--collector.disable-defaults",
-                    "--collector.infiniband",
+                    *(f"--collector.{name}" for name in collectors),
                     f"--web.listen-address={self.address}",
                 ],
                 stdout=out,

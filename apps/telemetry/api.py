@@ -1,5 +1,5 @@
 """Intake endpoints: JSON telemetry samples (with NIC ports and host readings),
-dcgm-exporter's (and node_exporter's InfiniBand) Prometheus text, and events from nodes'
+dcgm-exporter's (and node_exporter's InfiniBand and host) Prometheus text, and events from nodes'
 kernel logs; and a node's host readings (`GET nodes/{hostname}/host/`)."""
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from apps.telemetry.prometheus import ExpositionError, parse_exposition
 from apps.telemetry.services import (
     events_ingest,
     telemetry_batch_ingest,
-    telemetry_with_ports_ingest,
 )
 
 
@@ -127,7 +126,8 @@ class TelemetryIngestView(APIView):
 
 class PrometheusIngestView(APIView):
     """`POST ingest/prometheus/`: dcgm-exporter `/metrics` text as it is, and node_exporter's
-    `node_infiniband_*` series (NIC ports, filed under `?node=`), all or nothing."""
+    `node_infiniband_*` series (NIC ports) and host series (EDAC, filesystems, the clock:
+    host readings), both filed under `?node=`, all or nothing."""
 
     roles = {"POST": AGENTS}
     agent_scoped = True
@@ -143,7 +143,7 @@ class PrometheusIngestView(APIView):
             ),
             OpenApiParameter("ts", str, description="scrape time (default: receive time)"),
         ],
-        responses={202: TelemetryResultSerializer},
+        responses={202: TelemetryBatchResultSerializer},
     )
     def post(self, request: Request) -> Response:
         ts = now = timezone.now()
@@ -155,26 +155,36 @@ class PrometheusIngestView(APIView):
         text = request.data if isinstance(request.data, str) else ""
         node = request.query_params.get("node") or None
         try:
-            samples, readings = parse_exposition(text, ts=ts, node=node)
+            samples, readings, host = parse_exposition(text, ts=ts, node=node)
         except ExpositionError as exc:
             raise serializers.ValidationError(
                 {"body": [str(exc)], "line": [str(exc.line)]}
             ) from exc
         except NoHostError as exc:
             raise serializers.ValidationError({"node": [str(exc)]}) from exc
-        if not samples and not readings:
+        if not samples and not readings and not host:
             raise serializers.ValidationError(
                 {
                     "body": [
                         "no per-GPU samples with a Hostname/hostname label (or ?node=), "
-                        "nor node_infiniband_* ports"
+                        "nor node_infiniband_* ports, nor node_exporter's host series"
                     ]
                 }
             )
-        require_nodes(request.user, {s.node for s in samples} | {r.node for r in readings})
-        result, ports = telemetry_with_ports_ingest(samples=samples, readings=readings)
-        data = {**asdict(result), "ports": ports.applied, "ports_stale": ports.stale}
-        return Response(TelemetryResultSerializer(data).data, status=status.HTTP_202_ACCEPTED)
+        require_nodes(
+            request.user,
+            {s.node for s in samples} | {r.node for r in readings} | {h.node for h in host},
+        )
+        result, ports, hosts = telemetry_batch_ingest(samples=samples, readings=readings, host=host)
+        data = {
+            **asdict(result),
+            "ports": ports.applied,
+            "ports_stale": ports.stale,
+            "host": hosts.applied,
+            "host_stale": hosts.stale,
+            "host_skipped": hosts.skipped,
+        }
+        return Response(TelemetryBatchResultSerializer(data).data, status=status.HTTP_202_ACCEPTED)
 
 
 class EventIngestView(APIView):

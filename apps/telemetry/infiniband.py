@@ -200,10 +200,7 @@ def readings_of_vector(
             continue
         if type(labels.get("device", "")) is not str or type(labels.get("port", "")) is not str:
             continue  # a server may send anything: the intake's checks expect text
-        host = instance_host(instance)
-        node = hosts.get(host)
-        if node is None and not _is_address(host):
-            node = hosts.get(host.split(".", 1)[0])
+        node = node_of_instance(instance, hosts)
         if node is None:
             continue
         try:
@@ -211,6 +208,17 @@ def readings_of_vector(
         except ValueError:
             continue
     return [r for node, ports in sorted(per_node.items()) for r in ports.readings(node=node, ts=ts)]
+
+
+def node_of_instance(instance: str, hosts: Mapping[str, str]) -> str | None:
+    """The node of `hosts` (`instance_index`) an `instance` label names: by its host
+    (`instance_host`), else by that name's short name (never an address's); None when it
+    names none of them."""
+    host = instance_host(instance)
+    node = hosts.get(host)
+    if node is None and not _is_address(host):
+        node = hosts.get(host.split(".", 1)[0])
+    return node
 
 
 def _is_address(host: str) -> bool:

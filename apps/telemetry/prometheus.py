@@ -1,5 +1,6 @@
 """GPU exporters' `/metrics` text (dcgm-exporter, AMD, Gaudi: apps.telemetry.exporters) → telemetry
-samples, and node_exporter's InfiniBand series in it → NIC ports' readings.
+samples, node_exporter's InfiniBand series in it → NIC ports' readings, and its host series
+(EDAC, filesystems, the clock: apps.telemetry.host_series) → host readings.
 
 Series names and label sets are parsed by prometheus_client's parser. A scrape repeats
 each GPU's label set on every one of its ~26 metrics, so each distinct label set is parsed
@@ -24,8 +25,11 @@ from apps.telemetry.exporters import (
     selected,
     series_index,
 )
+from apps.telemetry.host import HostReadingIn
+from apps.telemetry.host_kinds import Source
+from apps.telemetry.host_series import HostSeries
 from apps.telemetry.infiniband import PREFIX as INFINIBAND
-from apps.telemetry.infiniband import InfinibandPorts
+from apps.telemetry.infiniband import InfinibandPorts, NoHostError
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.names import DCGM_NOT_SUPPORTED
 from apps.telemetry.pcibus import pci_bus_or_blank
@@ -91,28 +95,39 @@ def parse_lines(text: str) -> Iterator[tuple[int, str, dict[str, str], float]]:
 
 def parse_exposition(
     text: str, *, ts: dt.datetime, node: str | None = None
-) -> tuple[list[TelemetrySample], list[PortReading]]:
-    """parse_dcgm's samples, and a reading per NIC port of node_exporter's `node_infiniband_*`
-    series, filed under `node` (NoHostError when there are ports and no `node`), in one
-    pass; ExpositionError names a bad line, and the series of a bad port value."""
+) -> tuple[list[TelemetrySample], list[PortReading], list[HostReadingIn]]:
+    """parse_dcgm's samples, a reading per NIC port of node_exporter's `node_infiniband_*`
+    series, and a host reading per (kind, subject) of its host series (source
+    `node_exporter`), the last two filed under `node` (NoHostError when there are any and no
+    `node`), in one pass; ExpositionError names a bad line, and the series of a bad value."""
     node = hostname_key(node) if node else node
     ports = InfinibandPorts()
-    samples = _samples(_diverting(parse_lines(text), ports), ts=ts, node=node)
-    return samples, ports.readings(node=node, ts=ts)
+    host = HostSeries()
+    samples = _samples(_diverting(parse_lines(text), ports, host), ts=ts, node=node)
+    readings = ports.readings(node=node, ts=ts)
+    if host and not node:
+        raise NoHostError("node_exporter's host series carry no host label: give ?node=HOST")
+    host_readings = host.readings(node=node, ts=ts, source=Source.NODE_EXPORTER) if node else []
+    return samples, readings, host_readings
 
 
 def _diverting(
-    lines: Iterator[tuple[int, str, dict[str, str], float]], ports: InfinibandPorts
+    lines: Iterator[tuple[int, str, dict[str, str], float]],
+    ports: InfinibandPorts,
+    host: HostSeries,
 ) -> Iterator[tuple[int, str, dict[str, str], float]]:
-    """`lines` less node_exporter's InfiniBand ones, which go to `ports`."""
+    """`lines` less node_exporter's InfiniBand ones, which go to `ports`, and its host
+    series, which go to `host`."""
     for number, name, labels, value in lines:
-        if not name.startswith(INFINIBAND):
-            yield number, name, labels, value
-            continue
         try:
-            ports.add(name, labels, value)
+            if name.startswith(INFINIBAND):
+                ports.add(name, labels, value)
+                continue
+            if name.startswith("node_") and host.add(name, labels, value):
+                continue
         except ValueError as exc:
             raise ExpositionError(number, str(exc)) from exc
+        yield number, name, labels, value
 
 
 def parse_dcgm(text: str, *, ts: dt.datetime, node: str | None = None) -> list[TelemetrySample]:

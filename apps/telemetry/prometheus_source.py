@@ -1,10 +1,11 @@
 """A cluster's Prometheus as its telemetry source (docs/architecture.md, Telemetry sources).
 
 A pull asks the cluster's `prometheus_url` one instant query (`apps.telemetry.promql`) of the
-dcgm fields it needs, and one of node_exporter's `node_infiniband_*` series for the NIC
-ports' names it needs (`apps.telemetry.infiniband`) — the same ones at 2 nodes or 20,000 —
-and feeds the latest values it answers into the intake that posted telemetry goes through
-(`telemetry_with_ports_ingest`).
+dcgm fields it needs, one of node_exporter's `node_infiniband_*` series for the NIC
+ports' names it needs (`apps.telemetry.infiniband`), and one of node_exporter's host series
+for the host kinds it needs (`apps.telemetry.host_series`) — the same ones at 2 nodes or
+20,000 — and feeds the latest values it answers into the intake that posted telemetry goes
+through (`telemetry_batch_ingest`).
 The checks' loaders then read the same GPU rows and XID/counter events whichever way the
 values came: an XID gauge that changed is an event, a counter that grew is one, a GPU whose
 series vanished stops being fresh.
@@ -31,6 +32,8 @@ from apps.fleet.destinations import DestinationRefused, Unresolvable, url_refusa
 from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.pinned import pinned_transport
 from apps.telemetry.exporters import series_for
+from apps.telemetry.host import HostReadingIn
+from apps.telemetry.host_series import host_query, host_readings_of_vector, pulled_kinds
 from apps.telemetry.infiniband import infiniband_query, instance_index, readings_of_vector
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.ports import PortReading
@@ -42,7 +45,8 @@ from apps.telemetry.promql import (
     samples_of,
     vector_of,
 )
-from apps.telemetry.services.ports import PortIngestResult, telemetry_with_ports_ingest
+from apps.telemetry.services.host import HostIngestResult, telemetry_batch_ingest
+from apps.telemetry.services.ports import PortIngestResult
 from apps.telemetry.services.samples import IngestResult
 
 QUERY_PATH = "/api/v1/query"
@@ -184,17 +188,19 @@ def _json(body: bytes) -> Any:
 
 def prometheus_pull(
     cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
-) -> tuple[IngestResult, PortIngestResult]:
-    """Read the latest values of the cluster's GPUs and NIC ports from its Prometheus and
-    store them as posted telemetry is stored (values, events, rollups, the nodes'
-    last_seen_at; each port's latest and previous reading), together or not at all.
+) -> tuple[IngestResult, PortIngestResult, HostIngestResult]:
+    """Read the latest values of the cluster's GPUs, NIC ports and host readings from its
+    Prometheus and store them as posted telemetry is stored (values, events, rollups, the
+    nodes' last_seen_at; each port's and each host subject's latest and previous reading),
+    together or not at all.
 
     `metrics` are KUAE's names (None: every one). The exporters' series that fill them
     (dcgm-exporter's, AMD's, Gaudi's: apps.telemetry.exporters) are one query (with one
     series per exporter carrying the GPU's identity); the ports' among them
-    (`state`, `link_downed` …) one query of node_exporter's series; a query that would ask
-    for nothing is not asked. SourceDown when the server does not answer; nothing is
-    written then."""
+    (`state`, `link_downed` …) one query of node_exporter's series; the host kinds among
+    them (`host:memory`, `host:filesystem` …: apps.telemetry.host_series.pull_name) one
+    query of node_exporter's host series; a query that would ask for nothing is not asked.
+    SourceDown when the server does not answer; nothing is written then."""
     samples: list[TelemetrySample] = []
     fields = None if metrics is None else series_for(metrics)
     if metrics is None or fields:
@@ -205,14 +211,22 @@ def prometheus_pull(
         hosts = host_index({host for host, _ in known})
         samples = samples_of(vector, hosts=hosts, known=known, ts=now)
     readings: list[PortReading] = []
-    query = infiniband_query(metrics)
-    if query is not None:
+    host: list[HostReadingIn] = []
+    ports_query = infiniband_query(metrics)
+    kinds = pulled_kinds(metrics)
+    readings_query = host_query(kinds)
+    if ports_query is not None or readings_query is not None:
         nodes = list(Node.objects.filter(cluster=cluster).values_list("hostname", "addresses"))
-        hosts = instance_index(
+        instances = instance_index(
             (h for h, _ in nodes), ((h, a) for h, addresses in nodes for a in addresses or ())
         )
-        readings = readings_of_vector(_pull_query(cluster, query, now), hosts=hosts, ts=now)
-    return telemetry_with_ports_ingest(samples=samples, readings=readings, now=now)
+        if ports_query is not None:
+            vector = _pull_query(cluster, ports_query, now)
+            readings = readings_of_vector(vector, hosts=instances, ts=now)
+        if readings_query is not None:
+            vector = _pull_query(cluster, readings_query, now)
+            host = host_readings_of_vector(vector, hosts=instances, ts=now, kinds=kinds)
+    return telemetry_batch_ingest(samples=samples, readings=readings, host=host, now=now)
 
 
 def _pull_query(cluster: Cluster, query: str, now: dt.datetime) -> list[tuple[dict, float]]:

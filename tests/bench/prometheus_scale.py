@@ -221,7 +221,7 @@ def prometheus_measure(cluster: Cluster, out: dict[str, tuple[float, int | None]
                 override_settings(KUAE_PROMETHEUS_PULL_TIMEOUT_S=300),
             ):
                 try:
-                    result, _ = prometheus_pull(cluster, now=timezone.now())
+                    result, _, _ = prometheus_pull(cluster, now=timezone.now())
                 except SourceDown as down:
                     print(f"  the pull failed: {down}")
                     result = None

@@ -79,6 +79,7 @@ def test_the_real_node_exporter_ports_are_stored(api, nodes, exporter):
     assert first.status_code == 202, first.content
     assert first.json() == {
         "accepted": 0, "applied": 0, "stale": 0, "events": 0, "ports": 2, "ports_stale": 0,
+        "host": 0, "host_stale": 0, "host_skipped": 0,
     }  # fmt: skip
     port = Port.objects.get(node__hostname="gpu000", device="mlx5_0", port=1)
     assert (port.state, port.phys_state, port.rate_gbps, port.ts) == ("ACTIVE", "LinkUp", 400, T0)
@@ -197,7 +198,7 @@ def test_one_scrape_of_a_node_exporter_stores_the_scraped_nodes_ports(nodes, exp
     node_exporter.scrape()  # answering
     result = scrape_nodes(node_ids=[node.pk])
     # No GPU sample in node_exporter's text: its ports alone make the target up.
-    assert result == {"targets": 1, "up": 1, "samples": 0, "ports": 2}
+    assert result == {"targets": 1, "up": 1, "samples": 0, "ports": 2, "host": 0}
     node.refresh_from_db()
     assert (node.scrape_ok, node.scrape_error) == (True, "")
     port = Port.objects.get(node=node, device="mlx5_0", port=1)  # filed under the scraped node

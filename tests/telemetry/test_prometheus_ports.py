@@ -116,7 +116,7 @@ def test_a_fabric_pull_reads_node_exporters_ports_in_one_query(
     until(lambda: len(_states(server)) == 3, "both exporters scraped", [server.log])
 
     t0 = timezone.now()
-    gpus, ports = prometheus_pull(cluster, now=t0, metrics=fabric.SPEC.pulls)
+    gpus, ports, _ = prometheus_pull(cluster, now=t0, metrics=fabric.SPEC.pulls)
     assert (gpus.accepted, ports.applied) == (0, 3)
     assert len(proxy.requests) == 1  # one query for every node, and no dcgm query
     port = Port.objects.get(node__hostname="gpu000", device="mlx5_0", port=1)

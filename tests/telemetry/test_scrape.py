@@ -28,7 +28,7 @@ def test_scrape_stores_samples_and_marks_targets(cluster, exporter):
     ]
     nodes = nodes_register(cluster=cluster, specs=specs)
     result = scrape_nodes(node_ids=[n.pk for n in nodes], timeout_s=1.0)
-    assert result == {"targets": 5, "up": 1, "samples": 8, "ports": 0}
+    assert result == {"targets": 5, "up": 1, "samples": 8, "ports": 0, "host": 0}
     state = {
         n.hostname: (n.scrape_ok, n.scrape_error) for n in Node.objects.exclude(exporter_url="")
     }

@@ -217,6 +217,7 @@ def test_a_drip_fed_answer_ends_at_the_whole_scrape_deadline(cluster, server):
         "up": 1,
         "samples": 8,
         "ports": 0,
+        "host": 0,
     }  # the others are scraped meanwhile
     assert Node.objects.get(hostname="drip").scrape_error == "timeout"
 

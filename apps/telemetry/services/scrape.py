@@ -1,6 +1,7 @@
 """Pull mode: scrape nodes' exporters, as Prometheus would, and ingest what they say: a
 dcgm-exporter's per-GPU samples, and a node_exporter's `node_infiniband_*` series as the
-scraped node's NIC ports (docs/integrations.md, 2c. Pull mode: KUAE scrapes the exporters).
+scraped node's NIC ports and its host series (EDAC, filesystems, the clock) as the node's
+host readings (docs/integrations.md, 2c. Pull mode: KUAE scrapes the exporters).
 
 An exporter is answered by a node that runs users' code, so the scraper trusts nothing it
 says or where its URL points:
@@ -46,10 +47,11 @@ from apps.fleet.destinations import (
     parse_allow,
 )
 from apps.fleet.models import Node
+from apps.telemetry.host import HostReadingIn
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.ports import PortReading
 from apps.telemetry.prometheus import ExpositionError, parse_exposition
-from apps.telemetry.services.ports import telemetry_with_ports_ingest
+from apps.telemetry.services.host import telemetry_batch_ingest
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,13 @@ class Scrape:
     ms: float
     samples: list[TelemetrySample]
     ports: list[PortReading]
+    host: list[HostReadingIn]
     error: str = ""
+
+    @property
+    def read(self) -> bool:
+        """Whether the answer gave anything to store."""
+        return bool(self.samples or self.ports or self.host)
 
 
 class ScrapeFailed(Exception):
@@ -285,6 +293,7 @@ def _fetch(
     deadline = time.monotonic() + timeout_s
     samples: list[TelemetrySample] = []
     ports: list[PortReading] = []
+    host: list[HostReadingIn] = []
     try:
         with httpcore.ConnectionPool(
             ssl_context=ssl_context,
@@ -295,29 +304,35 @@ def _fetch(
             text = _get(pool, url, timeout_s)
         if text.count("\n") > MAX_LINES:
             raise ScrapeFailed(f"answer over {MAX_LINES} lines")
-        # node_exporter carries no host label: its ports are the scraped node's.
-        samples, ports = parse_exposition(text, ts=ts, node=hostname)
-        error = "" if samples or ports else "no per-GPU samples nor NIC ports in the answer"
+        # node_exporter carries no host label: its ports and host series are the scraped
+        # node's.
+        samples, ports, host = parse_exposition(text, ts=ts, node=hostname)
+        error = (
+            ""
+            if samples or ports or host
+            else "no per-GPU samples, NIC ports nor host readings in the answer"
+        )
     except Exception as exc:  # every failure is this target's, never the round's
         if not isinstance(exc, _EXPECTED):
             log.exception("scrape of %s failed unexpectedly", hostname)
         error = _describe(exc)
-    return Scrape(node_id, hostname, (time.perf_counter() - start) * 1000, samples, ports, error)
+    ms = (time.perf_counter() - start) * 1000
+    return Scrape(node_id, hostname, ms, samples, ports, host, error)
 
 
 def scrape_nodes(
     *, node_ids: Sequence[int], timeout_s: float = 5.0, workers: int = 16
 ) -> dict[str, int]:
-    """Scrape the given nodes' exporters concurrently, store their samples and NIC ports'
-    readings, and record each target's health (`scrape_ok`, `scrape_error`, `scrape_ms`).
-    `timeout_s` bounds each target's whole scrape."""
+    """Scrape the given nodes' exporters concurrently, store their samples, NIC ports'
+    readings and host readings, and record each target's health (`scrape_ok`,
+    `scrape_error`, `scrape_ms`). `timeout_s` bounds each target's whole scrape."""
     targets = list(
         Node.objects.filter(pk__in=list(node_ids))
         .exclude(exporter_url="")
         .values_list("pk", "hostname", "exporter_url")
     )
     if not targets:
-        return {"targets": 0, "up": 0, "samples": 0, "ports": 0}
+        return {"targets": 0, "up": 0, "samples": 0, "ports": 0, "host": 0}
     now = timezone.now()
     allow = parse_allow(tuple(settings.KUAE_SCRAPE_ALLOW))
     ssl_context = httpx.create_ssl_context()
@@ -330,7 +345,7 @@ def scrape_nodes(
                 targets,
             )
         )
-    stored, ports = _store([r for r in results if r.samples or r.ports])
+    stored, ports, host = _store([r for r in results if r.read])
     with transaction.atomic():
         update_many(
             Node._meta.db_table,
@@ -339,30 +354,34 @@ def scrape_nodes(
             [(r.node_id, now, not r.error, r.error, round(r.ms, 1)) for r in results],
         )
     up = sum(not r.error for r in results)
-    return {"targets": len(results), "up": up, "samples": stored, "ports": ports}
+    return {"targets": len(results), "up": up, "samples": stored, "ports": ports, "host": host}
 
 
-def _store(results: list[Scrape]) -> tuple[int, int]:
-    """One intake for the whole chunk (samples and ports together); if the chunk is refused,
-    node by node, so one bad exporter cannot keep the others' values out. Returns the
-    samples and port readings applied."""
+def _store(results: list[Scrape]) -> tuple[int, int, int]:
+    """One intake for the whole chunk (samples, ports and host readings together); if the
+    chunk is refused, node by node, so one bad exporter cannot keep the others' values out.
+    Returns the samples, port readings and host readings applied."""
     if not results:
-        return 0, 0
+        return 0, 0, 0
     try:
-        gpus, ports = telemetry_with_ports_ingest(
+        gpus, ports, host = telemetry_batch_ingest(
             samples=[s for r in results for s in r.samples],
             readings=[p for r in results for p in r.ports],
+            host=[h for r in results for h in r.host],
         )
-        return gpus.applied, ports.applied
+        return gpus.applied, ports.applied, host.applied
     except BatchError:
         pass
-    stored = applied = 0
+    stored = applied = hosts = 0
     for result in results:
         try:
-            gpus, ports = telemetry_with_ports_ingest(samples=result.samples, readings=result.ports)
+            gpus, ports, host = telemetry_batch_ingest(
+                samples=result.samples, readings=result.ports, host=result.host
+            )
         except BatchError as exc:
             result.error = f"refused: {next(iter(exc.errors.values()))[0]}"[:300]
             continue
         stored += gpus.applied
         applied += ports.applied
-    return stored, applied
+        hosts += host.applied
+    return stored, applied, hosts

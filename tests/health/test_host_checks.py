@@ -1,7 +1,7 @@
 """The host checks run on host readings posted to the telemetry intake
-(docs/checks.md, `host_memory`; `pcie`; `clock`): runs executed as the worker executes them, and what they
-change — results, incidents, node states; and "not monitored" on the Health page until a
-cluster's nodes report."""
+(docs/checks.md, `host_memory`; `pcie`; `clock`): runs executed as the worker executes
+them, and what they change — results, incidents, node states; and "not monitored" on the
+Health page until a cluster's nodes report."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU, Node, NodeStateChange
 from apps.fleet.services import cluster_automation_set
+from apps.health.checks import SCHEDULED_KINDS
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.health.services import run_execute, runs_execute_now, schedules_claim_due
 from apps.incidents.models import Incident, TimelineEntry
@@ -362,15 +363,7 @@ def test_schedules_are_claimed_once_per_interval(
     with django_capture_on_commit_callbacks(execute=False):
         first = schedules_claim_due()
         again = schedules_claim_due()
-    assert {r.kind for r in first} == {
-        "heartbeat",
-        "job_hang",
-        "slow_node",
-        "sdc",
-        "gpu_errors",
-        "thermal",
-        "fabric",
-    }
+    assert {r.kind for r in first} == set(SCHEDULED_KINDS)
     assert again == []
     CheckSchedule.objects.filter(kind="thermal").update(
         next_due_at=timezone.now() - dt.timedelta(seconds=1)

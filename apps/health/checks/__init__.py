@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health.checks import fabric, gpu_errors, heartbeat, job_hang, sdc, slow_node, thermal
+from apps.health.checks import (
+    clock,
+    fabric,
+    gpu_errors,
+    heartbeat,
+    host_memory,
+    job_hang,
+    pcie,
+    sdc,
+    slow_node,
+    thermal,
+)
 from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
 from apps.health.thresholds import declared
 from apps.telemetry import monitored
@@ -23,6 +34,9 @@ PLUGINS: tuple[CheckSpec, ...] = (
     gpu_errors.SPEC,
     thermal.SPEC,
     fabric.SPEC,
+    host_memory.SPEC,
+    pcie.SPEC,
+    clock.SPEC,
 )
 
 CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
@@ -30,6 +44,9 @@ CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
 
 @dataclass(frozen=True)
 class Limits(
+    clock.ClockLimits,
+    pcie.PcieLimits,
+    host_memory.HostMemoryLimits,
     fabric.FabricLimits,
     thermal.ThermalLimits,
     gpu_errors.GpuErrorsLimits,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.detectors.findings import Finding
+from apps.health.detectors.findings import PART_WORDS, WHOLE_TARGETS, Finding
 from apps.health.thresholds import Shared, declared
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
@@ -42,6 +42,22 @@ class Target(StrEnum):
     JOB = "job"
     RANK = "rank"
     CLUSTER = "cluster"
+    MEMORY_CONTROLLER = "mc"
+    PCIE = "pcie"
+    CLOCK = "clock"
+
+
+def targets_worded(targets: Iterable[str]) -> None:
+    """Start-up: every target type is one `target_part` parses and words (or one naming no
+    part of a node); TypeError for an unknown one, never a title that silently drops it."""
+    for prefix in targets:
+        if prefix not in PART_WORDS and prefix not in WHOLE_TARGETS:
+            raise TypeError(
+                f"target type {prefix!r} has no wording in detectors.findings.PART_WORDS"
+            )
+
+
+targets_worded(Target)
 
 
 @dataclass

@@ -85,14 +85,34 @@ def gpu_target(host: str, index: int | str) -> str:
     return f"gpu:{host}/{index}"
 
 
+# The targets that name a part of a node, by prefix: how the part is worded ("GPU 3",
+# "port mlx5_0/1"), and whether the target may name its node alone (`clock:HOST`, a part a
+# node has one of). `PREFIX:HOST/PART` is parsed by `target_part`; every other target
+# (`node:`, `job:`, `rank:`, `cluster:`) names no part. A check's target type must be one of
+# these or of `WHOLE_TARGETS`: an unknown one stops the start (apps/health/checks/base.py).
+PART_WORDS: dict[str, str] = {
+    "gpu": "GPU",
+    "port": "port",
+    "mc": "memory controller",
+    "pcie": "PCIe device",
+    "clock": "clock",
+}
+ONE_PER_NODE = frozenset({"clock"})
+WHOLE_TARGETS = frozenset({"node", "job", "rank", "cluster"})
+
+
 def target_part(target: str) -> tuple[str, str] | None:
-    """The node and the part of it a GPU or NIC port target names: `gpu:h01/3` → ("h01",
-    "GPU 3"), `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"); None for any other target."""
+    """The node and the part of it a target names: `gpu:h01/3` → ("h01", "GPU 3"),
+    `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"), `mc:h01/mc0` → ("h01", "memory
+    controller mc0"), `clock:h01` → ("h01", "clock"); None for a target naming no part."""
     kind, _, rest = target.partition(":")
     host, _, part = rest.partition("/")
-    if not part or kind not in ("gpu", "port"):
+    words = PART_WORDS.get(kind)
+    if words is None or not host:
         return None
-    return host, f"GPU {part}" if kind == "gpu" else f"port {part}"
+    if not part:
+        return (host, words) if kind in ONE_PER_NODE else None
+    return host, f"{words} {part}"
 
 
 def job_target(job: int) -> str:

@@ -1,0 +1,58 @@
+"""`host_memory`: a node's memory controllers, by EDAC's correctable and uncorrectable
+error counts from its host readings (docs/checks.md, `host_memory`).
+
+Each run judges every controller's latest reading against the one the previous run judged
+(kept on the reading's row, written with the run's findings). A cluster whose nodes never
+reported a memory reading shows the check as "Not monitored" on its health page — never a
+pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.fleet.models import Cluster
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.detectors.findings import Finding
+from apps.health.detectors.host_memory import host_memory, mc_target
+from apps.health.host_readings import host_histories, never_reported
+from apps.health.thresholds import Shared, threshold
+from apps.incidents.choices import Category
+
+KIND, LABEL = "host_memory", "Host memory (EDAC)"
+READING = "memory"  # the kind of host reading it judges
+NOT_MONITORED = (
+    "no node of this cluster has reported its memory controllers (host readings: "
+    "kuae-agent run --host, or node_exporter's edac collector)"
+)
+
+
+@dataclass(frozen=True)
+class HostMemoryLimits(Shared):
+    """The host memory check's thresholds (docs/checks.md, Thresholds)."""
+
+    host_ce_per_hour: float = threshold(
+        100, "Correctable memory errors within an hour over", "/h", check=KIND, hi=10**9
+    )
+
+
+def run(ctx: Context) -> list[Finding]:
+    """Every memory controller's latest reading against the one judged last."""
+    controllers = host_histories(ctx, READING, mc_target)
+    return host_memory(controllers, limits=ctx.limits, now=ctx.now)
+
+
+def not_monitored(cluster: Cluster) -> str | None:
+    """Why the cluster's host memory is not judged (one query); None once a node reported."""
+    return NOT_MONITORED if never_reported(cluster, READING) else None
+
+
+SPEC = CheckSpec(
+    kind=KIND,
+    limits=HostMemoryLimits,
+    label=LABEL,
+    target=Target.MEMORY_CONTROLLER,
+    categories=(Category.HOST_MEMORY,),
+    run=run,
+    not_monitored=not_monitored,
+)

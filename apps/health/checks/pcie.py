@@ -1,0 +1,58 @@
+"""`pcie`: GPUs' and NICs' PCIe links trained below their maximum, and AER errors of every
+reported device, from the nodes' host readings (docs/checks.md, `pcie`).
+
+Each run judges every device's latest reading against the one the previous run judged
+(kept on the reading's row, written with the run's findings). node_exporter publishes no
+PCIe link or AER series: a cluster whose nodes never reported a PCIe reading (no
+`kuae-agent run --host`) shows the check as "Not monitored" — never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.fleet.models import Cluster
+from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.detectors.findings import Finding
+from apps.health.detectors.pcie import pcie, pcie_target
+from apps.health.host_readings import host_histories, never_reported
+from apps.health.thresholds import Shared, threshold
+from apps.incidents.choices import Category
+
+KIND, LABEL = "pcie", "PCIe links and AER"
+READING = "pcie"  # the kind of host reading it judges
+NOT_MONITORED = (
+    "no node of this cluster has reported its PCIe devices (not reported by node_exporter; "
+    "kuae-agent run --host reads them)"
+)
+
+
+@dataclass(frozen=True)
+class PcieLimits(Shared):
+    """The PCIe check's thresholds (docs/checks.md, Thresholds)."""
+
+    pcie_aer_correctable_per_hour: float = threshold(
+        100, "AER correctable errors of a device within an hour over", "/h", check=KIND, hi=10**9
+    )
+
+
+def run(ctx: Context) -> list[Finding]:
+    """Every PCIe device's latest reading against the one judged last."""
+    devices = host_histories(ctx, READING, pcie_target)
+    return pcie(devices, limits=ctx.limits, now=ctx.now)
+
+
+def not_monitored(cluster: Cluster) -> str | None:
+    """Why the cluster's PCIe is not judged (one query); None once a node reported."""
+    return NOT_MONITORED if never_reported(cluster, READING) else None
+
+
+SPEC = CheckSpec(
+    kind=KIND,
+    limits=PcieLimits,
+    label=LABEL,
+    target=Target.PCIE,
+    categories=(Category.GPU, Category.NIC, Category.IO_EXPANSION_BOARD),
+    run=run,
+    not_monitored=not_monitored,
+)

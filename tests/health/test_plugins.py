@@ -90,15 +90,8 @@ def test_a_plugin_whose_thresholds_are_not_registered_stops_the_start(monkeypatc
 
 
 def test_the_schedule_and_run_choices_come_from_the_registry(cluster):
-    assert SCHEDULED_KINDS == (
-        "heartbeat",
-        "job_hang",
-        "slow_node",
-        "sdc",
-        "gpu_errors",
-        "thermal",
-        "fabric",
-    )
+    assert tuple(spec.kind for spec in PLUGINS if spec.scheduled) == SCHEDULED_KINDS
+    assert {"heartbeat", "fabric", "storage"} <= set(SCHEDULED_KINDS)
     assert "fabric" in dict(KIND_CHOICES) and "preflight" in dict(KIND_CHOICES)
     with pytest.raises(ValueError, match="does not run on a schedule"):
         check_for("preflight")
@@ -152,7 +145,9 @@ def test_the_health_page_says_fabric_is_not_monitored_until_a_port_reports(
     body = {"ports": [reading, {**reading, "device": "mlx5_1"}]}
     assert api("ada").post("/api/v1/ingest/telemetry/", body, format="json").status_code == 202
     html = client.get("/health/?cluster=c1").content.decode()
-    assert NOT_MONITORED not in html and "Not monitored" not in html
+    assert NOT_MONITORED not in html and "Fabric (NIC ports)" in html
+    # the storage check, with no required mounts, is still not monitored (its own reason)
+    assert html.count("Not monitored") == 1 and "no required mounts" in html
 
 
 def test_the_api_refuses_to_run_a_check_that_is_not_scheduled(api, cluster):

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health.checks import fabric, gpu_errors, heartbeat, job_hang, sdc, slow_node, thermal
+from apps.health.checks import (
+    fabric,
+    gpu_errors,
+    heartbeat,
+    job_hang,
+    sdc,
+    slow_node,
+    storage,
+    thermal,
+)
 from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
 from apps.health.thresholds import declared
 from apps.telemetry import monitored
@@ -23,6 +32,7 @@ PLUGINS: tuple[CheckSpec, ...] = (
     gpu_errors.SPEC,
     thermal.SPEC,
     fabric.SPEC,
+    storage.SPEC,
 )
 
 CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
@@ -30,6 +40,7 @@ CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
 
 @dataclass(frozen=True)
 class Limits(
+    storage.StorageLimits,
     fabric.FabricLimits,
     thermal.ThermalLimits,
     gpu_errors.GpuErrorsLimits,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.detectors.findings import Finding
+from apps.health.detectors.findings import TARGET_TYPES, Finding
 from apps.health.thresholds import Shared, declared
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
@@ -42,6 +42,19 @@ class Target(StrEnum):
     JOB = "job"
     RANK = "rank"
     CLUSTER = "cluster"
+    MOUNT = "mount"
+
+
+def _targets_declared() -> None:
+    """Start-up: every `Target` is a declared target type (its prefix, how it is parsed
+    and worded: `apps.health.detectors.findings.TARGET_TYPES`), so none is read silently
+    as naming nothing."""
+    unknown = [t.value for t in Target if t.value not in TARGET_TYPES]
+    if unknown:
+        raise TypeError(f"Target {', '.join(unknown)}: not among TARGET_TYPES")
+
+
+_targets_declared()
 
 
 @dataclass

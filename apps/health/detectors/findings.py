@@ -85,14 +85,56 @@ def gpu_target(host: str, index: int | str) -> str:
     return f"gpu:{host}/{index}"
 
 
+@dataclass(frozen=True)
+class TargetType:
+    """A kind of result target: its prefix (`gpu` of `gpu:h01/3`) and, for one that names a
+    part of a node, the word a person reads before that part ("GPU 3") and what separates
+    the part from the node's name (`/`, or `:` for a mount point, which holds slashes)."""
+
+    prefix: str
+    word: str = ""  # '' for a target that names no part of a node (a node, job, cluster)
+    sep: str = "/"
+
+    def make(self, host: str, part: str) -> str:
+        """`gpu:h01/3`, `mount:h01:/checkpoints`."""
+        return f"{self.prefix}:{host}{self.sep}{part}"
+
+    def part(self, rest: str) -> tuple[str, str] | None:
+        """(node, the part in words) of a target's text after its prefix; None when this
+        type names no part, or the text names none."""
+        if not self.word:
+            return None
+        host, _, part = rest.partition(self.sep)
+        return (host, f"{self.word} {part}") if host and part else None
+
+
+# Every prefix a result's target may carry, the one place each is parsed and worded: a
+# check's `Target` must be one of them, or the server does not start (checks/base.py).
+TARGET_TYPES: dict[str, TargetType] = {
+    t.prefix: t
+    for t in (
+        TargetType("gpu", "GPU"),
+        TargetType("port", "port"),
+        TargetType("mount", "mount", ":"),
+        TargetType("node"),
+        TargetType("job"),
+        TargetType("rank"),
+        TargetType("cluster"),
+        TargetType("source"),
+    )
+}
+
+
 def target_part(target: str) -> tuple[str, str] | None:
-    """The node and the part of it a GPU or NIC port target names: `gpu:h01/3` → ("h01",
-    "GPU 3"), `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"); None for any other target."""
-    kind, _, rest = target.partition(":")
-    host, _, part = rest.partition("/")
-    if not part or kind not in ("gpu", "port"):
-        return None
-    return host, f"GPU {part}" if kind == "gpu" else f"port {part}"
+    """The node and the part of it a target names: `gpu:h01/3` → ("h01", "GPU 3"),
+    `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"), `mount:h01:/checkpoints` → ("h01",
+    "mount /checkpoints"); None for a target that names no part (a node, a job). A prefix
+    no `TargetType` declares is a ValueError, never silently no part."""
+    prefix, _, rest = target.partition(":")
+    kind = TARGET_TYPES.get(prefix)
+    if kind is None:
+        raise ValueError(f"target {target!r}: no target type {prefix!r} (TARGET_TYPES)")
+    return kind.part(rest)
 
 
 def job_target(job: int) -> str:

@@ -11,6 +11,7 @@ from apps.common.admin_kinds import HistoryAdmin, SystemWrittenAdmin
 from apps.common.hostnames import hostname_clean
 from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.models import GPU, AgentScope, Cluster, Node, NodeStateChange, describe_scope
+from apps.fleet.mounts import mounts_clean
 from apps.fleet.vendors import peaks_error
 
 
@@ -69,6 +70,13 @@ class ClusterForm(forms.ModelForm):
             raise forms.ValidationError(problem)
         return {name.strip(): float(peak) for name, peak in value.items()}
 
+    def clean_required_mounts(self) -> list[str]:
+        """docs/checks.md, `storage`: absolute paths, none twice, as the API judges them."""
+        try:
+            return mounts_clean(self.cleaned_data.get("required_mounts") or [])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
     def clean_prometheus_token(self) -> str:
         # A password field shows nothing back: left empty, the token stays as it was.
         value = self.cleaned_data.get("prometheus_token") or ""
@@ -100,6 +108,7 @@ class ClusterAdmin(admin.ModelAdmin):
         ),
         ("Slurm", {"fields": ("slurm_kind", "slurm_url", "actuation", "queue")}),
         ("Prometheus", {"fields": ("prometheus_url", "prometheus_token")}),
+        ("Storage", {"fields": ("required_mounts",)}),
         (
             "Automation",
             {

@@ -92,6 +92,15 @@ class Cluster(models.Model):
         help_text="Celery queue for its checks and Slurm syncs; empty: the shared queue",
     )
 
+    # The mount points every node must have, writable and healthy; admins set them
+    # (`PATCH clusters/{name}/` or the admin). See docs/checks.md, `storage`.
+    required_mounts = models.JSONField(
+        "required mounts",
+        default=list,
+        blank=True,
+        help_text='mount points every node must have, e.g. ["/checkpoints", "/scratch"]',
+    )
+
     class Meta:
         ordering = ["name"]
 

@@ -18,6 +18,7 @@ from apps.fleet.choices import ActuationMode, NodeState, SchedulerKind
 from apps.fleet.destinations import slurmrestd_url_refusal, url_refusal
 from apps.fleet.fields import ClusterNameField
 from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.mounts import MAX_LENGTH, MAX_MOUNTS, mounts_clean
 from apps.fleet.vendors import peaks_error
 
 
@@ -191,6 +192,12 @@ class ClusterDetailSerializer(ClusterSerializer):
         "(docs/integrations.md, 2d. Prometheus); "
         "empty: telemetry is posted to KUAE",
     )
+    required_mounts = serializers.JSONField(
+        required=False,
+        help_text="mount points every node must have, writable and healthy, judged by the "
+        'storage check (docs/checks.md, `storage`), e.g. ["/checkpoints", "/scratch"]: '
+        f"absolute paths, at most {MAX_MOUNTS}, each at most {MAX_LENGTH} characters, none twice",
+    )
 
     class Meta(ClusterSerializer.Meta):
         fields = [
@@ -200,6 +207,7 @@ class ClusterDetailSerializer(ClusterSerializer):
             "actuation",
             "prometheus_url",
             "queue",
+            "required_mounts",
             "automation_paused",
             "automation_reason",
             "automation_by",
@@ -213,6 +221,14 @@ class ClusterDetailSerializer(ClusterSerializer):
             "automation_by",
             "automation_at",
         ]
+
+    def validate_required_mounts(self, value: object) -> list[str]:
+        """Absolute paths, none twice (apps.fleet.mounts.mounts_clean); the error names the
+        entry, `required_mounts[i]`."""
+        try:
+            return mounts_clean(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 class NodeSerializer(serializers.ModelSerializer):

@@ -27,8 +27,17 @@ CATEGORY: dict[str, Category] = {
     "switch": Category.NETWORK_SWITCH_CABLE,
     "pdu": Category.POWER_SUPPLY,
     "nvlink_domain": Category.GPU,
+    "storage": Category.STORAGE,  # named by its findings (a mount's device), no node's place
 }
-LABEL: dict[str, str] = {"switch": "switch", "pdu": "PDU", "nvlink_domain": "NVLink domain"}
+LABEL: dict[str, str] = {
+    "switch": "switch",
+    "pdu": "PDU",
+    "nvlink_domain": "NVLink domain",
+    "storage": "storage",
+}
+# Components whose failure is theirs alone: the nodes behind one keep their state (a
+# broken NFS export is no reason to drain the nodes that mount it).
+SPARES_NODES = frozenset({"storage"})
 MIN_NODES = 3
 MIN_SHARE = 0.5
 
@@ -166,6 +175,12 @@ def _named_groups(findings: Sequence[Finding]) -> list[Group]:
         component = Component(kind, name, tuple(hosts), size[key])
         out.append(Group(component, tuple(f for h in hosts for f in hit[key][h])))
     return out
+
+
+def spared(found: Sequence[Group]) -> set[int]:
+    """The ids of the findings whose nodes keep their state: those a component of
+    `SPARES_NODES` explains."""
+    return {id(f) for g in found if g.component.kind in SPARES_NODES for f in g.findings}
 
 
 def grouped_nodes(found: Sequence[Group]) -> set[str]:

@@ -65,11 +65,13 @@ def findings_apply(
         )
     }
     cleared = _store_results(run, findings, nodes, now)
-    opened = _incidents(run, findings, job_of_node, now, _blast_groups(cluster, findings))
+    failing = _blast_groups(cluster, findings)
+    opened = _incidents(run, findings, job_of_node, now, failing)
     if cleared:
         _note_cleared(run, cleared, now)
     resolved = _resolve_quiet(run, findings, now, limits)
-    changed = _node_states(run, findings, nodes, now, limits)
+    spared = blast.spared(failing)  # a broken storage's nodes keep their state
+    changed = _node_states(run, [f for f in findings if id(f) not in spared], nodes, now, limits)
     counts = Counter(f.status for f in findings)
     return {
         "pass": counts[ResultStatus.PASS],

@@ -81,8 +81,11 @@ def test_categories_of_the_components():
         "switch": Category.NETWORK_SWITCH_CABLE,
         "pdu": Category.POWER_SUPPLY,
         "nvlink_domain": Category.GPU,
+        "storage": Category.STORAGE,
     }
     assert blast.split_key("nvlink_domain:nvl-2") == ("nvlink_domain", "nvl-2")
+    assert blast.split_key("storage:nas01:/export/ckpt") == ("storage", "nas01:/export/ckpt")
+    assert "storage" in blast.SPARES_NODES and not set(blast.KINDS) & blast.SPARES_NODES
     assert blast.split_key("rack:r1") is None
 
 

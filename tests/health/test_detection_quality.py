@@ -15,7 +15,7 @@ from tests.bench.detection_sim import WIDE_SCENARIOS
 SEEDS = (0, 1)
 # The host checks (docs/checks.md, `host_memory`, `pcie`, `clock`) have no scripted fault in
 # the bench yet: their end-to-end tests (tests/health/test_host_checks.py) stand for it.
-NOT_SCRIPTED = {"host_memory", "pcie", "clock"}
+NOT_SCRIPTED = {"host_memory", "pcie", "clock", "storage"}
 
 
 def test_the_seeds_cover_every_kind_and_every_fault() -> None:

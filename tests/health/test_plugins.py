@@ -92,7 +92,9 @@ def test_a_plugin_whose_thresholds_are_not_registered_stops_the_start(monkeypatc
 def test_the_schedule_and_run_choices_come_from_the_registry(cluster):
     scheduled = tuple(spec.kind for spec in PLUGINS if spec.scheduled)
     assert scheduled == SCHEDULED_KINDS
-    assert {"heartbeat", "fabric", "host_memory", "pcie", "clock"} <= set(SCHEDULED_KINDS)
+    assert {"heartbeat", "fabric", "host_memory", "pcie", "clock", "storage"} <= set(
+        SCHEDULED_KINDS
+    )
     assert "fabric" in dict(KIND_CHOICES) and "preflight" in dict(KIND_CHOICES)
     with pytest.raises(ValueError, match="does not run on a schedule"):
         check_for("preflight")

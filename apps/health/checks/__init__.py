@@ -20,6 +20,7 @@ from apps.health.checks import (
     pcie,
     sdc,
     slow_node,
+    storage,
     thermal,
 )
 from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
@@ -37,6 +38,7 @@ PLUGINS: tuple[CheckSpec, ...] = (
     host_memory.SPEC,
     pcie.SPEC,
     clock.SPEC,
+    storage.SPEC,
 )
 
 CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
@@ -47,6 +49,7 @@ class Limits(
     clock.ClockLimits,
     pcie.PcieLimits,
     host_memory.HostMemoryLimits,
+    storage.StorageLimits,
     fabric.FabricLimits,
     thermal.ThermalLimits,
     gpu_errors.GpuErrorsLimits,

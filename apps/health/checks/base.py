@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.detectors.findings import PART_WORDS, WHOLE_TARGETS, Finding
+from apps.health.detectors.findings import TARGET_TYPES, Finding
 from apps.health.thresholds import Shared, declared
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
@@ -45,19 +45,19 @@ class Target(StrEnum):
     MEMORY_CONTROLLER = "mc"
     PCIE = "pcie"
     CLOCK = "clock"
+    MOUNT = "mount"
 
 
-def targets_worded(targets: Iterable[str]) -> None:
-    """Start-up: every target type is one `target_part` parses and words (or one naming no
-    part of a node); TypeError for an unknown one, never a title that silently drops it."""
-    for prefix in targets:
-        if prefix not in PART_WORDS and prefix not in WHOLE_TARGETS:
-            raise TypeError(
-                f"target type {prefix!r} has no wording in detectors.findings.PART_WORDS"
-            )
+def _targets_declared() -> None:
+    """Start-up: every `Target` is a declared target type (its prefix, how it is parsed
+    and worded: `apps.health.detectors.findings.TARGET_TYPES`), so none is read silently
+    as naming nothing."""
+    unknown = [t.value for t in Target if t.value not in TARGET_TYPES]
+    if unknown:
+        raise TypeError(f"Target {', '.join(unknown)}: not among TARGET_TYPES")
 
 
-targets_worded(Target)
+_targets_declared()
 
 
 @dataclass

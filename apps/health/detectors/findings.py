@@ -85,34 +85,66 @@ def gpu_target(host: str, index: int | str) -> str:
     return f"gpu:{host}/{index}"
 
 
-# The targets that name a part of a node, by prefix: how the part is worded ("GPU 3",
-# "port mlx5_0/1"), and whether the target may name its node alone (`clock:HOST`, a part a
-# node has one of). `PREFIX:HOST/PART` is parsed by `target_part`; every other target
-# (`node:`, `job:`, `rank:`, `cluster:`) names no part. A check's target type must be one of
-# these or of `WHOLE_TARGETS`: an unknown one stops the start (apps/health/checks/base.py).
-PART_WORDS: dict[str, str] = {
-    "gpu": "GPU",
-    "port": "port",
-    "mc": "memory controller",
-    "pcie": "PCIe device",
-    "clock": "clock",
+@dataclass(frozen=True)
+class TargetType:
+    """A kind of result target: its prefix (`gpu` of `gpu:h01/3`) and, for one that names a
+    part of a node, the word a person reads before that part ("GPU 3") and what separates
+    the part from the node's name (`/`, or `:` for a mount point, which holds slashes)."""
+
+    prefix: str
+    word: str = ""  # '' for a target that names no part of a node (a node, job, cluster)
+    sep: str = "/"
+    # A part a node has one of (its clock) may be named by the node alone: `clock:h01`.
+    one_per_node: bool = False
+
+    def make(self, host: str, part: str) -> str:
+        """`gpu:h01/3`, `mount:h01:/checkpoints`."""
+        return f"{self.prefix}:{host}{self.sep}{part}"
+
+    def part(self, rest: str) -> tuple[str, str] | None:
+        """(node, the part in words) of a target's text after its prefix; None when this
+        type names no part, or the text names none."""
+        if not self.word:
+            return None
+        host, _, part = rest.partition(self.sep)
+        if not host:
+            return None
+        if not part:
+            return (host, self.word) if self.one_per_node else None
+        return host, f"{self.word} {part}"
+
+
+# Every prefix a result's target may carry, the one place each is parsed and worded: a
+# check's `Target` must be one of them, or the server does not start (checks/base.py).
+TARGET_TYPES: dict[str, TargetType] = {
+    t.prefix: t
+    for t in (
+        TargetType("gpu", "GPU"),
+        TargetType("port", "port"),
+        TargetType("mc", "memory controller"),
+        TargetType("pcie", "PCIe device"),
+        TargetType("clock", "clock", one_per_node=True),
+        TargetType("mount", "mount", ":"),
+        TargetType("node"),
+        TargetType("job"),
+        TargetType("rank"),
+        TargetType("cluster"),
+        TargetType("source"),
+    )
 }
-ONE_PER_NODE = frozenset({"clock"})
-WHOLE_TARGETS = frozenset({"node", "job", "rank", "cluster"})
 
 
 def target_part(target: str) -> tuple[str, str] | None:
     """The node and the part of it a target names: `gpu:h01/3` → ("h01", "GPU 3"),
     `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"), `mc:h01/mc0` → ("h01", "memory
-    controller mc0"), `clock:h01` → ("h01", "clock"); None for a target naming no part."""
-    kind, _, rest = target.partition(":")
-    host, _, part = rest.partition("/")
-    words = PART_WORDS.get(kind)
-    if words is None or not host:
-        return None
-    if not part:
-        return (host, words) if kind in ONE_PER_NODE else None
-    return host, f"{words} {part}"
+    controller mc0"), `clock:h01` → ("h01", "clock"), `mount:h01:/checkpoints` → ("h01",
+    "mount /checkpoints"); None for a target that names no part (a node, a job). A prefix
+    no `TargetType` declares is a ValueError, never silently no part."""
+    prefix, _, rest = target.partition(":")
+    kind = TARGET_TYPES.get(prefix)
+    if kind is None:
+        raise ValueError(f"target {target!r}: no target type {prefix!r} (TARGET_TYPES)")
+    return kind.part(rest)
 
 
 def job_target(job: int) -> str:

@@ -54,7 +54,8 @@ def host_memory(
         if kept:  # only then: the next run reads the results that hold it
             details["grew"] = {"ce_total": kept}
         if ue > 0:
-            message = f"{ue:g} uncorrectable memory error(s) (EDAC ue_total +{ue:g})"
+            errors = "error" if ue == 1 else "errors"
+            message = f"{ue:g} uncorrectable memory {errors} (EDAC ue_total +{ue:g})"
             out.append(failed(KIND, target, message, details, outcome=UNCORRECTABLE, node=mc.node))
         elif ce_hour > limits.host_ce_per_hour:
             message = (

@@ -3,9 +3,10 @@
 Every tick (15 s, Celery beat, only with KUAE_DEMO=1), for every simulated cluster — the
 NVIDIA one and the small Moore Threads one `demo_setup` writes: heartbeats, fresh GPU telemetry,
 job progress and checkpoints through the same services the API uses, a new reading of every
-NIC port where the cluster has ports (apps/simulator/nics.py), and now and then a fault for
-the health checks to find — a node that goes silent, an XID, a hot GPU — and, on a schedule
-of its own, a flapping link or a link that goes down. A job
+NIC port where the cluster has ports (apps/simulator/nics.py) and of every node's host
+(apps/simulator/host.py), and now and then a fault for the health checks to find — a node
+that goes silent, an XID, a hot GPU — and, on schedules of their own, a flapping link or a
+link that goes down, and a host fault (`HOST_FAULTS`). A job
 that has made no progress for 10 minutes is left hung: that is a fault too, and its ranks'
 watchdogs keep re-reporting the stall every 5 minutes (apps/simulator/ranks.py).
 """
@@ -29,13 +30,15 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.intake import MetricSample
 from apps.jobs.models import Job, JobMetric
 from apps.jobs.services import checkpoint_record, job_metrics_ingest
+from apps.simulator.host import HOST_FAULTS, HOST_FAULTS_BY_SLUG, Placed, host_readings
 from apps.simulator.nics import PORTS_PER_NODE, port_readings
 from apps.simulator.ranks import stalls_renew
 from apps.simulator.series import loss_at
+from apps.telemetry.host import HostReadingIn
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.models import Port
+from apps.telemetry.models import HostReading, Port
 from apps.telemetry.ports import PortReading
-from apps.telemetry.services import telemetry_with_ports_ingest
+from apps.telemetry.services import telemetry_batch_ingest
 
 INTERVAL_S = 60
 HUNG_AFTER = dt.timedelta(minutes=10)
@@ -50,6 +53,11 @@ PORT_FAULTS = ("flap", "linkdown")  # only on a cluster with NIC ports
 # 2–4 minutes after the demo's first tick, each next one 15–30 minutes after the last.
 PORT_FIRST_MIN = (2.0, 4.0)
 PORT_EVERY_MIN = (15.0, 30.0)
+# And every cluster with host readings a host fault (apps/simulator/host.py, HOST_FAULTS), on
+# a seeded schedule too: the first 3–6 minutes after the first tick, each next 20–40 minutes
+# after the last, the table's kinds in turn from a seeded start; one held lasts FAULT_LENGTH.
+HOST_FIRST_MIN = (3.0, 6.0)
+HOST_EVERY_MIN = (20.0, 40.0)
 
 
 @dataclass
@@ -71,6 +79,8 @@ class DemoState:
     slow: dict[str, str] = field(default_factory=dict)
     # cluster name → [when its next port fault is due (ISO), how many it has had]
     ports: dict[str, list[str | int]] = field(default_factory=dict)
+    # cluster name → [when its next host fault is due (ISO), how many it has had]
+    host: dict[str, list[str | int]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> DemoState:
@@ -79,13 +89,17 @@ class DemoState:
         except (OSError, ValueError):
             return cls()
         return cls(
-            [Fault(**f) for f in raw.get("faults", [])], raw.get("slow", {}), raw.get("ports", {})
+            [Fault(**f) for f in raw.get("faults", [])],
+            raw.get("slow", {}),
+            raw.get("ports", {}),
+            raw.get("host", {}),
         )
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
         faults = [asdict(f) for f in self.faults]
-        tmp.write_text(json.dumps({"faults": faults, "slow": self.slow, "ports": self.ports}))
+        body = {"faults": faults, "slow": self.slow, "ports": self.ports, "host": self.host}
+        tmp.write_text(json.dumps(body))
         tmp.replace(path)
 
 
@@ -103,17 +117,20 @@ def demo_tick(
     path = state_path()
     state = DemoState.load(path)
     state.faults = [f for f in state.faults if dt.datetime.fromisoformat(f.until) > now]
-    counts = {"samples": 0, "gpus": 0, "ports": 0, "nodes": 0, "stalls": 0}
+    counts = {"samples": 0, "gpus": 0, "ports": 0, "host": 0, "nodes": 0, "stalls": 0}
     for cluster in Cluster.objects.filter(simulated=True):
         _maybe_fault(cluster, state, now, rng)
         port_fault_due(cluster, state, now)
+        raised = host_fault_due(cluster, state, now)
         counts["nodes"] += _heartbeats(cluster, state, now)
         samples = _telemetry(cluster, state, now, rng)
         readings = _ports(cluster, state, now, rng)
-        if samples or readings:
-            telemetry_with_ports_ingest(samples=samples, readings=readings, now=now)
+        host = _host(cluster, state, now, rng, raised)
+        if samples or readings or host:
+            telemetry_batch_ingest(samples=samples, readings=readings, host=host, now=now)
         counts["gpus"] += len(samples)
         counts["ports"] += len(readings)
+        counts["host"] += len(host)
         counts["samples"] += _progress(cluster, state, now, rng)
         counts["stalls"] += _stalls(cluster, now)
     state.save(path)
@@ -174,6 +191,71 @@ def port_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Faul
     after = dt.timedelta(minutes=draw.uniform(*PORT_EVERY_MIN))
     state.ports[cluster.name] = [(now + after).isoformat(), int(n) + 1]
     return fault
+
+
+def _host_schedule(cluster: Cluster, n: int) -> random.Random:
+    """The seeded draws of a cluster's `n`th host fault (0: when the first comes, and the
+    kind the turn of kinds starts from)."""
+    return random.Random(f"host-faults/{cluster.name}/{n}")
+
+
+def host_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Fault | None:
+    """Raise the cluster's next host fault when it is due (docs/simulator.md, Host
+    readings): the next kind of `HOST_FAULTS` in turn, on a healthy reporting node and one of
+    its subjects, drawn from a seed of the cluster's name and the fault's number; the first
+    is scheduled on the first tick. A counter's fault is held a minute (its counter grows
+    once, on this tick), another FAULT_LENGTH. Returns the fault raised, None when none (or
+    the cluster has no host readings)."""
+    if not HostReading.objects.filter(node__cluster=cluster).exists():
+        return None
+    due, n = state.host.get(cluster.name, ("", 0))
+    if not due:
+        first = dt.timedelta(minutes=_host_schedule(cluster, 0).uniform(*HOST_FIRST_MIN))
+        state.host[cluster.name] = [(now + first).isoformat(), 0]
+        return None
+    if now < dt.datetime.fromisoformat(str(due)):
+        return None
+    hosts = sorted(
+        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY)
+        .exclude(hostname__in=_silent(state))
+        .values_list("hostname", flat=True)
+    )
+    if not hosts:
+        return None  # tried again next tick
+    start = _host_schedule(cluster, 0).randrange(len(HOST_FAULTS))
+    kind = HOST_FAULTS[(start + int(n)) % len(HOST_FAULTS)]
+    draw = _host_schedule(cluster, int(n) + 1)
+    until = now + (FLAP_LENGTH if kind.once else FAULT_LENGTH)
+    fault = Fault(kind.slug, draw.choice(hosts), draw.randrange(kind.devices), until.isoformat())
+    state.faults.append(fault)
+    after = dt.timedelta(minutes=draw.uniform(*HOST_EVERY_MIN))
+    state.host[cluster.name] = [(now + after).isoformat(), int(n) + 1]
+    return fault
+
+
+def _placed(fault: Fault) -> Placed:
+    kind = HOST_FAULTS_BY_SLUG[fault.kind]
+    return Placed(kind, fault.hostname, kind.subject(fault.gpu))
+
+
+def _host(
+    cluster: Cluster,
+    state: DemoState,
+    now: dt.datetime,
+    rng: random.Random,
+    raised: Fault | None,
+) -> list[HostReadingIn]:
+    """A new reading of each of the cluster's host subjects, with the host faults under way
+    held and the one raised this tick (if any) applied."""
+    held = [
+        _placed(f)
+        for f in state.faults
+        if f.kind in HOST_FAULTS_BY_SLUG and not HOST_FAULTS_BY_SLUG[f.kind].once
+    ]
+    bumps = [_placed(raised)] if raised is not None else []
+    return host_readings(
+        cluster=cluster, now=now, rng=rng, silent=_silent(state), held=held, raised=bumps
+    )
 
 
 def _heartbeats(cluster: Cluster, state: DemoState, now: dt.datetime) -> int:

@@ -29,12 +29,15 @@ from apps.jobs.services import (
 )
 from apps.simulator.accelerators import MIXES
 from apps.simulator.gpus import GpuCounters, gpu_metrics, gpu_uuid
+from apps.simulator.host import node_first_readings
 from apps.simulator.mix import HARDWARE, XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, Interruption, Plan
 from apps.simulator.ranks import hung_ranks_write
 from apps.simulator.series import Restart, job_series, node_timings
+from apps.telemetry.host import HostReadingIn
 from apps.telemetry.intake import TelemetrySample
-from apps.telemetry.services import telemetry_ingest
+from apps.telemetry.models import HostReading
+from apps.telemetry.services import host_ingest, telemetry_ingest
 
 CHUNK = 50_000
 HISTORY_STEPS = 24  # two hours of 5-minute telemetry
@@ -53,6 +56,7 @@ def cluster_wipe(cluster: Cluster) -> None:
     Job.nodes.through.objects.filter(job__in=jobs).delete()
     jobs.delete()
     nodes = Node.objects.filter(cluster=cluster)
+    HostReading.objects.filter(node__in=nodes).delete()
     GPU.objects.filter(node__in=nodes).delete()
     NodeStateChange.objects.filter(node__in=nodes).delete()
     nodes.delete()
@@ -336,8 +340,9 @@ def _state_changes(
 
 def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> None:
     """GPU telemetry through the telemetry intake — the latest sample and `steps` 5-minute
-    steps before it (two hours by default, so charts have rollups) — then heartbeats. Nodes
-    that are down went silent when they failed."""
+    steps before it (two hours by default, so charts have rollups) — and each node's host
+    readings through its host write (apps/simulator/host.py), then heartbeats. Nodes that
+    are down went silent when they failed."""
     rng = random.Random(plan.seed * 17 + 3)
     busy = {n for jp in plan.jobs if jp.status == "running" for n in jp.nodes}
     slow = {jp.slow_node for jp in plan.jobs if jp.slow_node is not None}
@@ -347,9 +352,10 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> No
     )
     hot = rng.randrange(len(nodes))
     touches = []
-    total = 0
+    total = hosts = 0
     for start in range(0, len(nodes), 128):
         samples: list[TelemetrySample] = []
+        host: list[HostReadingIn] = []
         for i in range(start, min(start + 128, len(nodes))):
             node = nodes[i]
             down = current[node.pk] == NodeState.DOWN
@@ -358,6 +364,7 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> No
             uuids = [gpu_uuid(plan.seed, node.hostname, g) for g in range(node.gpu_count)]
             working = i in busy and not down
             gpu = plan.gpu_of(i)
+            host += node_first_readings(node.hostname, ts=last, seed=plan.seed, gpus=node.gpu_count)
             for step in range(steps, -1, -1):
                 ts = last - dt.timedelta(minutes=5 * step, seconds=rng.uniform(0, 15))
                 if ts < plan.start:
@@ -380,7 +387,10 @@ def _write_live_state(plan: Plan, nodes: list[Node], log: Log, steps: int) -> No
             seen = plan.end - dt.timedelta(seconds=rng.uniform(0, 20)) if not down else last
             touches.append((node.pk, seen, seen))
         telemetry_ingest(samples=samples, now=plan.end)
+        host_ingest(readings=host, now=plan.end, seen=False)  # the heartbeats come below
         total += len(samples)
+        hosts += len(host)
     with transaction.atomic():
         nodes_touch_bulk(rows=touches)
     log(f"{total:,} telemetry samples for {len(nodes) * GPUS_PER_NODE:,} GPUs")
+    log(f"{hosts:,} host readings")

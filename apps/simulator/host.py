@@ -50,6 +50,9 @@ ROOT = Mount("/", "/dev/nvme0n1p2", "ext4", 1_888_232_914_944)  # a 1.92 TB boot
 CHECKPOINTS = Mount("/checkpoints", "nas01:/ckpt", "nfs4", 2 * 2**50, shared=True)  # 2 PiB
 SCRATCH = Mount("/scratch", "/dev/md0", "xfs", 30_717_929_521_152)  # 8 × 3.84 TB NVMe, RAID 0
 MOUNTS = (ROOT, CHECKPOINTS, SCRATCH)
+# The mounts a simulated cluster requires of every node, which its `storage` check judges
+# (docs/checks.md, `storage`).
+REQUIRED_MOUNTS = [CHECKPOINTS.point, SCRATCH.point]
 _BY_POINT = {m.point: m for m in MOUNTS}
 
 

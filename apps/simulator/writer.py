@@ -29,7 +29,7 @@ from apps.jobs.services import (
 )
 from apps.simulator.accelerators import MIXES
 from apps.simulator.gpus import GpuCounters, gpu_metrics, gpu_uuid
-from apps.simulator.host import node_first_readings
+from apps.simulator.host import REQUIRED_MOUNTS, node_first_readings
 from apps.simulator.mix import HARDWARE, XID_BY_CATEGORY
 from apps.simulator.plan import GPUS_PER_NODE, Interruption, Plan
 from apps.simulator.ranks import hung_ranks_write
@@ -86,6 +86,8 @@ def write_plan(
             # A cluster of several models names each one's peak (docs/formulas.md, MFU).
             peak_tflops_by_model=models,
         )
+        cluster.required_mounts = REQUIRED_MOUNTS
+        cluster.save(update_fields=["required_mounts"])
         nodes = nodes_register(
             cluster=cluster,
             specs=[

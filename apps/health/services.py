@@ -34,7 +34,7 @@ from apps.health.limits import Limits, limits_from
 from apps.health.models import CheckResult, CheckRun, CheckSchedule, Thresholds
 from apps.health.outcomes import findings_apply
 from apps.jobs.models import Job
-from apps.telemetry.prometheus_source import SourceDown, prometheus_pull
+from apps.telemetry.prometheus_source import SourceDown, prometheus_pull, pull_asks
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,12 @@ def limits_for(cluster: Cluster) -> Limits:
 
 # What each check that reads telemetry pulls from a cluster's Prometheus before it runs
 # (its plug-in's `pulls`, KUAE's names; docs/integrations.md): a run whose source does not
-# answer stores `error` results instead of judging stale values. Every pull adds the
-# temperature, which carries the GPU's identity and marks it and its node as reporting.
+# answer stores `error` results instead of judging stale values. Every pull of GPU fields
+# adds the temperature, which carries the GPU's identity and marks it and its node as
+# reporting. A check whose `pulls` ask the server nothing (`pcie`: node_exporter publishes
+# no PCIe series) is not pulled.
 PULLED_METRICS: dict[str, frozenset[str]] = {
-    s.kind: s.pulls for s in CHECKS.values() if s.pulls and s.scheduled
+    s.kind: s.pulls for s in CHECKS.values() if s.pulls and s.scheduled and pull_asks(s.pulls)
 }
 
 

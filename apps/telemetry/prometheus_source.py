@@ -186,6 +186,18 @@ def _json(body: bytes) -> Any:
         return None
 
 
+def pull_asks(metrics: Collection[str]) -> bool:
+    """Whether a pull of `metrics` (KUAE's names) asks the server anything: a name an
+    exporter's series fills, a port's name or a host kind node_exporter publishes. A check
+    whose `pulls` ask nothing (`host:pcie`: node_exporter publishes no PCIe series) is not
+    pulled, and its run does not claim the source answered."""
+    return bool(
+        series_for(metrics)
+        or infiniband_query(metrics) is not None
+        or host_query(pulled_kinds(metrics)) is not None
+    )
+
+
 def prometheus_pull(
     cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
 ) -> tuple[IngestResult, PortIngestResult, HostIngestResult]:

@@ -28,7 +28,6 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.fleet.models import GPU, Cluster
-from apps.health.checks import CHECKS, Target
 from apps.health.services import PULLED_METRICS, runs_execute_now
 from apps.telemetry.exporters import series_for
 from apps.telemetry.names import DCGM_FIELDS
@@ -37,8 +36,9 @@ from apps.telemetry.promql import dcgm_query
 from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 NODES_PER_TARGET = 128
-# The checks that pull GPU series before they run (the fabric's are NIC ports': not here).
-GPU_PULLING = sorted(k for k in PULLED_METRICS if CHECKS[k].target != Target.PORT)
+# The checks that pull GPU series before they run (the fabric's NIC ports and the host
+# checks' host kinds are node_exporter's: not here).
+GPU_PULLING = sorted(k for k in PULLED_METRICS if series_for(PULLED_METRICS[k]))
 SCRAPE_INTERVAL_S = 30  # ample for a target of 128 nodes on a busy 2-core machine
 DRIVER = "570.124.06"
 # A plausible value per field (the hot GPU and the XIDs are the tests' business).

@@ -20,6 +20,8 @@ from apps.health.services import PULLED_METRICS, schedules_ensure
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry import monitored
+from apps.telemetry.host_kinds import HOST_KINDS
+from apps.telemetry.host_series import pull_name
 from apps.telemetry.models import TelemetryEvent
 from apps.telemetry.names import DCGM_FIELDS, METRIC_NAMES
 from apps.telemetry.ports import COUNTERS
@@ -37,9 +39,10 @@ def test_every_declaration_is_valid():
             names = METRIC_NAMES if needed.target == "gpu" else set(COUNTERS)
             assert needed.check == spec.kind and set(needed.metrics) <= names, needed
             assert needed.target in ("gpu", "port")
-        if spec.scheduled:  # what it pulls is a dcgm field or a port's name, read today
+        if spec.scheduled:  # what it pulls is a dcgm field, a port's name or a host kind
             gpus, ports = set(DCGM_FIELDS.values()), {"state", "phys_state", "rate_gbps", *COUNTERS}
-            assert spec.pulls <= (ports if spec.target == Target.PORT else gpus), spec.kind
+            hosts = {pull_name(kind) for kind in HOST_KINDS}
+            assert spec.pulls <= (ports if spec.target == Target.PORT else gpus | hosts), spec.kind
     # every threshold belongs to a registered check (or to all) and is bounded above
     for f in FIELDS:
         assert f.metadata["check"] in {"*", *CHECKS}, f.name
@@ -100,7 +103,8 @@ def test_the_schedule_and_run_choices_come_from_the_registry(cluster):
         check_for("preflight")
     schedules_ensure()
     assert set(CheckSchedule.objects.values_list("kind", flat=True)) == set(SCHEDULED_KINDS)
-    assert set(PULLED_METRICS) == {k for k in SCHEDULED_KINDS if CHECKS[k].pulls}
+    pulls = {k for k in SCHEDULED_KINDS if CHECKS[k].pulls}
+    assert set(PULLED_METRICS) == pulls - {"pcie"}  # node_exporter publishes no PCIe series
 
 
 def test_a_new_kind_needs_no_migration():

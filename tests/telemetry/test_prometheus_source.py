@@ -15,9 +15,10 @@ from django.utils import timezone
 from apps.fleet.models import Cluster
 from apps.health.services import PULLED_METRICS
 from apps.telemetry.exporters import series_for
+from apps.telemetry.host_series import pull_name
 from apps.telemetry.infiniband import PORT_METRICS
 from apps.telemetry.names import COUNTERS, DCGM_FIELDS
-from apps.telemetry.prometheus_source import SourceDown, instant_query, token_for
+from apps.telemetry.prometheus_source import SourceDown, instant_query, pull_asks, token_for
 from apps.telemetry.promql import dcgm_query, host_index, samples_of, vector_of
 from tests.support import LoopbackServer, QuietHandler, reply
 
@@ -107,7 +108,23 @@ def test_one_query_names_every_field_with_the_identity_on_one() -> None:
 
 def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() -> None:
     pulled = dict(PULLED_METRICS)
-    assert set(pulled) == {"heartbeat", "gpu_errors", "thermal", "fabric"}  # plug-ins' `pulls`
+    assert set(pulled) == {
+        "heartbeat",
+        "gpu_errors",
+        "thermal",
+        "fabric",
+        "host_memory",
+        "storage",
+        "clock",
+    }  # plug-ins' `pulls`; `pcie`'s (`host:pcie`) asks nothing: node_exporter has no PCIe
+    # the host checks read their host kind each (one query of node_exporter's host series)
+    hosts = {kind: pulled.pop(kind) for kind in ("host_memory", "storage", "clock")}
+    assert hosts == {
+        "host_memory": {pull_name("memory")},
+        "storage": {pull_name("filesystem")},
+        "clock": {pull_name("clock")},
+    }
+    assert not pull_asks({pull_name("pcie")}) and pull_asks({pull_name("memory")})
     assert {"temp_c", "mem_temp_c"} <= pulled["thermal"]
     assert {"xid", *COUNTERS, "row_remap_failure"} <= pulled["gpu_errors"]
     # the fabric reads every port name node_exporter publishes (its own query)

@@ -17,6 +17,7 @@ from apps.health.detectors.findings import Finding
 from apps.health.host_readings import host_histories, never_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.telemetry.host_series import pull_name
 
 KIND, LABEL = "clock", "Clock"
 READING = "clock"  # the kind of host reading it judges
@@ -54,4 +55,5 @@ SPEC = CheckSpec(
     categories=(Category.OTHER,),
     run=run,
     not_monitored=not_monitored,
+    pulls=frozenset({pull_name(READING)}),
 )

@@ -18,6 +18,7 @@ from apps.health.detectors.host_memory import host_memory, mc_target
 from apps.health.host_readings import host_histories, never_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.telemetry.host_series import pull_name
 
 KIND, LABEL = "host_memory", "Host memory (EDAC)"
 READING = "memory"  # the kind of host reading it judges
@@ -55,4 +56,5 @@ SPEC = CheckSpec(
     categories=(Category.HOST_MEMORY,),
     run=run,
     not_monitored=not_monitored,
+    pulls=frozenset({pull_name(READING)}),
 )

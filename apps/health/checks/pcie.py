@@ -18,6 +18,7 @@ from apps.health.detectors.pcie import pcie, pcie_target
 from apps.health.host_readings import host_histories, never_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.telemetry.host_series import pull_name
 
 KIND, LABEL = "pcie", "PCIe links and AER"
 READING = "pcie"  # the kind of host reading it judges
@@ -55,4 +56,5 @@ SPEC = CheckSpec(
     categories=(Category.GPU, Category.NIC, Category.IO_EXPANSION_BOARD),
     run=run,
     not_monitored=not_monitored,
+    pulls=frozenset({pull_name(READING)}),
 )

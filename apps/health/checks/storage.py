@@ -19,6 +19,7 @@ from apps.health.detectors.findings import Finding
 from apps.health.detectors.storage import KIND, Mount, NodeFilesystems, storage
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.telemetry.host_series import pull_name
 from apps.telemetry.models import HostReading
 
 FILESYSTEM = "filesystem"  # the host reading's kind (apps/telemetry/host_kinds.py)
@@ -80,4 +81,5 @@ SPEC = CheckSpec(
     categories=(Category.STORAGE,),
     run=run,
     not_monitored=not_monitored,
+    pulls=frozenset({pull_name(FILESYSTEM)}),
 )

@@ -70,8 +70,9 @@ def test_nodes_page_filters_sorts_and_counts_queries(browser, sim, django_assert
 def test_node_page_shows_gpus_and_history(browser, sim, django_assert_max_num_queries):
     browser.get("/nodes/r000n00/")  # the first read also files the simulated drains' repairs
     # Steady state: the page's own reads, plus Slurm actuations, the pause banner, a window
-    # in progress and the repair (its three-query check for new drains); none per row.
-    with django_assert_max_num_queries(18):
+    # in progress, the repair (its three-query check for new drains) and the Host card's
+    # readings; none per row.
+    with django_assert_max_num_queries(19):
         response = browser.get("/nodes/r000n00/")
     html = response.content.decode()
     assert response.status_code == 200 and "State history" in html and "HBM temp" in html

@@ -1,17 +1,22 @@
 """The node page's Host card and `GET nodes/{hostname}/host/`: a node's host readings by kind,
 each subject's values as a person reads them, and the kinds it never reported
-(docs/integrations.md, Host readings). Only reads."""
+(docs/integrations.md, Host readings). The mounts show the cluster's required mounts first,
+each with its state by the `storage` check's rule (apps/telemetry/mounts.py), then the
+node's other mounts. Only reads."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from apps.fleet.models import Node
 from apps.telemetry.host_kinds import HOST_KINDS, HostKind, Source, counter_went_down
 from apps.telemetry.models import HostReading
+from apps.telemetry.mounts import MountState, in_newest_report, mount_state, newest_report
+
+FILESYSTEM = "filesystem"  # the mounts' kind (apps/telemetry/host_kinds.py)
 
 
 @dataclass(frozen=True)
@@ -26,24 +31,27 @@ class Shown:
 @dataclass(frozen=True)
 class Row:
     """One subject's latest reading on the card: its subject, values by column, its time
-    and source."""
+    and source, and a note beside the subject (a mount the cluster requires: "required")."""
 
     subject: str
     cells: list[tuple[str, Shown]]  # (the column's heading, the value)
     ts: dt.datetime | None
     source: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Section:
-    """One kind on the card: its declaration, its rows (none: "not reported"), and why the
-    node's source cannot report it when that is why."""
+    """One kind on the card: its declaration, its rows (none: "not reported"), why the
+    node's source cannot report it when that is why, and the subjects the cluster requires
+    of it (the mounts), named when the node never reported the kind."""
 
     kind: HostKind
     subject_label: str
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     cannot: str = ""
+    required: list[str] = field(default_factory=list)
 
 
 def node_host_readings(node: Node) -> list[HostReading]:
@@ -59,23 +67,65 @@ def not_reported(readings: list[HostReading]) -> list[str]:
     return [slug for slug in HOST_KINDS if slug not in seen]
 
 
-def host_sections(readings: list[HostReading]) -> list[Section]:
-    """The card's sections, one per declared kind, its rows built by the kind's builder."""
+def host_sections(
+    readings: list[HostReading], required_mounts: Sequence[str] = ()
+) -> list[Section]:
+    """The card's sections, one per declared kind, its rows built by the kind's builder;
+    the mounts' rows are the cluster's `required_mounts` first (see `mount_rows`)."""
     sources = {r.source for r in readings}
     exporter_only = bool(sources) and Source.AGENT not in sources
     out = []
     for slug, kind in HOST_KINDS.items():
         subject_label, columns, build = _CARD.get(slug) or _plain(kind)
+        mine = [r for r in readings if r.kind == slug]
         rows = []
-        for reading in readings:
-            if reading.kind == slug:
-                cells = build(reading.values or {}, reading.prev_values or {})
-                shown = [(label, cells.get(key, Shown("—"))) for key, label in columns]
-                rows.append(Row(reading.subject, shown, reading.ts, reading.source))
+        for reading in mine:
+            cells = build(reading.values or {}, reading.prev_values or {})
+            shown = [(label, cells.get(key, Shown("—"))) for key, label in columns]
+            rows.append(Row(reading.subject, shown, reading.ts, reading.source))
+        required: list[str] = []
+        if slug == FILESYSTEM:
+            required = list(dict.fromkeys(required_mounts))
+            if rows:  # a node that never reported its mounts is not judged: "not reported"
+                rows = mount_rows(mine, rows, required)
         cannot = ""
         if not rows and exporter_only and not kind.from_node_exporter:
             cannot = "node_exporter publishes no such series; the node agent reads them"
-        out.append(Section(kind, subject_label, [label for _, label in columns], rows, cannot))
+        labels = [label for _, label in columns]
+        out.append(Section(kind, subject_label, labels, rows, cannot, required))
+    return out
+
+
+def mount_rows(readings: list[HostReading], rows: list[Row], required: list[str]) -> list[Row]:
+    """The mounts' rows (`rows`, one per reading of `readings`, the node's filesystem
+    readings): each required mount first, in the cluster's order, marked "required" with
+    its state — ok, read-only, device error, or missing when the node's newest filesystem
+    report does not hold it (the `storage` check's rule, apps/telemetry/mounts.py) — then the
+    node's other mounts, shown only (their state in plain words, judged by no check)."""
+    newest = newest_report(r.ts for r in readings if r.ts is not None)
+    by_point = {
+        reading.subject: (reading, row) for reading, row in zip(readings, rows, strict=True)
+    }
+    out = []
+    for point in required:
+        reading, row = by_point.get(point, (None, None))
+        current = reading is not None and in_newest_report(reading.ts, newest)
+        state = mount_state((reading.values or {}) if reading is not None and current else None)
+        shown = Shown("✓ ok") if state is MountState.OK else Shown(f"✗ {state}", "fail")
+        if row is None:
+            cells = [(label, Shown("—")) for _, label in _MOUNT_COLUMNS]
+            row = Row(point, cells, None, "")
+        cells = [(label, shown if label == "State" else cell) for label, cell in row.cells]
+        out.append(Row(row.subject, cells, row.ts, row.source, note="required"))
+    for reading, row in zip(readings, rows, strict=True):
+        if reading.subject in required:
+            continue
+        if in_newest_report(reading.ts, newest):
+            state_words = str(mount_state(reading.values or {}))
+        else:
+            state_words = "not in the latest report"
+        cells = [(label, Shown(state_words) if label == "State" else c) for label, c in row.cells]
+        out.append(Row(row.subject, cells, row.ts, row.source))
     return out
 
 
@@ -130,21 +180,10 @@ def _filesystem(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, S
         free = Shown(byte_size(avail))
     else:
         free = Shown("—")
-    problems = [
-        words for name, words in (("readonly", "read-only"), ("device_error", "device error"))
-        if values.get(name) == 1
-    ]  # fmt: skip
-    if problems:
-        state = Shown("✗ " + ", ".join(problems), "fail")
-    elif "readonly" in values or "device_error" in values:
-        state = Shown("✓ writable")
-    else:
-        state = Shown("—")
-    return {
+    return {  # the state: `mount_rows`, by the storage check's rule
         "device": Shown(str(values.get("device", "—"))),
         "fstype": Shown(str(values.get("fstype", "—"))),
         "free": free,
-        "state": state,
     }
 
 
@@ -187,15 +226,13 @@ def _clock(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]
     }
 
 
+_MOUNT_COLUMNS = [("device", "Device"), ("fstype", "Type"), ("free", "Free"), ("state", "State")]
+
 # Each kind's layout on the card: the subject's column, the value columns (key, heading)
 # and the builder of a row's cells; a kind not here is shown value by value (`_plain`).
 _CARD: dict[str, tuple[str, list[tuple[str, str]], _Build]] = {
     "memory": ("Controller", [("ce", "Correctable (CE)"), ("ue", "Uncorrectable (UE)")], _memory),
-    "filesystem": (
-        "Mount point",
-        [("device", "Device"), ("fstype", "Type"), ("free", "Free"), ("state", "State")],
-        _filesystem,
-    ),
+    "filesystem": ("Mount point", _MOUNT_COLUMNS, _filesystem),
     "pcie": (
         "Address",
         [

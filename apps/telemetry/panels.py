@@ -68,14 +68,17 @@ def node_ports(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
 def node_host(*, node: Node, params: Mapping[str, str]) -> dict[str, Any]:
     """The node's host readings by kind (one query): memory controllers, mounts, PCIe
     devices, the clock, each subject's latest values and their age, and the kinds it never
-    reported (docs/integrations.md, Host readings)."""
+    reported (docs/integrations.md, Host readings); the cluster's required mounts first
+    (the node page loads the node with its cluster: no query more)."""
     readings = node_host_readings(node)
-    sections = host_sections(readings)
+    required = list(node.cluster.required_mounts or [])
+    sections = host_sections(readings, required)
     return {
         "node": node,
         "sections": sections,
         "kinds_in_words": kinds_in_words(sections),
         "reported": bool(readings),
+        "required_mounts": required,
         "now": timezone.now(),
     }
 

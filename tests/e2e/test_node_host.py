@@ -1,7 +1,8 @@
 """The node page's Host card in real Chromium, wide and at 390 px: memory controllers,
-mounts, PCIe links and the clock, each flag in words as well as colour, a kind never
-reported said so; the page never scrolls sideways and axe-core finds nothing serious.
-Screenshots go to KUAE_SCREENSHOTS (a folder) when it is set, to be looked at."""
+mounts (the cluster's required mounts first, each with its state), PCIe links and the
+clock, each flag in words as well as colour, a kind never reported said so; the page never
+scrolls sideways and axe-core finds nothing serious. Screenshots go to KUAE_SCREENSHOTS (a
+folder) when it is set, to be looked at."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def setup(db):  # noqa: ANN001, ANN201
     cluster = cluster_create(
         name="c1", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=8
     )
+    cluster.required_mounts = ["/checkpoints", "/scratch"]
+    cluster.save(update_fields=["required_mounts"])
     nodes_register(
         cluster=cluster, specs=[NodeSpec(hostname=h, rack="r0") for h in ("gpu000", "gpu001")]
     )
@@ -82,6 +85,11 @@ def test_the_host_card(chromium, live_server, setup, width):  # noqa: ANN001
     text = card.inner_text()
     assert "1 (+1)" in text and "✗ read-only" in text and "◐ x8 of x16" in text
     assert "12.0 TiB of 400.0 TiB (3%)" in text
+    mounts = card.locator("table[aria-labelledby=host-filesystem] tbody tr")
+    first, second, third = (mounts.nth(i).inner_text() for i in range(3))
+    assert "/checkpoints" in first and "required" in first and "✗ read-only" in first
+    assert "/scratch" in second and "required" in second and "✗ missing" in second
+    assert "/dev/nvme0n1p2" in third and "required" not in third and "ok" in third
     assert "Clock: not reported" in text
     assert card.locator("table").count() == 3
     assert page.evaluate("document.documentElement.scrollWidth") <= width
@@ -93,5 +101,6 @@ def test_the_host_card(chromium, live_server, setup, width):  # noqa: ANN001
         card.screenshot(path=f"{shots}/node-host-card-{width}.png")
     page.goto(live_server.url + "/nodes/gpu001/")
     assert "No host readings from this node" in page.content()
+    assert "requires the mounts /checkpoints, /scratch" in page.locator("#host-h ~ p").inner_text()
     seen.assert_clean()
     context.close()

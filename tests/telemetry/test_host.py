@@ -16,10 +16,15 @@ from apps.accounts.choices import Role
 from apps.accounts.services import token_issue, user_create_or_update
 from apps.common.limits import HOST_SUBJECTS_PER_NODE
 from apps.fleet.models import Node
+from apps.fleet.selectors import node_detail
 from apps.fleet.services import agent_scope_set
+from apps.health.checks.storage import StorageLimits, filesystems
+from apps.health.detectors.storage import storage
 from apps.telemetry.host_card import byte_size, offset_text
 from apps.telemetry.host_kinds import HOST_KINDS, PSEUDO_FILESYSTEMS, HostKind, Value, clock_name
 from apps.telemetry.models import HostReading, Port
+from apps.telemetry.mounts import MountState, mount_state
+from apps.telemetry.panels import node_host
 
 pytestmark = pytest.mark.django_db
 
@@ -311,8 +316,10 @@ def test_the_host_card_shows_values_and_what_was_never_reported(ada, browser, no
     assert "mc0" in html and "12 (+2)" in html
     assert '<span class="badge res-fail">1 (+1)</span>' in html  # an uncorrectable error grew
     assert "/checkpoints" in html and "nas:/ckpt" in html and "nfs4" in html
-    assert "512.0 GiB of 4.0 TiB (12%)" in html and "✗ read-only" in html
-    assert "/dev/nvme0n1" in html and "✓ writable" in html
+    # No mount is required of this cluster: each is shown, its state in plain words, no badge.
+    assert "512.0 GiB of 4.0 TiB (12%)" in html and 'data-label="State">read-only<' in html
+    assert "/dev/nvme0n1" in html and 'data-label="State">ok<' in html
+    assert "required</span>" not in html
     assert (
         '<span class="badge res-warn">◐ x8 of x16</span>' in html and "32 GT/s of 32 GT/s" in html
     )
@@ -354,3 +361,82 @@ def test_sizes_and_offsets_as_a_person_reads_them():
     assert byte_size(0) == "0 B" and byte_size(512) == "512 B" and byte_size(3 * 2**29) == "1.5 GiB"
     assert offset_text(-0.012) == "−12 ms" and offset_text(1.25) == "+1.25 s"
     assert offset_text(-7200) == "−2.0 h" and offset_text(0) == "+0 ms"
+
+
+def _rows(html: str) -> dict[str, str]:
+    """The Host card's mount rows by mount point: each row's HTML."""
+    card = html[html.index('id="host-filesystem"') :]
+    card = card[: card.index("</table>")]
+    rows = card.split('<tr role="row">')[2:]  # past the heading's row
+    return {row.split('<span class="mono">')[1].split("<")[0]: row for row in rows}
+
+
+def test_the_mounts_show_the_clusters_required_mounts_first_each_with_its_state(
+    ada, browser, cluster, nodes, django_assert_num_queries
+):
+    """Required mounts first, in the cluster's order, each marked "required", with its free
+    space and its state by the storage check's rule: ok, read-only, device error, missing
+    (not in the node's newest filesystem report, though read before); then the node's other
+    mounts, shown only. The card costs the node page no query more."""
+    cluster.required_mounts = ["/scratch", "/checkpoints", "/data", "/models", "/gone"]
+    cluster.save(update_fields=["required_mounts"])
+    t1 = T0 + dt.timedelta(minutes=1)
+    body = [
+        mount("gpu003", "/gone") | {"ts": iso(T0)},  # then no longer in the node's report
+        mount("gpu003", "/checkpoints", readonly=1) | {"ts": iso(t1)},
+        mount("gpu003", "/scratch", fstype="xfs", device="/dev/nvme0n1",
+              avail_bytes=TIB // 4) | {"ts": iso(t1)},
+        mount("gpu003", "/data", device_error=1) | {"ts": iso(t1)},
+        mount("gpu003", "/", fstype="ext4", device="/dev/sda2", readonly=1) | {"ts": iso(t1)},
+    ]  # fmt: skip
+    assert post(ada, host=body).status_code == 202
+    node = node_detail(hostname="gpu003")  # as the node page loads it: with its cluster
+    assert node is not None
+    with django_assert_num_queries(1):  # the readings; the required mounts cost none
+        context = node_host(node=node, params={})
+    assert context["required_mounts"] == cluster.required_mounts
+    html = browser.get("/nodes/gpu003/").content.decode()
+    rows = _rows(html)
+    assert list(rows) == ["/scratch", "/checkpoints", "/data", "/models", "/gone", "/"]
+    for point in ("/scratch", "/checkpoints", "/data", "/models", "/gone"):
+        assert '<span class="badge zero">required</span>' in rows[point], point
+    assert "required" not in rows["/"]
+    assert 'data-label="State">✓ ok<' in rows["/scratch"]
+    assert "256.0 GiB of 4.0 TiB (6%)" in rows["/scratch"]  # its free space
+    assert '<span class="badge res-fail">✗ read-only</span>' in rows["/checkpoints"]
+    assert '<span class="badge res-fail">✗ device error</span>' in rows["/data"]
+    assert '<span class="badge res-fail">✗ missing</span>' in rows["/models"]  # never read
+    assert 'data-label="Free">—<' in rows["/models"]
+    assert '<span class="badge res-fail">✗ missing</span>' in rows["/gone"]  # dropped out
+    assert "1.0 TiB of 4.0 TiB" in rows["/gone"]  # its last values, with their age
+    assert 'data-label="State">read-only<' in rows["/"]  # shown, judged by no check
+    # The storage check, reading the same rows, says the same of each required mount.
+    (node,) = [n for n in filesystems(cluster) if n.node == "gpu003"]
+    found = storage([node], required=cluster.required_mounts, limits=StorageLimits())
+    verdicts = {f.details["mount"]: str(f.status) for f in found}
+    assert verdicts == {"/scratch": "pass", "/checkpoints": "fail", "/data": "fail",
+                        "/models": "fail", "/gone": "fail"}  # fmt: skip
+
+
+def test_a_node_that_never_reported_its_mounts_names_the_required_ones(
+    ada, browser, cluster, nodes
+):
+    cluster.required_mounts = ["/checkpoints", "/scratch"]
+    cluster.save(update_fields=["required_mounts"])
+    html = browser.get("/nodes/gpu004/").content.decode()  # no host reading at all
+    assert "No host readings from this node" in html
+    assert 'requires the mounts <span class="mono">/checkpoints, /scratch</span>' in html
+    assert post(ada, host=[memory("gpu004")]).status_code == 202  # other kinds, no mounts
+    html = browser.get("/nodes/gpu004/").content.decode()
+    assert '<b>Mounts</b>: <span class="warn">not reported</span>' in html
+    assert 'requires <span class="mono">/checkpoints, /scratch</span>: not checked' in html
+    assert 'id="host-filesystem"' not in html and "✗ missing" not in html  # not judged
+
+
+def test_a_mounts_state_is_one_rule():
+    assert mount_state(None) is MountState.MISSING
+    assert mount_state({"readonly": 1, "device_error": 1}) is MountState.READ_ONLY
+    assert mount_state({"readonly": 0, "device_error": 1}) is MountState.DEVICE_ERROR
+    assert mount_state({"readonly": 0, "device_error": 0}) is MountState.OK
+    assert mount_state({}) is MountState.OK  # flags not reported: nothing to fail on
+    assert mount_state({"readonly": float("nan")}) is MountState.OK

@@ -27,6 +27,7 @@ from apps.health.detectors.findings import (
     warned,
 )
 from apps.incidents.choices import Category, Severity
+from apps.telemetry.mounts import MountState, in_newest_report, mount_state
 
 if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
     from apps.health.checks.storage import StorageLimits
@@ -60,13 +61,10 @@ class NodeFilesystems:
     mounts: Mapping[str, Mount] = field(default_factory=dict)
 
     def current(self, point: str) -> Mount | None:
-        """The mount's reading when the node's newest report holds it, else None."""
+        """The mount's reading when the node's newest report holds it, else None (the
+        rule the node page's Host card shows too: apps/telemetry/mounts.py)."""
         mount = self.mounts.get(point)
-        return mount if mount is not None and mount.ts >= self.newest else None
-
-
-def _flag(values: Mapping[str, object], name: str) -> bool:
-    return number(values.get(name)) == 1
+        return mount if mount is not None and in_newest_report(mount.ts, self.newest) else None
 
 
 def _device(mount: Mount | None) -> str:
@@ -81,11 +79,12 @@ def _gib(n: float) -> str:
 def _broken(node: NodeFilesystems, point: str) -> str:
     """Why the required mount fails on the node, in words ('' when it does not)."""
     mount = node.current(point)
-    if mount is None:
+    state = mount_state(None if mount is None else mount.values)
+    if state is MountState.MISSING:
         return f"{point} is not mounted"
-    if _flag(mount.values, "readonly"):
+    if state is MountState.READ_ONLY:
         return f"{point} is read-only"
-    if _flag(mount.values, "device_error"):
+    if state is MountState.DEVICE_ERROR:
         return f"{point}: device error (statvfs failed)"
     return ""
 

@@ -68,6 +68,7 @@ from kuae_agent.backoff import Backoff
 from kuae_agent.client import Client
 from kuae_agent.job import JobRef
 from kuae_agent.outbox import JOB, Batch, Outbox
+from kuae_agent.phases import RESTORE, PhaseBook
 from kuae_agent.samples import Raw, step_samples
 from kuae_agent.watchdog import (
     POLL_S,
@@ -75,7 +76,6 @@ from kuae_agent.watchdog import (
     STALL_MIN_S,
     Watchdog,
     WatchdogStats,
-    process_started_at,
 )
 
 log = logging.getLogger("kuae_agent.report")
@@ -83,9 +83,6 @@ log = logging.getLogger("kuae_agent.report")
 METRICS_PATH = f"/api/v1/jobs/{JOB}/metrics/"
 CHECKPOINTS_PATH = f"/api/v1/jobs/{JOB}/checkpoints/"
 PHASES_PATH = f"/api/v1/jobs/{JOB}/phases/"
-STARTUP = "startup"
-RESTORE = "checkpoint_restore"
-PHASE_MAX_S = 30 * 86_400  # the server's bound on a duration: a longer phase is not sent
 MIB = 1024 * 1024
 
 
@@ -160,9 +157,7 @@ class Reporter:
         self._last_us = 0
         self._dropped_buffer = 0  # steps; written by step() only
         self._ckpts: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
-        self._phases: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
-        self._open: dict[str, float] = {}  # phases begun and not yet ended: name → start
-        self._startup_at: float | None = None  # process start, until the first step()
+        self._phases = PhaseBook()  # kept until the sender posts them
         self._stats = Stats()
         self._thread: threading.Thread | None = None
         self._watchdog: Watchdog | None = None
@@ -260,7 +255,7 @@ class Reporter:
         self._logged_invalid = False
         self._lookup_logged = False
         if self.job_wide and startup:
-            self._startup_at = _process_start()
+            self._phases.startup_begins()
         self._on = True
         self._thread = threading.Thread(target=self._run, name="kuae-reporter", daemon=True)
         self._thread.start()
@@ -294,8 +289,8 @@ class Reporter:
             beat(step)  # the watchdog's: never raises
         if not self._on:
             return
-        if self._startup_at is not None:
-            self._started()
+        if self.job_wide and self._phases.first_step(self.node):
+            self._wake.set()
         try:
             us = time.time_ns() // 1000
             if us <= self._last_us:
@@ -343,7 +338,9 @@ class Reporter:
         `checkpoint_restore` [now − load_s, now]. Rank 0's job; never blocks, never raises."""
         try:
             end = time.time()
-            self._add_phase(RESTORE, end - max(0.0, float(load_s)), end, int(step))
+            if self._on and self.job_wide:
+                start = end - max(0.0, float(load_s))
+                self._phase_kept(self._phases.add(RESTORE, start, end, int(step), self.node))
         except Exception:  # never raise into the training loop
             log.warning(
                 "kuae Reporter: restored(%r, %r) not understood: not reported", step, load_s
@@ -355,7 +352,7 @@ class Reporter:
         raises."""
         if self._on and self.job_wide:
             try:
-                self._open[str(name)] = time.time() if at is None else float(at)
+                self._phases.begin(name, at)
             except Exception:  # never raise into the training loop
                 log.warning("kuae Reporter: phase %r not understood: not reported", name)
 
@@ -365,10 +362,7 @@ class Reporter:
         if not (self._on and self.job_wide):
             return
         try:
-            start = self._open.pop(str(name), None)
-            if start is not None:
-                end = time.time() if at is None else float(at)
-                self._add_phase(str(name), start, end, None if step is None else int(step))
+            self._phase_kept(self._phases.end(name, step, at, self.node))
         except Exception:  # never raise into the training loop
             log.warning("kuae Reporter: phase %r not understood: not reported", name)
 
@@ -382,25 +376,9 @@ class Reporter:
         finally:
             self.phase_end(name, step)
 
-    def _started(self) -> None:
-        """The first step: the `startup` phase, from the process's start, ends now."""
-        start, self._startup_at = self._startup_at, None
-        if start is not None:
-            self._add_phase(STARTUP, start, time.time(), None)
-
-    def _add_phase(self, name: str, start: float, end: float, step: int | None) -> None:
-        if not (self._on and self.job_wide) or not 0 <= end - start <= PHASE_MAX_S:
-            return
-        body: dict[str, Any] = {
-            "name": name,
-            "start": _iso(start),
-            "end": _iso(end),
-            "node": self.node,
-        }
-        if step is not None:
-            body["step"] = int(step)
-        self._phases.append(body)
-        self._wake.set()
+    def _phase_kept(self, kept: bool) -> None:
+        if kept:
+            self._wake.set()
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Post everything recorded so far; True when the server has stored it all within
@@ -498,7 +476,11 @@ class Reporter:
 
     def _empty(self) -> bool:
         return not (
-            self._buf or self._ckpts or self._phases or self._outbox.pending or self._outbox.spooled
+            self._buf
+            or self._ckpts
+            or self._phases.waiting
+            or self._outbox.pending
+            or self._outbox.spooled
         )
 
     def _run(self) -> None:
@@ -540,9 +522,7 @@ class Reporter:
         while self._ckpts:
             text = json.dumps(self._ckpts.popleft())
             self._outbox.queue(Batch(CHECKPOINTS_PATH, text, 1, size=len(text)))
-        phases = []
-        while self._phases:
-            phases.append(self._phases.popleft())
+        phases = self._phases.take()
         if phases:
             text = json.dumps({"phases": phases})
             self._outbox.queue(Batch(PHASES_PATH, text, len(phases), size=len(text)))
@@ -606,18 +586,3 @@ class Reporter:
                 "kuae Reporter: %d sample(s) dropped so far (buffer or spool full)", dropped
             )
             self._logged_dropped = dropped
-
-
-def _iso(at: float) -> str:
-    """Seconds since the epoch, ISO 8601 in UTC with microseconds."""
-    return dt.datetime.fromtimestamp(at, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _process_start() -> float:
-    """When this process started (/proc, as its rank registration reads it); now where /proc
-    cannot tell."""
-    try:
-        text = process_started_at().replace("Z", "+00:00")
-        return dt.datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return time.time()

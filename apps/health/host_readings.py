@@ -78,3 +78,13 @@ def never_reported(cluster: Cluster, kind: str) -> bool:
     """Whether no node of the cluster has ever reported a host reading of `kind` (one
     query): its check shows "not monitored" there, never a pass."""
     return not HostReading.objects.filter(node__cluster=cluster, kind=kind).exists()
+
+
+def unless_reported(kind: str, why: str) -> Callable[[Cluster], str | None]:
+    """A host check's `not_monitored`: `why` while no node of the cluster has reported a
+    reading of `kind` (one query), None once one has."""
+
+    def not_monitored(cluster: Cluster) -> str | None:
+        return why if never_reported(cluster, kind) else None
+
+    return not_monitored

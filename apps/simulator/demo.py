@@ -162,17 +162,24 @@ def _schedule(cluster: Cluster, n: int) -> random.Random:
     return random.Random(f"port-faults/{cluster.name}/{n}")
 
 
-def port_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Fault | None:
-    """Raise the cluster's next port fault when it is due (docs/simulator.md, The demo): a
-    flapping link or a link that goes down, on a healthy node's port, drawn from a seed of
-    the cluster's name and the fault's number; the first is scheduled on the first tick.
-    Returns the fault raised, None when none (or the cluster has no ports)."""
-    if not Port.objects.filter(node__cluster=cluster).exists():
-        return None
-    due, n = state.ports.get(cluster.name, ("", 0))
+def _fault_turn(
+    cluster: Cluster,
+    state: DemoState,
+    cursors: dict[str, list[str | int]],
+    first: random.Random,
+    first_min: tuple[float, float],
+    now: dt.datetime,
+) -> tuple[int, list[str]] | None:
+    """Whether a kind of fault of the cluster is due (`cursors`: the cluster's next due time
+    and the number of faults raised so far): (that number, the healthy nodes not silenced)
+    when it is; None when it is not, or no node can take it (tried again next tick). The
+    first tick only schedules the first fault, `first_min` minutes away (drawn from `first`)."""
+    due, n = cursors.get(cluster.name, ("", 0))
     if not due:
-        first = dt.timedelta(minutes=_schedule(cluster, 0).uniform(*PORT_FIRST_MIN))
-        state.ports[cluster.name] = [(now + first).isoformat(), 0]
+        cursors[cluster.name] = [
+            (now + dt.timedelta(minutes=first.uniform(*first_min))).isoformat(),
+            0,
+        ]
         return None
     if now < dt.datetime.fromisoformat(str(due)):
         return None
@@ -181,15 +188,27 @@ def port_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Faul
         .exclude(hostname__in=_silent(state))
         .values_list("hostname", flat=True)
     )
-    if not hosts:
-        return None  # tried again next tick
-    draw = _schedule(cluster, int(n) + 1)
+    return (int(n), hosts) if hosts else None
+
+
+def port_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Fault | None:
+    """Raise the cluster's next port fault when it is due (docs/simulator.md, The demo): a
+    flapping link or a link that goes down, on a healthy node's port, drawn from a seed of
+    the cluster's name and the fault's number; the first is scheduled on the first tick.
+    Returns the fault raised, None when none (or the cluster has no ports)."""
+    if not Port.objects.filter(node__cluster=cluster).exists():
+        return None
+    turn = _fault_turn(cluster, state, state.ports, _schedule(cluster, 0), PORT_FIRST_MIN, now)
+    if turn is None:
+        return None
+    n, hosts = turn
+    draw = _schedule(cluster, n + 1)
     kind = draw.choice(PORT_FAULTS)
     until = now + (FLAP_LENGTH if kind == "flap" else FAULT_LENGTH)
     fault = Fault(kind, draw.choice(hosts), draw.randrange(PORTS_PER_NODE), until.isoformat())
     state.faults.append(fault)
     after = dt.timedelta(minutes=draw.uniform(*PORT_EVERY_MIN))
-    state.ports[cluster.name] = [(now + after).isoformat(), int(n) + 1]
+    state.ports[cluster.name] = [(now + after).isoformat(), n + 1]
     return fault
 
 
@@ -208,28 +227,19 @@ def host_fault_due(cluster: Cluster, state: DemoState, now: dt.datetime) -> Faul
     the cluster has no host readings)."""
     if not HostReading.objects.filter(node__cluster=cluster).exists():
         return None
-    due, n = state.host.get(cluster.name, ("", 0))
-    if not due:
-        first = dt.timedelta(minutes=_host_schedule(cluster, 0).uniform(*HOST_FIRST_MIN))
-        state.host[cluster.name] = [(now + first).isoformat(), 0]
+    first = _host_schedule(cluster, 0)
+    turn = _fault_turn(cluster, state, state.host, first, HOST_FIRST_MIN, now)
+    if turn is None:
         return None
-    if now < dt.datetime.fromisoformat(str(due)):
-        return None
-    hosts = sorted(
-        Node.objects.filter(cluster=cluster, state=NodeState.HEALTHY)
-        .exclude(hostname__in=_silent(state))
-        .values_list("hostname", flat=True)
-    )
-    if not hosts:
-        return None  # tried again next tick
+    n, hosts = turn
     start = _host_schedule(cluster, 0).randrange(len(HOST_FAULTS))
-    kind = HOST_FAULTS[(start + int(n)) % len(HOST_FAULTS)]
-    draw = _host_schedule(cluster, int(n) + 1)
+    kind = HOST_FAULTS[(start + n) % len(HOST_FAULTS)]
+    draw = _host_schedule(cluster, n + 1)
     until = now + (FLAP_LENGTH if kind.once else FAULT_LENGTH)
     fault = Fault(kind.slug, draw.choice(hosts), draw.randrange(kind.devices), until.isoformat())
     state.faults.append(fault)
     after = dt.timedelta(minutes=draw.uniform(*HOST_EVERY_MIN))
-    state.host[cluster.name] = [(now + after).isoformat(), int(n) + 1]
+    state.host[cluster.name] = [(now + after).isoformat(), n + 1]
     return fault
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.fleet.models import Cluster
 from apps.health.checks.base import CheckSpec, Context, Target
 from apps.health.detectors.findings import Finding
 from apps.health.detectors.pcie import pcie, pcie_target
-from apps.health.host_readings import host_histories, never_reported
+from apps.health.host_readings import host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
@@ -43,11 +42,6 @@ def run(ctx: Context) -> list[Finding]:
     return pcie(devices, limits=ctx.limits, now=ctx.now)
 
 
-def not_monitored(cluster: Cluster) -> str | None:
-    """Why the cluster's PCIe is not judged (one query); None once a node reported."""
-    return NOT_MONITORED if never_reported(cluster, READING) else None
-
-
 SPEC = CheckSpec(
     kind=KIND,
     limits=PcieLimits,
@@ -55,6 +49,6 @@ SPEC = CheckSpec(
     target=Target.PCIE,
     categories=(Category.GPU, Category.NIC, Category.IO_EXPANSION_BOARD),
     run=run,
-    not_monitored=not_monitored,
+    not_monitored=unless_reported(READING, NOT_MONITORED),
     pulls=frozenset({pull_name(READING)}),
 )

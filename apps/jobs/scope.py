@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from django.db.models import Max, QuerySet
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from apps.common.bulk import among
@@ -96,18 +96,21 @@ def require_jobs(user: Any, jobs: Sequence[Job], asked: Collection[int] = ()) ->
             _refuse_jobs(outside)
 
 
-def rank0_hostname(job: Job) -> str | None:
-    """The node that holds rank 0 of the job's current attempt (None: no ranks registered,
-    or rank 0 not among the current attempt's). Two index reads."""
-    attempt = Rank.objects.filter(job_id=job.pk).aggregate(top=Max("attempt"))["top"]
-    if attempt is None:
-        return None
-    hostname: str | None = (
-        Rank.objects.filter(job_id=job.pk, attempt=attempt, rank=0)
-        .values_list("node__hostname", flat=True)
+def rank0_hostname(job: Job) -> tuple[bool, str | None]:
+    """Whether the job has ranks registered, and the node that holds rank 0 of its current
+    attempt (None: no ranks, or rank 0 not among the current attempt's). One read of the
+    (job, attempt, rank) index, so a registration landing meanwhile cannot make "no ranks
+    yet" read as "ranks without rank 0"."""
+    top = (
+        Rank.objects.filter(job_id=job.pk)
+        .order_by("-attempt", "rank")
+        .values_list("rank", "node__hostname")
         .first()
     )
-    return hostname
+    if top is None:
+        return False, None
+    rank, hostname = top
+    return True, (hostname if rank == 0 else None)
 
 
 def speaks_for_whole_job(user: Any, job: Job, *, before_ranks: bool = False) -> bool:
@@ -120,10 +123,10 @@ def speaks_for_whole_job(user: Any, job: Job, *, before_ranks: bool = False) -> 
     scope = scope_of(user)
     if scope is None or scope.hostnames is None:
         return True
-    holder = rank0_hostname(job)
+    registered, holder = rank0_hostname(job)
     if holder is not None:
         return holder in scope.hostnames
-    if Rank.objects.filter(job_id=job.pk).exists():
+    if registered:
         return False  # ranks registered, rank 0 not among the current attempt's
     if before_ranks:  # no verdict to bend yet: any node of the job (a Reporter's start-up)
         return True

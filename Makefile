@@ -18,8 +18,15 @@ $(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements-dev.lock
 	$(VENV)/bin/pip install --quiet --no-deps -e . -e ./agent
 	touch $@
 
+# The pages' translations (docs/pages.md, Language): gettext catalogues in locale/, compiled
+# here with GNU gettext's msgfmt (Debian's gettext) so a fresh clone serves them.
+MO := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/*.po))
+%.mo: %.po
+	@command -v msgfmt >/dev/null || { echo "msgfmt not found: install gettext (apt-get install gettext) to compile the translations"; exit 1; }
+	msgfmt --check-format -o $@ $<
+
 ## run: the dashboard on the embedded default (SQLite, filesystem broker) with a live demo cluster
-run: $(VENV)/.installed
+run: $(VENV)/.installed $(MO)
 	@$(PY) -m kuaeweb.port_free "$(PORT)"
 	@$(DEMO_ENV) $(PY) manage.py migrate --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py collectstatic --noinput -v0
@@ -56,7 +63,7 @@ PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-r
 # filesystem broker, the no-variables start). tests/conftest.py (EMBEDDED) lists the modules
 # and why; on those files they cover every line the whole suite covers on SQLite (but for
 # one of the Prometheus source's, which is not SQLite's: measured with coverage.py per test).
-test: $(VENV)/.installed $(AXE)
+test: $(VENV)/.installed $(AXE) $(MO)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.typecheck

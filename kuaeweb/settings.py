@@ -75,6 +75,7 @@ MIDDLEWARE = [
     "apps.common.middleware.BodyLimitMiddleware",
     "apps.common.middleware.NulQueryMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "apps.accounts.sessions.SessionIdleTimeoutMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -238,9 +239,14 @@ KUAE_RETAIN_EVENTS_DAYS = env_int("KUAE_RETAIN_EVENTS_DAYS", 90, minimum=1)
 KUAE_RETAIN_UNROUTED_DAYS = env_int("KUAE_RETAIN_UNROUTED_DAYS", 30, minimum=1)
 
 # --- Web, API -----------------------------------------------------------------------
+# Pages in English and Simplified Chinese (docs/pages.md, Language): chosen by the header's
+# switch or the user's setting, else the browser's Accept-Language. Catalogues in locale/,
+# compiled at install (`make run`, `make test`); API fields, slugs and CSV columns never change.
 LANGUAGE_CODE = "en-gb"
+LANGUAGES = [("en-gb", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 # (url name, label, url-name prefixes that mark the entry as current)
 NAV = (
-    ("overview", "Overview", ("overview",)),
-    ("node-list", "Nodes", ("node-",)),
-    ("job-list", "Jobs", ("job-",)),
-    ("incident-list", "Incidents", ("incident-", "postmortem", "action-item")),
-    ("reliability", "Reliability", ("reliability",)),
-    ("weekly-report", "Weekly report", ("weekly-",)),
-    ("trends", "Trends", ("trends",)),
-    ("health", "Health", ("health",)),
-    ("maintenance", "Maintenance", ("maintenance",)),
-    ("repairs", "Repairs", ("repair",)),
+    ("overview", _("Overview"), ("overview",)),
+    ("node-list", _("Nodes"), ("node-",)),
+    ("job-list", _("Jobs"), ("job-",)),
+    ("incident-list", _("Incidents"), ("incident-", "postmortem", "action-item")),
+    ("reliability", _("Reliability"), ("reliability",)),
+    ("weekly-report", _("Weekly report"), ("weekly-",)),
+    ("trends", _("Trends"), ("trends",)),
+    ("health", _("Health"), ("health",)),
+    ("maintenance", _("Maintenance"), ("maintenance",)),
+    ("repairs", _("Repairs"), ("repair",)),
 )
 
 

@@ -1,0 +1,112 @@
+"""Finding English a Chinese reader would see (docs/pages.md, Language).
+
+Two checks the i18n tests share:
+
+- `template_english(source)`: the English words in a template's own text — text nodes and
+  the attributes a person reads (`title`, `aria-label`, `placeholder`, `alt`, a button's
+  `value`) — outside `{% translate %}` / `{% blocktranslate %}`, template tags, variables,
+  comments, scripts and styles. A template whose text is all marked has none.
+- `visible_english(html, data_words)`: the English words a rendered page shows, less the
+  page's own data (hostnames, job and cluster names …) passed as `data_words`.
+
+Words that are the same in Chinese (product and vendor names, units, counters, slugs) are
+in `SAME_IN_CHINESE`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from html.parser import HTMLParser
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+# Names and abbreviations Chinese SRE teams write as they are.
+SAME_IN_CHINESE = frozenset(
+    """
+    KUAE Ops API REST JSON CSV PDF ZIP URL UTC GMT ID OK
+    GPU GPUs NVIDIA AMD Intel Gaudi Moore Threads MTT MUSA CUDA ROCm NCCL RCCL HCCL DCGM NVLink
+    NVSwitch InfiniBand IB RoCE NIC NICs HCA PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM NVMe
+    NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP
+    MFU MTBF MTTR MTTD MTTL MTTA SLA SLO RMA SDC GEMM
+    Slurm slurmctld slurmrestd Prometheus Alertmanager PromQL VictoriaMetrics Grafana
+    LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
+    H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4
+    ms s min h d GB GiB MB MiB kB TB TiB Gbps GB/s W kW MHz GHz C
+    x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5
+    """.split()  # noqa: SIM905 (a list a reader can extend)
+)
+
+_WORD = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z']*[A-Za-z](?![\w/.-])")
+_READ_ATTRS = frozenset({"title", "aria-label", "placeholder", "alt"})
+_DROP = [
+    re.compile(r"\{%\s*comment\s*%\}.*?\{%\s*endcomment\s*%\}", re.S),
+    re.compile(r"\{#.*?#\}", re.S),
+    re.compile(r"<!--.*?-->", re.S),
+    re.compile(r"<(script|style)\b.*?</\1>", re.S | re.I),
+    re.compile(r"\{%\s*blocktrans(?:late)?\b.*?\{%\s*endblocktrans(?:late)?\s*%\}", re.S),
+    re.compile(r"\{%.*?%\}", re.S),
+    re.compile(r"\{\{.*?\}\}", re.S),
+]
+
+
+class _Reader(HTMLParser):
+    """Collects what a person reads: text (not in script/style) and readable attributes."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "template"):
+            self._skip += 1
+        kind = dict(attrs).get("type") or ""
+        for name, value in attrs:
+            if not value:
+                continue
+            if name in _READ_ATTRS or (
+                name == "value" and tag == "input" and kind in ("submit", "button")
+            ):
+                self.texts.append(value)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "template") and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.texts.append(data)
+
+
+def english_words(texts: Iterable[str], allowed: Iterable[str] = ()) -> list[str]:
+    """The English words in `texts`, less `SAME_IN_CHINESE` and `allowed` (in order, once)."""
+    skip = SAME_IN_CHINESE | set(allowed)
+    found: dict[str, None] = {}
+    for text in texts:
+        for word in _WORD.findall(text):
+            if word not in skip and word.lower() not in skip:
+                found.setdefault(word, None)
+    return list(found)
+
+
+def template_english(source: str) -> list[str]:
+    """English words in a template's own text, outside translation tags (see the module)."""
+    for pattern in _DROP:
+        source = pattern.sub(" ", source)
+    reader = _Reader()
+    reader.feed(source)
+    reader.close()
+    return english_words(reader.texts)
+
+
+def visible_english(html: str, data_words: Iterable[str] = ()) -> list[str]:
+    """English words a rendered page shows, less `data_words` (the page's own data)."""
+    reader = _Reader()
+    reader.feed(html)
+    reader.close()
+    data = set()
+    for item in data_words:
+        data.update(_WORD.findall(item))
+    return english_words(reader.texts, data)

@@ -98,7 +98,11 @@ class Slapd:
             *(_person(uid, password) for uid, password in people.items()),
             *(_group(name, members) for name, members in groups.items()),
         ]
-        self.ldap("ldapadd", "\n".join(entries))
+        try:
+            self.ldap("ldapadd", "\n".join(entries))
+        except BaseException:
+            self.stop()  # the test never gets it to stop
+            raise
 
     def start(self) -> None:
         """Start (or start again, on the same port and data) and wait until it answers."""

@@ -217,3 +217,14 @@ def test_groups_from_member_of_as_active_directory_gives_them(
     assert sign_in(Client(), "carol", PEOPLE_PW["carol"]).status_code == 302
     assert User.objects.get(username="carol").role == "manager"
     assert sign_in(Client(), "bob", PEOPLE_PW["bob"]).status_code == 403
+
+
+def test_the_admin_sign_in_says_the_same(directory: Slapd) -> None:
+    form = {"username": "bob", "password": PEOPLE_PW["bob"], "next": "/admin/"}
+    refused = Client().post("/admin/login/", form)
+    assert refused.status_code == 403
+    assert "in no group that KUAE Ops gives a role to" in refused.content.decode()
+    directory.stop()
+    form = {"username": "ada", "password": PEOPLE_PW["ada"], "next": "/admin/"}
+    down = Client().post("/admin/login/", form)
+    assert down.status_code == 503 and "The directory is unreachable" in down.content.decode()

@@ -11,10 +11,19 @@ DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:
 # runtime's plus the test tools); then the project and its node agent (agent/, the
 # kuae-agent distribution; its one dependency, httpx, is locked). Production installs
 # requirements.lock, the runtime alone. (`make lock` rewrites both after a change to the pins.)
-$(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements-dev.lock
+#
+# LDAP sign-in's libraries (the `ldap` extra, requirements-ldap.lock) are installed only where
+# OpenLDAP's headers are, since python-ldap compiles against them: without them `make run`
+# still works, with LDAP sign-in unavailable (KUAE_LDAP_URL then stops start-up, saying so).
+LDAP_HEADER := /usr/include/ldap.h
+$(VENV)/.installed: pyproject.toml agent/pyproject.toml requirements-dev.lock requirements-ldap.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet --require-hashes -r requirements-dev.lock
+	@if [ -e $(LDAP_HEADER) ]; then \
+	  $(VENV)/bin/pip install --quiet --require-hashes -r requirements-ldap.lock; \
+	else echo "$(LDAP_HEADER) not found (Debian: apt-get install libldap2-dev libsasl2-dev):" \
+	  "LDAP sign-in's python-ldap not installed; LDAP sign-in and its tests unavailable"; fi
 	$(VENV)/bin/pip install --quiet --no-deps -e . -e ./agent
 	touch $@
 
@@ -95,6 +104,7 @@ fuzz: $(VENV)/.installed
 
 ## lock: pin every transitive dependency with hashes (pip-tools, in a throw-away venv):
 ## requirements.lock for production, requirements-dev.lock (with the dev extra) for make,
+## requirements-ldap.lock (the runtime's with the ldap extra) for LDAP sign-in,
 ## agent/requirements.lock for the node agent on GPU nodes (httpx and what it needs, no torch)
 COMPILE := var/lock-venv/bin/pip-compile --quiet --generate-hashes --strip-extras \
   --allow-unsafe --no-emit-index-url --no-emit-find-links
@@ -102,6 +112,7 @@ lock:
 	python3 -m venv var/lock-venv && var/lock-venv/bin/pip install --quiet pip-tools==7.6.2
 	$(COMPILE) -o requirements.lock pyproject.toml
 	$(COMPILE) --extra dev -o requirements-dev.lock pyproject.toml
+	$(COMPILE) --extra ldap -o requirements-ldap.lock pyproject.toml
 	$(COMPILE) -o agent/requirements.lock agent/pyproject.toml
 
 clean:

@@ -20,6 +20,8 @@ from kuaeweb.env import (
     env_str,
     local_secret,
 )
+from kuaeweb.ldap_settings import BACKEND as LDAP_BACKEND
+from kuaeweb.ldap_settings import ldap_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("KUAE_VAR_DIR", str(BASE_DIR / "var")))
@@ -91,6 +93,18 @@ WSGI_APPLICATION = "kuaeweb.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
 # Username and password behind the sign-in throttle, whichever page asks (/login/, /admin/).
 AUTHENTICATION_BACKENDS = ["apps.accounts.backends.ThrottledModelBackend"]
+# A directory's groups to roles, for LDAP and OpenID Connect sign-in (docs/sign-in.md).
+KUAE_ROLE_GROUPS = env_str("KUAE_ROLE_GROUPS")
+# LDAP / Active Directory sign-in, after local accounts and behind the same throttle: off
+# unless KUAE_LDAP_URL is set; kuaeweb/ldap_settings.py reads the rest (docs/sign-in.md)
+# and replaces these defaults of how a person's groups are found.
+KUAE_LDAP_GROUPS = "member"
+KUAE_LDAP_GROUP_SEARCH_BASE = ""
+KUAE_LDAP_GROUP_FILTER = "(objectClass=groupOfNames)"
+_LDAP_SETTINGS = ldap_settings()
+globals().update(_LDAP_SETTINGS)
+if _LDAP_SETTINGS:
+    AUTHENTICATION_BACKENDS.append(LDAP_BACKEND)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {

@@ -61,3 +61,20 @@ def test_agent_lock_pins_httpx_and_its_needs_alone() -> None:
         assert runtime.get(name) == version, name
     hashed = (ROOT / "agent" / "requirements.lock").read_text().count("--hash=sha256:")
     assert hashed >= len(pins)
+
+
+def test_ldap_lock_is_the_runtime_plus_the_ldap_extra() -> None:
+    """requirements-ldap.lock (LDAP sign-in, docs/sign-in.md): the runtime's pins unchanged,
+    plus the ldap extra and what it needs; kept out of the dev lock, since python-ldap
+    compiles against OpenLDAP's headers and `make` must work without them."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins, runtime = _pins("requirements-ldap.lock"), _pins("requirements.lock")
+    extra = _declared(project["optional-dependencies"]["ldap"])
+    assert set(extra) == {"django-auth-ldap", "python-ldap"}
+    for name, version in extra.items():
+        assert pins.get(name) == version, f"requirements-ldap.lock: {name}"
+        assert name not in _pins("requirements-dev.lock"), name
+    assert {name: pins[name] for name in runtime} == runtime
+    assert set(pins) - set(runtime) == set(extra) | {"pyasn1", "pyasn1-modules"}
+    hashed = (ROOT / "requirements-ldap.lock").read_text().count("--hash=sha256:")
+    assert hashed >= len(pins)

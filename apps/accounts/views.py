@@ -20,7 +20,11 @@ from apps.accounts.audit import (
     login_throttled,
     remember_device,
 )
-from apps.accounts.backends import ThrottledModelBackend
+from apps.accounts.backends import (
+    DIRECTORY_UNAVAILABLE,
+    NO_MAPPED_GROUP,
+    ThrottledModelBackend,
+)
 from apps.accounts.choices import Role
 from apps.accounts.demo import DEMO_LOGINS
 
@@ -29,6 +33,18 @@ def _throttled_by_backend(request: HttpRequest) -> bool:
     """The backend refused the attempt unchecked: others sent at the same moment reached
     the limit after this page's own look (apps.accounts.backends)."""
     return bool(getattr(request, ThrottledModelBackend.THROTTLED, False))
+
+
+def _directory_answer(request: HttpRequest) -> tuple[dict[str, Any], int] | None:
+    """The page's context and status when the directory, not a wrong password, decided the
+    sign-in (a directory backend marked the request): in no mapped group → 403; the
+    directory unreachable or answering with an error → 503. None otherwise."""
+    if getattr(request, NO_MAPPED_GROUP, None) is not None:
+        return {"no_mapped_group": True}, 403
+    unavailable = getattr(request, DIRECTORY_UNAVAILABLE, None)
+    if unavailable is not None:
+        return {"directory_unavailable": unavailable}, 503
+    return None
 
 
 def _refused(request: HttpRequest, username: str) -> bool:
@@ -56,6 +72,10 @@ class LoginView(auth_views.LoginView):
         if _throttled_by_backend(self.request):
             context = self.get_context_data(form=form, throttled=True)
             return self.render_to_response(context, status=429)
+        directory = _directory_answer(self.request)
+        if directory is not None:
+            extra, status = directory
+            return self.render_to_response(self.get_context_data(form=form, **extra), status=status)
         return super().form_invalid(form)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
@@ -88,6 +108,9 @@ def admin_login(request: HttpRequest) -> HttpResponse:
     response = admin.site.login(request)
     if _throttled_by_backend(request):
         return render(request, "registration/login.html", {"throttled": True}, status=429)
+    directory = _directory_answer(request)
+    if directory is not None:
+        return render(request, "registration/login.html", directory[0], status=directory[1])
     if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
         remember_device(request, response, request.user.get_username())
     return response

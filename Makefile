@@ -52,6 +52,14 @@ $(AXE): tests/e2e/package.json tests/e2e/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/e2e --no-audit --no-fund --silent; \
 	else echo "npm not found: the accessibility scan will be skipped"; fi
 
+# The OpenID Connect provider the sign-in tests run (panva's oidc-provider, pinned in
+# tests/oidc/package-lock.json; docs/sign-in.md), installed the same way; without npm those
+# tests are skipped (and fail under CI).
+OIDC_PROVIDER := tests/oidc/node_modules/oidc-provider/package.json
+$(OIDC_PROVIDER): tests/oidc/package.json tests/oidc/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund --silent && touch $@; \
+	else echo "npm not found: the OpenID Connect sign-in tests will be skipped"; fi
+
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist), more than a 2-core machine has
 # cores: most of its time is spent waiting — on the live server and Chromium, Celery workers,
 # Alertmanager, Prometheus, Slurm and PostgreSQL started for a test, subprocesses — not
@@ -72,7 +80,7 @@ PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-r
 # filesystem broker, the no-variables start). tests/conftest.py (EMBEDDED) lists the modules
 # and why; on those files they cover every line the whole suite covers on SQLite (but for
 # one of the Prometheus source's, which is not SQLite's: measured with coverage.py per test).
-test: $(VENV)/.installed $(AXE) $(MO)
+test: $(VENV)/.installed $(AXE) $(OIDC_PROVIDER) $(MO)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.typecheck

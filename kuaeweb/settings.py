@@ -386,6 +386,30 @@ KUAE_PUBLIC_DOCS = env_bool("KUAE_PUBLIC_DOCS", False)
 KUAE_METRICS_TOKEN = env_secret("KUAE_METRICS_TOKEN")
 X_FRAME_OPTIONS = "DENY"
 
+# --- OpenID Connect sign-in (docs/sign-in.md, OpenID Connect): off unless KUAE_OIDC_ISSUER --
+# The provider's endpoints are discovered from the issuer at the first sign-in, not here, so
+# a provider that is down never stops start-up (apps.accounts.oidc).
+KUAE_OIDC_ISSUER = env_str("KUAE_OIDC_ISSUER").strip().rstrip("/")
+KUAE_OIDC_NAME = env_str("KUAE_OIDC_NAME", "single sign-on")
+KUAE_OIDC_CLIENT_ID = env_str("KUAE_OIDC_CLIENT_ID")
+KUAE_OIDC_CLIENT_SECRET = env_secret("KUAE_OIDC_CLIENT_SECRET")
+KUAE_OIDC_SCOPES = env_str("KUAE_OIDC_SCOPES", "openid email profile")
+KUAE_OIDC_GROUPS_CLAIM = env_str("KUAE_OIDC_GROUPS_CLAIM", "groups")
+KUAE_OIDC_USERNAME_CLAIM = env_str("KUAE_OIDC_USERNAME_CLAIM", "preferred_username")
+KUAE_OIDC_SIGN_ALGO = env_str("KUAE_OIDC_SIGN_ALGO", "RS256")
+KUAE_OIDC_TIMEOUT_S = env_int("KUAE_OIDC_TIMEOUT_S", 10, minimum=1)
+if KUAE_OIDC_ISSUER:
+    from apps.accounts.directory import RoleGroups
+
+    if not (KUAE_OIDC_CLIENT_ID and KUAE_OIDC_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "KUAE_OIDC_ISSUER is set: KUAE_OIDC_CLIENT_ID and KUAE_OIDC_CLIENT_SECRET "
+            "(or KUAE_OIDC_CLIENT_SECRET_FILE) are needed too"
+        )
+    if not RoleGroups.parse(KUAE_ROLE_GROUPS).pairs:
+        raise ImproperlyConfigured("KUAE_OIDC_ISSUER is set: KUAE_ROLE_GROUPS maps no group")
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "apps.accounts.oidc.DirectoryOIDCBackend"]
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
+from apps.accounts import oidc_views
 from apps.accounts import views as account_views
 from apps.accounts.schema import ReaderSchemaView, api_docs
 from apps.common import views as common_views
@@ -37,6 +38,9 @@ urlpatterns = [
     path("metrics", metrics_views.metrics, name="metrics"),
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # OpenID Connect sign-in: 404 unless KUAE_OIDC_ISSUER is set (docs/sign-in.md)
+    path("oidc/authenticate/", oidc_views.SignInStart.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc_views.SignInReturn.as_view(), name="oidc_authentication_callback"),
     path("admin/login/", account_views.admin_login),  # the sign-in throttle, as /login/
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.support import closed_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -86,6 +88,26 @@ def test_production_settings_pass_check_deploy():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+OIDC = {
+    "KUAE_OIDC_ISSUER": f"http://127.0.0.1:{closed_port()}",  # nothing listens there
+    "KUAE_OIDC_CLIENT_ID": "kuae-ops",
+    "KUAE_OIDC_CLIENT_SECRET": "secret",
+    "KUAE_ROLE_GROUPS": "operator=gpu-oncall",
+}
+
+
+def test_oidc_provider_down_does_not_stop_start_up():
+    """The provider's endpoints are discovered at the first sign-in, not at start-up."""
+    result = _start(
+        {
+            "DJANGO_SECRET_KEY": "x" * 64 + "-production-secret-0123456789abcdefghijklmnop",
+            "DJANGO_ALLOWED_HOSTS": "ops.example.com",
+            **OIDC,
+        }
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -95,6 +117,14 @@ def test_production_settings_pass_check_deploy():
         ({"KUAE_DEMO": "1", "CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL"),
         ({"KUAE_DEMO": "1", "KUAE_MAX_BODY_BYTES": "lots"}, "KUAE_MAX_BODY_BYTES"),
         ({"DJANGO_SECRET_KEY_FILE": "/nonexistent/secret"}, "DJANGO_SECRET_KEY_FILE"),
+        # OpenID Connect sign-in (docs/sign-in.md): half a configuration stops start-up
+        ({"KUAE_DEMO": "1", "KUAE_OIDC_ISSUER": "https://sso.example"}, "KUAE_OIDC_CLIENT_ID"),
+        ({"KUAE_DEMO": "1", **OIDC, "KUAE_ROLE_GROUPS": ""}, "KUAE_ROLE_GROUPS maps no group"),
+        ({"KUAE_DEMO": "1", **OIDC, "KUAE_ROLE_GROUPS": "boss=x"}, "KUAE_ROLE_GROUPS"),
+        (
+            {"KUAE_DEMO": "1", **OIDC, "KUAE_OIDC_CLIENT_SECRET_FILE": "/nonexistent/secret"},
+            "KUAE_OIDC_CLIENT_SECRET_FILE",
+        ),
     ],
 )
 def test_bad_settings_fail_loudly_at_start(env, message):

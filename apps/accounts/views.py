@@ -79,10 +79,13 @@ class LoginView(auth_views.LoginView):
         return super().form_invalid(form)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        """The demo's logins, listed on the sign-in page of the demo only (KUAE_DEMO)."""
+        """The demo's logins, listed on the sign-in page of the demo only (KUAE_DEMO); the
+        OpenID Connect provider's name when it is configured."""
         context = super().get_context_data(**kwargs)
         if settings.DEMO:
             context["demo_logins"] = DEMO_LOGINS
+        if settings.KUAE_OIDC_ISSUER:  # "Sign in with …" (docs/sign-in.md, OpenID Connect)
+            context["oidc_name"] = settings.KUAE_OIDC_NAME
         return context
 
     def get_default_redirect_url(self) -> str:

@@ -25,6 +25,9 @@ EXPECTED: dict[str, dict[str, set]] = {
     "readyz": {"GET": EVERYONE},
     "colours-css": {"GET": EVERYONE},
     "login": {"GET": EVERYONE},
+    # OpenID Connect sign-in, for everyone (404 unless configured: tests/oidc)
+    "oidc_authentication_init": {"GET": EVERYONE},
+    "oidc_authentication_callback": {"GET": EVERYONE},
     "metrics": {"GET": ADMIN},
     "api-docs": {"GET": READ},
     "api-schema": {"GET": READ},

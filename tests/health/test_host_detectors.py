@@ -8,8 +8,7 @@ import datetime as dt
 
 import pytest
 
-from apps.health.checks import Limits, Target
-from apps.health.checks.base import _targets_declared
+from apps.health.checks import PLUGINS, Limits
 from apps.health.detectors.clock import clock
 from apps.health.detectors.findings import TARGET_TYPES, target_part
 from apps.health.detectors.host_counters import HostHistory, growth, hourly
@@ -176,8 +175,7 @@ def test_host_targets_are_worded_in_titles():
 
 
 def test_every_target_type_is_declared_with_its_words():
-    """Every `Target` is a declared target type (the start checks it,
-    tests/health/test_storage_detector.py); the host ones are worded."""
-    _targets_declared()
-    assert {t.value for t in Target} <= set(TARGET_TYPES)
+    """Every check's target is a declared target type (tests/health/test_plugins.py); the
+    host ones are worded."""
+    assert all(TARGET_TYPES[spec.target.prefix] is spec.target for spec in PLUGINS)
     assert TARGET_TYPES["clock"].one_per_node and not TARGET_TYPES["mc"].one_per_node

@@ -4,6 +4,7 @@ the schedule, run-now choices, pulls, notices and intake read those declarations
 from __future__ import annotations
 
 import dataclasses
+import sys
 from io import StringIO
 
 import pytest
@@ -12,8 +13,9 @@ from django.utils import timezone
 
 from apps.health import checks
 from apps.health import models as health_models
-from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, Target, check_for
+from apps.health.checks import CHECKS, KIND_CHOICES, PLUGINS, SCHEDULED_KINDS, check_for
 from apps.health.checks.fabric import NOT_MONITORED
+from apps.health.detectors.findings import PORT, TARGET_TYPES, TargetType, declare_target
 from apps.health.limits import FIELDS, Limits, limits_from
 from apps.health.models import CheckRun, CheckSchedule
 from apps.health.services import PULLED_METRICS, schedules_ensure
@@ -34,7 +36,11 @@ def test_every_declaration_is_valid():
     assert len(kinds) == len(set(kinds)) and all(len(k) <= 32 for k in kinds)
     for spec in PLUGINS:
         assert spec.categories and all(c in Category.values for c in spec.categories)
-        assert isinstance(spec.target, Target) and spec.label and 10 <= spec.interval_s <= 3600
+        assert (
+            TARGET_TYPES[spec.target.prefix] is spec.target
+            and spec.label
+            and 10 <= spec.interval_s <= 3600
+        )
         for needed in spec.needs:
             names = METRIC_NAMES if needed.target == "gpu" else set(COUNTERS)
             assert needed.check == spec.kind and set(needed.metrics) <= names, needed
@@ -42,7 +48,7 @@ def test_every_declaration_is_valid():
         if spec.scheduled:  # what it pulls is a dcgm field, a port's name or a host kind
             gpus, ports = set(DCGM_FIELDS.values()), {"state", "phys_state", "rate_gbps", *COUNTERS}
             hosts = {pull_name(kind) for kind in HOST_KINDS}
-            assert spec.pulls <= (ports if spec.target == Target.PORT else gpus | hosts), spec.kind
+            assert spec.pulls <= (ports if spec.target == PORT else gpus | hosts), spec.kind
     # every threshold belongs to a registered check (or to all) and is bounded above
     for f in FIELDS:
         assert f.metadata["check"] in {"*", *CHECKS}, f.name
@@ -64,9 +70,36 @@ def test_each_check_declares_its_thresholds_in_its_own_module():
     assert limits_from({"fabric_flaps_per_min": 7}).fabric_flaps_per_min == 7
 
 
-def test_a_plugin_whose_thresholds_are_not_registered_stops_the_start(monkeypatch):
-    """The start-up check fails loudly: thresholds missing from `Limits`, a threshold that
-    names another check, or one name declared by two checks."""
+def test_plugins_are_found_where_they_are_defined(tmp_path, monkeypatch):
+    """No list to keep: a module dropped into the package is a plug-in, in its `order`; one
+    without a SPEC, or a second of one kind, stops the start."""
+    assert [s.kind for s in checks.discover()] == [s.kind for s in PLUGINS]
+    assert [s.order for s in PLUGINS] == sorted(s.order for s in PLUGINS)
+    assert {s.limits for s in PLUGINS} <= set(Limits.__mro__)
+    monkeypatch.setattr(checks, "__path__", [*checks.__path__, str(tmp_path)])
+    (tmp_path / "zz_extra.py").write_text(
+        "import dataclasses\n"
+        "from apps.health.checks import thermal\n"
+        "SPEC = dataclasses.replace(thermal.SPEC, kind='zz_extra', order=5)\n"
+    )
+    found = checks.discover()
+    assert found[0].kind == "zz_extra" and len(found) == len(PLUGINS) + 1
+    (tmp_path / "zz_twice.py").write_text(
+        "from apps.health.checks import thermal\nSPEC = thermal.SPEC\n"
+    )
+    with pytest.raises(TypeError, match="two plug-ins of one kind"):
+        checks.discover()
+    (tmp_path / "zz_twice.py").unlink()
+    (tmp_path / "zz_bare.py").write_text("X = 1\n")
+    with pytest.raises(TypeError, match="zz_bare declares no SPEC"):
+        checks.discover()
+    for name in ("zz_extra", "zz_twice", "zz_bare"):
+        sys.modules.pop(f"apps.health.checks.{name}", None)
+
+
+def test_thresholds_that_clash_stop_the_start():
+    """`Limits` is made of the plug-ins' thresholds; a threshold that names another check,
+    or one name declared by two checks, fails loudly instead of one quietly winning."""
 
     @dataclasses.dataclass(frozen=True)
     class Stray(Shared):
@@ -77,19 +110,25 @@ def test_a_plugin_whose_thresholds_are_not_registered_stops_the_start(monkeypatc
         temp_c: float = threshold(90, "Hot", "°C", check="fabric", lo=1, hi=150)
 
     stray = dataclasses.replace(CHECKS["thermal"], kind="stray", limits=Stray)
-    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, stray))
-    with pytest.raises(TypeError, match="Stray of stray is not among Limits' bases"):
-        checks._thresholds_registered()
-    monkeypatch.setattr(checks, "Limits", type("Wide", (Limits, Stray), {}))
+    wide = checks.compose_limits((*PLUGINS, stray))
+    assert wide(stray_s=7).stray_s == 7 and wide().hang_min_s == Limits().hang_min_s
     wrong = dataclasses.replace(stray, kind="thermal")
-    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, wrong))
     with pytest.raises(TypeError, match="threshold stray_s of thermal names stray"):
-        checks._thresholds_registered()
+        checks.compose_limits((*PLUGINS, wrong))
     twice = dataclasses.replace(CHECKS["thermal"], kind="fabric", limits=Misnamed)
-    monkeypatch.setattr(checks, "Limits", type("Wider", (Limits, Misnamed), {}))
-    monkeypatch.setattr(checks, "PLUGINS", (*PLUGINS, twice))
     with pytest.raises(TypeError, match="declared twice"):
-        checks._thresholds_registered()
+        checks.compose_limits((*PLUGINS, twice))
+
+
+def test_a_target_type_is_owned_by_its_check_and_declared_once():
+    """A check's own target type comes with its detector (its prefix, parsing and words); a
+    second, different type of a taken prefix stops the start."""
+    from apps.health.detectors import host_memory
+
+    assert CHECKS["host_memory"].target is host_memory.MC is TARGET_TYPES["mc"]
+    assert declare_target(TargetType("mc", "memory controller")) == host_memory.MC
+    with pytest.raises(TypeError, match="declared twice"):
+        declare_target(TargetType("mc", "memory card"))
 
 
 def test_the_schedule_and_run_choices_come_from_the_registry(cluster):

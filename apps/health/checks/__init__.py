@@ -1,84 +1,72 @@
 """The health checks, one plug-in module each (`checks/<kind>.py`, see `checks/base.py`).
 
-`PLUGINS` is the one place a check is registered: its module's `SPEC`, and its thresholds
-among `Limits`' bases. The schedule, the run-now choices, the thresholds form and docs
-table, the Prometheus pulls, the intake's event kinds and the "not reported" / "not
-monitored" notices are all read from here.
+A check is found where it is defined: every module of this package but `base` declares a
+`SPEC`, and `PLUGINS` is what the package finds, in the specs' `order`. `Limits`, what one
+run of any check reads, is made of every plug-in's thresholds class. The schedule, the
+run-now choices, the thresholds form and docs table, the Prometheus pulls, the intake's
+event kinds and the "not reported" / "not monitored" notices are all read from these
+(docs/checks.md, Writing a check). A module that declares no `SPEC`, two plug-ins of one
+kind, or thresholds that clash stop the server at start-up.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any
 
-from apps.health.checks import (
-    clock,
-    fabric,
-    gpu_errors,
-    heartbeat,
-    host_memory,
-    job_hang,
-    pcie,
-    sdc,
-    slow_node,
-    storage,
-    thermal,
-)
-from apps.health.checks.base import CheckSpec, Context, Target, skip_maintenance
-from apps.health.thresholds import declared
+from apps.health.checks.base import CheckSpec, Context, skip_maintenance
+from apps.health.detectors.findings import NODE
+from apps.health.thresholds import Shared, declared
 from apps.telemetry import monitored
 
-PLUGINS: tuple[CheckSpec, ...] = (
-    heartbeat.SPEC,
-    job_hang.SPEC,
-    slow_node.SPEC,
-    sdc.SPEC,
-    gpu_errors.SPEC,
-    thermal.SPEC,
-    fabric.SPEC,
-    host_memory.SPEC,
-    pcie.SPEC,
-    clock.SPEC,
-    storage.SPEC,
-)
-
-CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
+SUPPORT = frozenset({"base"})  # modules of this package that are not plug-ins
 
 
-@dataclass(frozen=True)
-class Limits(
-    clock.ClockLimits,
-    pcie.PcieLimits,
-    host_memory.HostMemoryLimits,
-    storage.StorageLimits,
-    fabric.FabricLimits,
-    thermal.ThermalLimits,
-    gpu_errors.GpuErrorsLimits,
-    sdc.SdcLimits,
-    slow_node.SlowNodeLimits,
-    job_hang.JobHangLimits,
-    heartbeat.HeartbeatLimits,
-):
-    """Every check's thresholds, what one run of any check reads (a cluster's values:
-    `apps.health.limits.limits_from`)."""
+def discover() -> tuple[CheckSpec, ...]:
+    """Every plug-in of this package, in its spec's `order` (then kind)."""
+    specs: list[CheckSpec] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in SUPPORT or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        spec = getattr(module, "SPEC", None)
+        if not isinstance(spec, CheckSpec):
+            raise TypeError(f"apps.health.checks.{info.name} declares no SPEC (a CheckSpec)")
+        specs.append(spec)
+    kinds = [s.kind for s in specs]
+    if len(kinds) != len(set(kinds)):
+        raise TypeError(f"two plug-ins of one kind: {sorted(kinds)}")
+    return tuple(sorted(specs, key=lambda s: (s.order, s.kind)))
 
 
-def _thresholds_registered() -> None:
-    """Start-up: every plug-in's thresholds are among `Limits`' bases, each names its own
-    check, and no two plug-ins declare a threshold of one name (a dataclass would quietly
-    keep one of them)."""
+def compose_limits(specs: tuple[CheckSpec, ...]) -> type[Shared]:
+    """One frozen dataclass with every plug-in's thresholds (and the shared ones), fields in
+    the plug-ins' order. Each threshold must name its own check, and no two plug-ins may
+    declare one name (a dataclass would quietly keep one of them)."""
     names: list[str] = []
-    for spec in PLUGINS:
-        if not issubclass(Limits, spec.limits):
-            raise TypeError(f"{spec.limits.__name__} of {spec.kind} is not among Limits' bases")
+    for spec in specs:
         for f in declared(spec.limits):
             if f.metadata["check"] != spec.kind:
                 raise TypeError(f"threshold {f.name} of {spec.kind} names {f.metadata['check']}")
             names.append(f.name)
     if len(names) != len(set(names)):
         raise TypeError(f"a threshold is declared twice: {sorted(names)}")
+    bases = tuple(dict.fromkeys(s.limits for s in reversed(specs))) or (Shared,)
+    doc = "Every check's thresholds: what one run of any check reads (limits_from)."
+    return dataclasses.dataclass(frozen=True)(type("Limits", bases, {"__doc__": doc}))
 
 
-_thresholds_registered()
+PLUGINS: tuple[CheckSpec, ...] = discover()
+
+CHECKS: dict[str, CheckSpec] = {spec.kind: spec for spec in PLUGINS}
+
+if TYPE_CHECKING:
+    # Made at start-up from the plug-ins: each detector types its own thresholds class.
+    Limits = Any
+else:
+    Limits = compose_limits(PLUGINS)
 
 # The kinds beat runs; the on-demand pre-flight (services.job_preflight) is not a plug-in.
 SCHEDULED_KINDS: tuple[str, ...] = tuple(s.kind for s in PLUGINS if s.scheduled)
@@ -107,12 +95,12 @@ def lend_to_telemetry() -> None:
         needs=[n for spec in PLUGINS for n in spec.needs],
         event_kinds=[
             *(
-                monitored.EventKind(slug, label, spec.event_target.value)
+                monitored.EventKind(slug, label, spec.event_target.prefix)
                 for spec in PLUGINS
                 for slug, label in spec.events.items()
             ),
             *(
-                monitored.EventKind(slug, label, Target.NODE.value)
+                monitored.EventKind(slug, label, NODE.prefix)
                 for spec in PLUGINS
                 for slug, label in spec.node_events.items()
             ),
@@ -126,11 +114,12 @@ __all__ = [
     "LABELS",
     "Limits",
     "PLUGINS",
+    "compose_limits",
+    "discover",
     "PREFLIGHT",
     "SCHEDULED_KINDS",
     "CheckSpec",
     "Context",
-    "Target",
     "check_for",
     "kind_label",
     "lend_to_telemetry",

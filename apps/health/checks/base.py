@@ -16,13 +16,12 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.detectors.findings import TARGET_TYPES, Finding
+from apps.health.detectors.findings import GPU, Finding, TargetType
 from apps.health.thresholds import Shared, declared
 from apps.incidents.choices import Category
 from apps.jobs.models import Job
@@ -31,33 +30,6 @@ from apps.telemetry.monitored import Needed
 
 if TYPE_CHECKING:  # every plug-in's thresholds together, put together by the package
     from apps.health.checks import Limits
-
-
-class Target(StrEnum):
-    """What one result of a check is about (the prefix of its `target`)."""
-
-    GPU = "gpu"
-    NODE = "node"
-    PORT = "port"
-    JOB = "job"
-    RANK = "rank"
-    CLUSTER = "cluster"
-    MEMORY_CONTROLLER = "mc"
-    PCIE = "pcie"
-    CLOCK = "clock"
-    MOUNT = "mount"
-
-
-def _targets_declared() -> None:
-    """Start-up: every `Target` is a declared target type (its prefix, how it is parsed
-    and worded: `apps.health.detectors.findings.TARGET_TYPES`), so none is read silently
-    as naming nothing."""
-    unknown = [t.value for t in Target if t.value not in TARGET_TYPES]
-    if unknown:
-        raise TypeError(f"Target {', '.join(unknown)}: not among TARGET_TYPES")
-
-
-_targets_declared()
 
 
 @dataclass
@@ -117,7 +89,9 @@ class CheckSpec:
 
     kind: str
     label: str
-    target: Target
+    # Where it is listed among the checks (the health page, the thresholds, the schedule).
+    order: int
+    target: TargetType
     categories: tuple[Category, ...]
     run: Callable[[Context], list[Finding]]
     # Fields every GPU (or NIC port, by `Needed.target`) must report for this check to judge
@@ -129,7 +103,7 @@ class CheckSpec:
     # Event kinds (name → what a person reads) the telemetry intake accepts for this check,
     # and what such an event belongs to.
     events: Mapping[str, str] = field(default_factory=dict)
-    event_target: Target = Target.GPU
+    event_target: TargetType = GPU
     # Event kinds that belong to the node itself (a GPU's PCI address, when one is given,
     # places them on that GPU): a driver's fault line that names no GPU index.
     node_events: Mapping[str, str] = field(default_factory=dict)

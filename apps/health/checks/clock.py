@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health.checks.base import CheckSpec, Context, Target
-from apps.health.detectors.clock import clock, clock_target
+from apps.health.checks.base import CheckSpec, Context
+from apps.health.detectors.clock import CLOCK, clock, clock_target
 from apps.health.detectors.findings import Finding
 from apps.health.host_readings import host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
@@ -45,7 +45,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=ClockLimits,
     label=LABEL,
-    target=Target.CLOCK,
+    order=100,
+    target=CLOCK,
     categories=(Category.OTHER,),
     run=run,
     not_monitored=unless_reported(READING, NOT_MONITORED),

@@ -16,9 +16,10 @@ from functools import partial
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import FabricPort, Finding
 from apps.health.detectors.fabric import PortHistory, PortReading, fabric, port_target
+from apps.health.detectors.findings import PORT
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.models import Port
@@ -134,7 +135,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=FabricLimits,
     label=LABEL,
-    target=Target.PORT,
+    order=70,
+    target=PORT,
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
     needs=(
@@ -155,6 +157,6 @@ SPEC = CheckSpec(
     # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
     pulls=frozenset({"state", "phys_state", "rate_gbps", *COUNTERS}),
     events={"link_downed": "Port link went down", "port_reset": "Port counters reset"},
-    event_target=Target.PORT,
+    event_target=PORT,
     not_monitored=not_monitored,
 )

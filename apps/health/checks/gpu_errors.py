@@ -7,8 +7,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, gpu_errors
+from apps.health.detectors.findings import GPU
 from apps.health.detectors.gpu_errors import MTHREADS_DRIVER
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
@@ -51,7 +52,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=GpuErrorsLimits,
     label=LABEL,
-    target=Target.GPU,
+    order=50,
+    target=GPU,
     categories=(Category.GPU_HBM, Category.GPU, Category.GPU_SYSTEM_PROCESSOR),
     run=run,
     needs=(

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.checks.gpu_errors import SPEC as GPU_ERRORS
 from apps.health.checks.thermal import SPEC as THERMAL
 from apps.health.detectors import Finding, heartbeat
+from apps.health.detectors.findings import NODE
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.names import DCGM_FIELDS
@@ -51,7 +52,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=HeartbeatLimits,
     label="Heartbeat",
-    target=Target.NODE,
+    order=10,
+    target=NODE,
     categories=(Category.NODE_UNREACHABLE,),
     run=run,
     # From a cluster's Prometheus the heartbeat reads every field no other check judges

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
-from apps.health.detectors.host_memory import host_memory, mc_target
+from apps.health.detectors.host_memory import MC, host_memory, mc_target
 from apps.health.host_readings import host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
@@ -46,7 +46,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=HostMemoryLimits,
     label=LABEL,
-    target=Target.MEMORY_CONTROLLER,
+    order=80,
+    target=MC,
     categories=(Category.HOST_MEMORY,),
     run=run,
     not_monitored=unless_reported(READING, NOT_MONITORED),

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, job_hang
+from apps.health.detectors.findings import JOB
 from apps.health.detectors.job_hang import judged
 from apps.health.suspects import job_suspects
 from apps.health.thresholds import Shared, threshold
@@ -66,7 +67,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=JobHangLimits,
     label="Job hang",
-    target=Target.JOB,
+    order=20,
+    target=JOB,
     categories=(Category.HANG,),
     run=run,
 )

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
-from apps.health.detectors.pcie import pcie, pcie_target
+from apps.health.detectors.pcie import DEVICE, pcie, pcie_target
 from apps.health.host_readings import host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
@@ -46,7 +46,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=PcieLimits,
     label=LABEL,
-    target=Target.PCIE,
+    order=90,
+    target=DEVICE,
     categories=(Category.GPU, Category.NIC, Category.IO_EXPANSION_BOARD),
     run=run,
     not_monitored=unless_reported(READING, NOT_MONITORED),

@@ -7,8 +7,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, sdc
+from apps.health.detectors.findings import GPU
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 
@@ -40,7 +41,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=SdcLimits,
     label="Silent data corruption",
-    target=Target.GPU,
+    order=40,
+    target=GPU,
     categories=(Category.SILENT_DATA_CORRUPTION,),
     run=run,
 )

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, slow_node
+from apps.health.detectors.findings import NODE
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 
@@ -61,7 +62,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=SlowNodeLimits,
     label="Slow node",
-    target=Target.NODE,
+    order=30,
+    target=NODE,
     categories=(Category.SLOW_NODE,),
     run=run,
 )

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from apps.fleet.models import Cluster
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
-from apps.health.detectors.storage import KIND, Mount, NodeFilesystems, storage
+from apps.health.detectors.storage import KIND, MOUNT, Mount, NodeFilesystems, storage
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
@@ -77,7 +77,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=StorageLimits,
     label="Storage (required mounts)",
-    target=Target.MOUNT,
+    order=110,
+    target=MOUNT,
     categories=(Category.STORAGE,),
     run=run,
     not_monitored=not_monitored,

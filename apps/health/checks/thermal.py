@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.health import inputs
-from apps.health.checks.base import CheckSpec, Context, Target
+from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, thermal
+from apps.health.detectors.findings import GPU
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
@@ -39,7 +40,8 @@ SPEC = CheckSpec(
     kind=KIND,
     limits=ThermalLimits,
     label="Thermal",
-    target=Target.GPU,
+    order=60,
+    target=GPU,
     categories=(Category.GPU_THERMAL,),
     run=run,
     needs=(

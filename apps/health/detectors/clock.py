@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from apps.health.detectors.findings import Finding, Outcome, number, passed, warned
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    TargetType,
+    declare_target,
+    number,
+    passed,
+    warned,
+)
 from apps.health.detectors.host_counters import HostHistory
 from apps.incidents.choices import Category, Severity
 
@@ -25,9 +33,13 @@ SYSTEM = "system"  # the kernel's clock: the node's own target
 UNSYNCED_RUNS = 2  # runs in a row not synchronised before it warns
 
 
+# What one result is about: a node's clock, named by the node alone (`clock:HOST`, "clock").
+CLOCK = declare_target(TargetType("clock", "clock", one_per_node=True))
+
+
 def clock_target(host: str, clock: str = SYSTEM) -> str:
     """The result target of a node's clock (`clock:HOST`; another clock `clock:HOST/ptp0`)."""
-    return f"clock:{host}" if clock == SYSTEM else f"clock:{host}/{clock}"
+    return f"clock:{host}" if clock == SYSTEM else CLOCK.make(host, clock)
 
 
 def clock(clocks: Sequence[HostHistory], *, limits: ClockLimits) -> list[Finding]:

@@ -114,24 +114,29 @@ class TargetType:
         return host, f"{self.word} {part}"
 
 
-# Every prefix a result's target may carry, the one place each is parsed and worded: a
-# check's `Target` must be one of them, or the server does not start (checks/base.py).
-TARGET_TYPES: dict[str, TargetType] = {
-    t.prefix: t
-    for t in (
-        TargetType("gpu", "GPU"),
-        TargetType("port", "port"),
-        TargetType("mc", "memory controller"),
-        TargetType("pcie", "PCIe device"),
-        TargetType("clock", "clock", one_per_node=True),
-        TargetType("mount", "mount", ":"),
-        TargetType("node"),
-        TargetType("job"),
-        TargetType("rank"),
-        TargetType("cluster"),
-        TargetType("source"),
-    )
-}
+# Every prefix a result's target may carry, each parsed and worded by its `TargetType`. The
+# kinds every check may use are declared here; a check whose results are about a part of a
+# node of its own (a memory controller, a mount) declares that type in its own detector
+# module with `declare_target`, which the server runs at start-up as it loads the checks.
+TARGET_TYPES: dict[str, TargetType] = {}
+
+
+def declare_target(kind: TargetType) -> TargetType:
+    """Register a target type by its prefix and return it; a second, different type of the
+    same prefix is a TypeError at start-up (two checks cannot both own `mc:`)."""
+    known = TARGET_TYPES.setdefault(kind.prefix, kind)
+    if known != kind:
+        raise TypeError(f"target prefix {kind.prefix!r} declared twice: {known} and {kind}")
+    return kind
+
+
+GPU = declare_target(TargetType("gpu", "GPU"))
+PORT = declare_target(TargetType("port", "port"))
+NODE = declare_target(TargetType("node"))
+JOB = declare_target(TargetType("job"))
+RANK = declare_target(TargetType("rank"))
+CLUSTER = declare_target(TargetType("cluster"))
+SOURCE = declare_target(TargetType("source"))
 
 
 def target_part(target: str) -> tuple[str, str] | None:
@@ -139,7 +144,8 @@ def target_part(target: str) -> tuple[str, str] | None:
     `port:h01/mlx5_0/1` → ("h01", "port mlx5_0/1"), `mc:h01/mc0` → ("h01", "memory
     controller mc0"), `clock:h01` → ("h01", "clock"), `mount:h01:/checkpoints` → ("h01",
     "mount /checkpoints"); None for a target that names no part (a node, a job). A prefix
-    no `TargetType` declares is a ValueError, never silently no part."""
+    no `TargetType` declares is a ValueError, never silently no part. The checks' own
+    types are declared when `apps.health.checks` is loaded (the health app does at start-up)."""
     prefix, _, rest = target.partition(":")
     kind = TARGET_TYPES.get(prefix)
     if kind is None:
@@ -229,12 +235,12 @@ def unchecked(
     return Finding(kind, target, ResultStatus.ERROR, message, details or {}, node)
 
 
-RANK = {ResultStatus.PASS: 0, ResultStatus.ERROR: 1, ResultStatus.WARN: 2, ResultStatus.FAIL: 3}
+_WORSE = {ResultStatus.PASS: 0, ResultStatus.ERROR: 1, ResultStatus.WARN: 2, ResultStatus.FAIL: 3}
 
 
 def worse(a: Finding | None, b: Finding) -> Finding:
     """The worse of two findings on one target (the first on a tie)."""
-    return b if a is None or RANK[b.status] > RANK[a.status] else a
+    return b if a is None or _WORSE[b.status] > _WORSE[a.status] else a
 
 
 def finite(values: Iterable[float | None]) -> list[float]:

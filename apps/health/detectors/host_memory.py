@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
-from apps.health.detectors.findings import Finding, Outcome, failed, passed, warned
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    TargetType,
+    declare_target,
+    failed,
+    passed,
+    warned,
+)
 from apps.health.detectors.host_counters import HostHistory, growth, hourly, not_reported, unread
 from apps.incidents.choices import Category, Severity
 
@@ -29,9 +37,13 @@ CORRECTABLE = Outcome(Category.HOST_MEMORY, Severity.SEV3, node_state=NodeState.
 COUNTERS = ("ce_total", "ue_total")
 
 
+# What one result is about: a node's memory controller (`mc:HOST/mc0`, "memory controller mc0").
+MC = declare_target(TargetType("mc", "memory controller"))
+
+
 def mc_target(host: str, controller: str) -> str:
     """The result target of one memory controller of a node (`mc:HOST/mc0`)."""
-    return f"mc:{host}/{controller}"
+    return MC.make(host, controller)
 
 
 def host_memory(

@@ -19,7 +19,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
-from apps.health.detectors.findings import Finding, Outcome, failed, number, passed, warned
+from apps.health.detectors.findings import (
+    Finding,
+    Outcome,
+    TargetType,
+    declare_target,
+    failed,
+    number,
+    passed,
+    warned,
+)
 from apps.health.detectors.host_counters import HostHistory, growth, hourly, not_reported, unread
 from apps.incidents.choices import Category, Severity
 
@@ -32,9 +41,13 @@ LINKED = ("gpu", "nic")  # the roles whose links are judged
 COUNTERS = ("aer_correctable_total", "aer_nonfatal_total", "aer_fatal_total")
 
 
+# What one result is about: a GPU's or NIC's PCIe device (`pcie:HOST/0000:17:00.0`).
+DEVICE = declare_target(TargetType("pcie", "PCIe device"))
+
+
 def pcie_target(host: str, address: str) -> str:
     """The result target of one PCIe device of a node (`pcie:HOST/0000:17:00.0`)."""
-    return f"pcie:{host}/{address}"
+    return DEVICE.make(host, address)
 
 
 def _outcomes(role: str) -> tuple[Outcome, Outcome]:

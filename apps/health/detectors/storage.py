@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from apps.fleet.choices import NodeState
 from apps.health.detectors.findings import (
-    TARGET_TYPES,
     Finding,
     Outcome,
+    TargetType,
+    declare_target,
     failed,
     number,
     passed,
@@ -37,9 +38,14 @@ BROKEN = Outcome(Category.STORAGE, Severity.SEV2, interrupts_job=True, node_stat
 LOW = Outcome(Category.STORAGE, Severity.SEV3)
 
 
+# What one result is about: a node's mount, its point after a `:` since it holds slashes
+# (`mount:HOST:/checkpoints`, "mount /checkpoints").
+MOUNT = declare_target(TargetType("mount", "mount", ":"))
+
+
 def mount_target(host: str, point: str) -> str:
     """The result target of one mount of a node (`mount:HOST:/checkpoints`)."""
-    return TARGET_TYPES["mount"].make(host, point)
+    return MOUNT.make(host, point)
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,12 @@
-"""What the detectors need for one cluster, loaded in a few set-based queries."""
+"""What several checks load for one cluster, in a few set-based queries; what one check
+alone needs is loaded beside it, in its plug-in module (docs/checks.md, Writing a check)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
 from typing import Any
 
 import orjson
-from django.db.models import Count, Q
 from django.db.models.fields.json import KT
 
 from apps.common.dbfuncs import Epoch, from_epoch
@@ -16,36 +15,15 @@ from apps.fleet.models import GPU, Cluster, Node
 from apps.health.blast import KINDS, Place
 from apps.health.choices import RunStatus
 from apps.health.detectors import (
-    FabricPort,
-    GpuEvent,
     GpuLatest,
-    JobProgress,
-    NodeGpus,
-    NodeSeen,
-    NonFinite,
 )
 from apps.health.models import CheckResult, CheckRun
-from apps.jobs.models import Job, JobMetric, NodeStepMetric
-from apps.jobs.selectors import job_step_times
+from apps.jobs.models import Job
 from apps.jobs.selectors import running_jobs as jobs_running
-from apps.telemetry.models import Port, TelemetryEvent
 
-# Per-node timings older than this are not "recent" for the slow-node check.
-TIMING_WINDOW = dt.timedelta(minutes=30)
 # The first run of an event-driven check looks this far back.
 FIRST_WINDOW = dt.timedelta(minutes=10)
 IN_SERVICE = (NodeState.HEALTHY, NodeState.SUSPECT)
-
-
-def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
-    """Every node's state and latest sign of life (heartbeat, telemetry or metric)."""
-    out = []
-    for hostname, state, seen, beat in Node.objects.filter(cluster=cluster).values_list(
-        "hostname", "state", "last_seen_at", "last_heartbeat_at"
-    ):
-        latest = max((t for t in (seen, beat) if t is not None), default=None)
-        out.append(NodeSeen(hostname, state, latest))
-    return out
 
 
 def places(cluster: Cluster) -> dict[str, Place]:
@@ -62,35 +40,6 @@ def places(cluster: Cluster) -> dict[str, Place]:
 def running_jobs(cluster: Cluster) -> list[Job]:
     """The cluster's running jobs, largest first."""
     return jobs_running(cluster_id=cluster.pk)
-
-
-def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
-    """Each running job's progress (kept on the job at intake) and the step times of its
-    newest `window` samples: job-wide ones through the (job, ts) index, else — for a job
-    whose ranks report only per node — its per-node samples near its progress."""
-    out = []
-    for job in jobs:
-        times = job_step_times(job, window)  # the jobs app's reading, oldest first
-        out.append(
-            JobProgress(job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times)
-        )
-    return out
-
-
-def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[float]]]:
-    """job → hostname → recent compute times, oldest first, in one query."""
-    out: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    rows = (
-        NodeStepMetric.objects.filter(
-            job__in=jobs, ts__gte=now - TIMING_WINDOW, compute_s__isnull=False
-        )
-        .order_by("ts")
-        .values_list("job_id", "node__hostname", "compute_s")
-    )
-    for job_id, hostname, compute in rows:
-        if compute is not None:  # the filter's promise, which the types cannot see
-            out[job_id][hostname].append(compute)
-    return out
 
 
 def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]:
@@ -135,39 +84,6 @@ def _json_value(value: object) -> Any:
         return value  # a string
 
 
-def non_finite(jobs: list[Job], since: dt.datetime) -> list[NonFinite]:
-    """Job-wide samples with a non-finite loss or grad norm since `since`."""
-    return [
-        NonFinite(job_id, ts, step, what)
-        for job_id, ts, step, what in JobMetric.objects.filter(job__in=jobs, ts__gte=since)
-        .filter(~Q(nonfinite=""))
-        .values_list("job_id", "ts", "step", "nonfinite")
-    ]
-
-
-def gpu_events(cluster: Cluster, since: dt.datetime) -> list[GpuEvent]:
-    """XID/ECC/link events of nodes in service that arrived after `since` (server time)."""
-    return [
-        GpuEvent(hostname, gpu, at, kind, value, previous, pci_bus)
-        for hostname, gpu, at, kind, value, previous, pci_bus in TelemetryEvent.objects.filter(
-            node__cluster=cluster, node__state__in=IN_SERVICE, recorded_at__gt=since
-        ).values_list("node__hostname", "gpu", "at", "kind", "value", "previous", "pci_bus")
-    ]
-
-
-def node_gpus(cluster: Cluster, fresh_after: dt.datetime) -> list[NodeGpus]:
-    """Each node in service: its GPU count and how many of its GPUs reported since
-    `fresh_after` (one grouped query)."""
-    return [
-        NodeGpus(hostname, gpu_count, reporting)
-        for hostname, gpu_count, reporting in Node.objects.filter(
-            cluster=cluster, state__in=IN_SERVICE
-        )
-        .annotate(reporting=Count("gpus", filter=Q(gpus__updated_at__gte=fresh_after)))
-        .values_list("hostname", "gpu_count", "reporting")
-    ]
-
-
 def previous_run_start(cluster: Cluster, kind: str, now: dt.datetime) -> dt.datetime:
     """When the previous finished run of `kind` began (events after it are new), else a
     short window back."""
@@ -192,57 +108,6 @@ def result_counts(cluster: Cluster, kind: str, key: str) -> dict[str, int]:
         for target, details in rows.values_list("target", "details")
         if isinstance(details.get(key), int | float)
     }
-
-
-def fabric_ports(cluster: Cluster) -> list[FabricPort]:
-    """Every NIC port of the cluster with its latest reading, the reading the fabric check
-    judged last, its node's state, and the switch at its cable's far
-    end (the node's own switch when the port names none) — one query."""
-    rows = Port.objects.filter(node__cluster=cluster).values_list(
-        "pk",
-        "node__hostname",
-        "node__state",
-        "node__switch",
-        "device",
-        "port",
-        "switch",
-        "ts",
-        "state",
-        "counters",
-        "judged_ts",
-        "judged_state",
-        "judged_counters",
-    )
-    return [
-        FabricPort(
-            pk=pk,
-            node=host,
-            node_state=node_state,
-            port=f"{device}/{port}",
-            switch=switch or node_switch,
-            ts=ts,
-            state=state,
-            counters=counters or {},
-            judged_ts=judged_ts,
-            judged_state=judged_state,
-            judged_counters=judged_counters or {},
-        )
-        for (
-            pk,
-            host,
-            node_state,
-            node_switch,
-            device,
-            port,
-            switch,
-            ts,
-            state,
-            counters,
-            judged_ts,
-            judged_state,
-            judged_counters,
-        ) in rows
-    ]
 
 
 def result_times(cluster: Cluster, kind: str, key: str) -> dict[str, list[dt.datetime]]:

@@ -170,7 +170,7 @@ def test_large_batch_in_few_queries(api, scraped, django_assert_max_num_queries)
 
 
 def test_the_health_checks_event_read_path_sees_kernel_xids_and_counter_growth(api, scraped):
-    """What `apps/health/inputs.gpu_events` reads: node__hostname, gpu, at, kind, value
+    """What `apps/health/checks/gpu_errors.gpu_events` reads: node__hostname, gpu, at, kind, value
     (and previous), filtered by recorded_at."""
     since = timezone.now() - dt.timedelta(seconds=1)
     t = timezone.now() - dt.timedelta(minutes=1)

@@ -107,10 +107,61 @@ def _histories(ctx: Context, ports: list[FabricPort]) -> list[PortHistory]:
     return out
 
 
+def fabric_ports(cluster: Cluster) -> list[FabricPort]:
+    """Every NIC port of the cluster with its latest reading, the reading the fabric check
+    judged last, its node's state, and the switch at its cable's far
+    end (the node's own switch when the port names none) — one query."""
+    rows = Port.objects.filter(node__cluster=cluster).values_list(
+        "pk",
+        "node__hostname",
+        "node__state",
+        "node__switch",
+        "device",
+        "port",
+        "switch",
+        "ts",
+        "state",
+        "counters",
+        "judged_ts",
+        "judged_state",
+        "judged_counters",
+    )
+    return [
+        FabricPort(
+            pk=pk,
+            node=host,
+            node_state=node_state,
+            port=f"{device}/{port}",
+            switch=switch or node_switch,
+            ts=ts,
+            state=state,
+            counters=counters or {},
+            judged_ts=judged_ts,
+            judged_state=judged_state,
+            judged_counters=judged_counters or {},
+        )
+        for (
+            pk,
+            host,
+            node_state,
+            node_switch,
+            device,
+            port,
+            switch,
+            ts,
+            state,
+            counters,
+            judged_ts,
+            judged_state,
+            judged_counters,
+        ) in rows
+    ]
+
+
 def run(ctx: Context) -> list[Finding]:
     """Every port's latest reading against the one judged last; those readings become the
     judged ones when the findings are applied."""
-    ports = inputs.fabric_ports(ctx.cluster)
+    ports = fabric_ports(ctx.cluster)
     in_service = {p.node for p in ports if p.node_state in inputs.IN_SERVICE}
     findings = fabric(_histories(ctx, ports), limits=ctx.limits, in_service=in_service, now=ctx.now)
     # A port that left ACTIVE stays judged as "was ACTIVE" until it is back: it keeps

@@ -6,13 +6,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Count, Q
+
+from apps.fleet.models import Cluster, Node
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
-from apps.health.detectors import Finding, gpu_errors
+from apps.health.detectors import Finding, GpuEvent, NodeGpus, gpu_errors
 from apps.health.detectors.findings import GPU
 from apps.health.detectors.gpu_errors import MTHREADS_DRIVER
+from apps.health.inputs import IN_SERVICE
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.telemetry.models import TelemetryEvent
 from apps.telemetry.monitored import Needed
 from apps.telemetry.names import COUNTERS
 
@@ -34,16 +39,39 @@ class GpuErrorsLimits(Shared):
     )
 
 
+def gpu_events(cluster: Cluster, since: dt.datetime) -> list[GpuEvent]:
+    """XID/ECC/link events of nodes in service that arrived after `since` (server time)."""
+    return [
+        GpuEvent(hostname, gpu, at, kind, value, previous, pci_bus)
+        for hostname, gpu, at, kind, value, previous, pci_bus in TelemetryEvent.objects.filter(
+            node__cluster=cluster, node__state__in=IN_SERVICE, recorded_at__gt=since
+        ).values_list("node__hostname", "gpu", "at", "kind", "value", "previous", "pci_bus")
+    ]
+
+
+def node_gpus(cluster: Cluster, fresh_after: dt.datetime) -> list[NodeGpus]:
+    """Each node in service: its GPU count and how many of its GPUs reported since
+    `fresh_after` (one grouped query)."""
+    return [
+        NodeGpus(hostname, gpu_count, reporting)
+        for hostname, gpu_count, reporting in Node.objects.filter(
+            cluster=cluster, state__in=IN_SERVICE
+        )
+        .annotate(reporting=Count("gpus", filter=Q(gpus__updated_at__gte=fresh_after)))
+        .values_list("hostname", "gpu_count", "reporting")
+    ]
+
+
 def run(ctx: Context) -> list[Finding]:
     """The events since the previous run, the remap failures, and which GPUs each node
     still reports, judged."""
     since = inputs.previous_run_start(ctx.cluster, ctx.kind, ctx.now)
     fresh_after = ctx.now - dt.timedelta(seconds=ctx.limits.heartbeat_s)
     return gpu_errors(
-        inputs.gpu_events(ctx.cluster, since),
+        gpu_events(ctx.cluster, since),
         inputs.gpus_latest(ctx.cluster, ("row_remap_failure",)),
         limits=ctx.limits,
-        nodes=inputs.node_gpus(ctx.cluster, fresh_after),
+        nodes=node_gpus(ctx.cluster, fresh_after),
         missing_runs=ctx.streaks("missing_runs"),
     )
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.fleet.models import Cluster, Node
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.checks.gpu_errors import SPEC as GPU_ERRORS
 from apps.health.checks.thermal import SPEC as THERMAL
-from apps.health.detectors import Finding, heartbeat
+from apps.health.detectors import Finding, NodeSeen, heartbeat
 from apps.health.detectors.findings import NODE
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
@@ -33,12 +34,23 @@ class HeartbeatLimits(Shared):
     )
 
 
+def nodes_seen(cluster: Cluster) -> list[NodeSeen]:
+    """Every node's state and latest sign of life (heartbeat, telemetry or metric)."""
+    out = []
+    for hostname, state, seen, beat in Node.objects.filter(cluster=cluster).values_list(
+        "hostname", "state", "last_seen_at", "last_heartbeat_at"
+    ):
+        latest = max((t for t in (seen, beat) if t is not None), default=None)
+        out.append(NodeSeen(hostname, state, latest))
+    return out
+
+
 def run(ctx: Context) -> list[Finding]:
     """The cluster's nodes as last seen, those under maintenance left out before detection:
     nor do they count towards the share of silent nodes that means the monitoring path is
     down."""
     quiet = ctx.in_maintenance
-    nodes = [n for n in inputs.nodes_seen(ctx.cluster) if n.hostname not in quiet]
+    nodes = [n for n in nodes_seen(ctx.cluster) if n.hostname not in quiet]
     return heartbeat(
         nodes,
         now=ctx.now,

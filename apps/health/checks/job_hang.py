@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
-from apps.health.detectors import Finding, job_hang
+from apps.health.detectors import Finding, JobProgress, job_hang
 from apps.health.detectors.findings import JOB
 from apps.health.detectors.job_hang import judged
 from apps.health.suspects import job_suspects
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.jobs.hang import Verdict
-from apps.jobs.models import Rank
-from apps.jobs.selectors import job_verdict
+from apps.jobs.models import Job, Rank
+from apps.jobs.selectors import job_step_times, job_verdict
 
 KIND = "job_hang"
 
@@ -40,10 +39,23 @@ class JobHangLimits(Shared):
     )
 
 
+def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
+    """Each running job's progress (kept on the job at intake) and the step times of its
+    newest `window` samples: job-wide ones through the (job, ts) index, else — for a job
+    whose ranks report only per node — its per-node samples near its progress."""
+    out = []
+    for job in jobs:
+        times = job_step_times(job, window)  # the jobs app's reading, oldest first
+        out.append(
+            JobProgress(job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times)
+        )
+    return out
+
+
 def run(ctx: Context) -> list[Finding]:
     """Each running job's newest progress and recent step times, judged; then, for a job
     whose ranks registered, what the ranks' stall reports say."""
-    progress = inputs.job_progress(ctx.jobs, ctx.limits.hang_window)
+    progress = job_progress(ctx.jobs, ctx.limits.hang_window)
     findings = job_hang(progress, now=ctx.now, limits=ctx.limits)
     with_ranks = set(
         Rank.objects.filter(job__in=[j.pk for j in ctx.jobs]).values_list("job_id", flat=True)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
-from apps.health.detectors import Finding, sdc
+from apps.health.detectors import Finding, NonFinite, sdc
 from apps.health.detectors.findings import GPU
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.jobs.models import Job, JobMetric
 
 KIND = "sdc"
 
@@ -26,11 +29,21 @@ class SdcLimits(Shared):
     )
 
 
+def non_finite(jobs: list[Job], since: dt.datetime) -> list[NonFinite]:
+    """Job-wide samples with a non-finite loss or grad norm since `since`."""
+    return [
+        NonFinite(job_id, ts, step, what)
+        for job_id, ts, step, what in JobMetric.objects.filter(job__in=jobs, ts__gte=since)
+        .filter(~Q(nonfinite=""))
+        .values_list("job_id", "ts", "step", "nonfinite")
+    ]
+
+
 def run(ctx: Context) -> list[Finding]:
     """The running jobs' non-finite samples of the last round and every GPU's checksum."""
     since = ctx.now - dt.timedelta(seconds=ctx.limits.sdc_round_s)
     return sdc(
-        inputs.non_finite(ctx.jobs, since),
+        non_finite(ctx.jobs, since),
         {j.pk: j.name for j in ctx.jobs},
         inputs.gpus_latest(ctx.cluster, ("gemm_checksum",)),
         limits=ctx.limits,

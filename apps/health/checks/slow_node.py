@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from collections import defaultdict
 from dataclasses import dataclass
 
 from apps.health import inputs
@@ -11,6 +13,7 @@ from apps.health.detectors import Finding, slow_node
 from apps.health.detectors.findings import NODE
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
+from apps.jobs.models import Job, NodeStepMetric
 
 KIND = "slow_node"
 
@@ -48,10 +51,30 @@ class SlowNodeLimits(Shared):
     )
 
 
+# Per-node timings older than this are not "recent" for the slow-node check.
+TIMING_WINDOW = dt.timedelta(minutes=30)
+
+
+def node_timings(jobs: list[Job], now: dt.datetime) -> dict[int, dict[str, list[float]]]:
+    """job → hostname → recent compute times, oldest first, in one query."""
+    out: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rows = (
+        NodeStepMetric.objects.filter(
+            job__in=jobs, ts__gte=now - TIMING_WINDOW, compute_s__isnull=False
+        )
+        .order_by("ts")
+        .values_list("job_id", "node__hostname", "compute_s")
+    )
+    for job_id, hostname, compute in rows:
+        if compute is not None:  # the filter's promise, which the types cannot see
+            out[job_id][hostname].append(compute)
+    return out
+
+
 def run(ctx: Context) -> list[Finding]:
     """Per-node compute times of the running jobs and every GPU's GEMM probe, judged."""
     return slow_node(
-        inputs.node_timings(ctx.jobs, ctx.now),
+        node_timings(ctx.jobs, ctx.now),
         inputs.gpus_latest(ctx.cluster, ("gemm_tflops",)),
         limits=ctx.limits,
         job_names={j.pk: j.name for j in ctx.jobs},

@@ -7,7 +7,8 @@ batch's `host` items, `{node, kind, subject, ts, values}` (docs/agent.md, Host r
   width and speed against their maximum, and the `TOTAL_ERR_*` lines of its AER counters;
 - `filesystem`, one per mount point of a real filesystem in `PROCFS/self/mounts` (the
   required mounts first), `os.statvfs` of `ROOTFS/<mount point>` for its size;
-- `clock`, `system`: adjtimex's offset and whether the kernel counts the clock synchronised.
+- `clock`, `system`: adjtimex's offset and whether the kernel counts the clock synchronised;
+- `vmstat`, `kernel`: `PROCFS/vmstat`'s `oom_kill` → `oom_kill_total` (Linux 4.13 and later).
 
 A value sysfs does not hold (a driver without AER, a link speed that reads `Unknown`) is left
 out of its item, never sent as 0. What a node has none of (no EDAC driver loaded, no
@@ -125,13 +126,14 @@ class HostReader:
 
     def read(self, *, node: str, ts: dt.datetime) -> list[dict[str, Any]]:
         """The `host` items of this round: memory controllers, PCIe devices, filesystems,
-        then the clock."""
+        the clock, then the kernel's out-of-memory kills."""
         stamp = ts.isoformat().replace("+00:00", "Z")
         readings = [
             *(("memory", s, v) for s, v in self.memory()),
             *(("pcie", s, v) for s, v in self.pcie()),
             *(("filesystem", s, v) for s, v in self.filesystems()),
             *(("clock", s, v) for s, v in self.clock_reading()),
+            *(("vmstat", s, v) for s, v in self.vmstat()),
         ]
         return [
             {"node": node, "kind": kind, "subject": subject, "ts": stamp, "values": values}
@@ -224,6 +226,18 @@ class HostReader:
             self._say_once("clock", f"host: {exc}; no clock reading")
             return []
         return [("system", {"offset_s": clock.offset_s, "synced": int(clock.synced)})]
+
+    def vmstat(self) -> list[tuple[str, dict[str, Any]]]:
+        """(`kernel`, values) of the kernel's out-of-memory kills, or nothing where
+        `/proc/vmstat` has no `oom_kill` line (a kernel before 4.13)."""
+        for line in (_read(self.procfs / "vmstat") or "").splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                count = _counter(value.strip())
+                if count is not None:
+                    return [("kernel", {"oom_kill_total": count})]
+        self._say_once("vmstat", f"host: no oom_kill in {self.procfs / 'vmstat'}; none sent")
+        return []
 
     def _stat(self, point: str) -> os.statvfs_result | None:
         """statvfs of ROOTFS/point; None when it raised or did not return in time (a mount

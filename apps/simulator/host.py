@@ -103,11 +103,14 @@ class HostFault:
             return gpu_address(index) if index < len(GPU_BUSES) else nic_address(index)
         if self.kind == "filesystem":
             return CHECKPOINTS.point
+        if self.kind == "vmstat":
+            return "kernel"
         return "system"
 
 
 CE_BURST = (200, 400)  # correctable errors an EDAC burst adds: above `host_ce_per_hour`
 CLOCK_DRIFT = 5e-5  # s/s a clock that lost sync drifts: 50 ppm, a free-running crystal
+OOM_KILLS = (1, 3)  # processes an out-of-memory fault ends
 
 HOST_FAULTS: tuple[HostFault, ...] = (
     HostFault(
@@ -159,6 +162,14 @@ HOST_FAULTS: tuple[HostFault, ...] = (
         "warn",
         f"the clock lost its sync (synced 0), drifting {CLOCK_DRIFT * 1e6:g} µs a second",
     ),
+    HostFault(
+        "oom_kill",
+        "vmstat",
+        "host_oom",
+        "warn",
+        f"the out-of-memory killer ends {OOM_KILLS[0]}–{OOM_KILLS[1]} processes",
+        once=True,
+    ),
 )
 HOST_FAULTS_BY_SLUG = {f.slug: f for f in HOST_FAULTS}
 
@@ -186,7 +197,7 @@ def node_first_readings(
     node of the same seed reads the same in any order): two memory controllers (most with
     no correctable error, a few with some, none uncorrectable), the three mounts, its GPUs'
     and NICs' PCIe devices at their full x16 Gen5 link with no AER error, its clock a few
-    microseconds to a millisecond off and synced."""
+    microseconds to a millisecond off and synced, and no out-of-memory kill."""
     rng = _node_rng(seed, hostname)
     out = []
     for mc in MEMORY_CONTROLLERS:
@@ -204,6 +215,7 @@ def node_first_readings(
         out.append(_reading(hostname, "pcie", address, ts, _pcie(role, LANES, 0, 0, 0)))
     offset = math.copysign(10 ** rng.uniform(-5.7, -3.0), rng.random() - 0.5)
     out.append(_reading(hostname, "clock", "system", ts, {"offset_s": offset, "synced": 1}))
+    out.append(_reading(hostname, "vmstat", "kernel", ts, {"oom_kill_total": 0}))
     return out
 
 
@@ -284,6 +296,8 @@ def next_readings(
                     wandered = rng.gauss(0, 5e-4)
                 grown["offset_s"] = wandered
                 grown["synced"] = 1
+        elif kind == "vmstat" and bumps.get(key) == "oom_kill":
+            grown["oom_kill_total"] = grown.get("oom_kill_total", 0) + rng.randint(*OOM_KILLS)
         yield _reading(hostname, kind, subject, now, grown)
 
 

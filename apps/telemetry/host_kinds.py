@@ -149,6 +149,13 @@ def pci_address(raw: object) -> str:
     return pci_bus_normal(raw)
 
 
+def the_kernel(raw: object) -> str:
+    """`kernel`: a kind the node's kernel reports once (its `/proc/vmstat` counters)."""
+    if not (isinstance(raw, str) and raw.strip().lower() == "kernel"):
+        raise ValueError("must be kernel")
+    return "kernel"
+
+
 def clock_name(raw: object) -> str:
     """`system` (the kernel's clock, adjtimex), or another clock's short name (`ptp0`)."""
     value = raw.strip().lower() if isinstance(raw, str) else ""
@@ -323,6 +330,22 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
                     Value("synced", "flag", "synchronised", series="node_timex_sync_status"),
                 ),
                 from_node_exporter=True,  # one clock: the timex series have no label
+            ),
+            HostKind(
+                slug="vmstat",
+                label="Kernel memory events",
+                subject="`kernel`: the node's kernel, once",
+                example="kernel",
+                read_subject=the_kernel,
+                values=(
+                    Value(
+                        "oom_kill_total",
+                        "counter",
+                        "out-of-memory kills",
+                        series="node_vmstat_oom_kill",
+                    ),
+                ),
+                from_node_exporter=True,  # vmstat's series have no label
             ),
         )
     }

@@ -120,6 +120,7 @@ def trees(tmp_path: Path) -> tuple[Path, Path, Path]:
     _pci(sysfs, "0000:00:14.0", {"class": "0x0c0330", "vendor": "0x8086"} | link)
     _pci(sysfs, "0000:02:00.0", {"class": "0x030000", "vendor": "0x1a03"} | link)
     _write(procfs / "self", {"mounts": MOUNTS})
+    (procfs / "vmstat").write_text("nr_free_pages 81234\npgfault 99\noom_kill 2\nthp_split 0\n")
     for point in ("checkpoints", "data", "scratch", "mnt/old logs"):
         (rootfs / point).mkdir(parents=True)
     return sysfs, procfs, rootfs
@@ -204,6 +205,7 @@ def test_reads_the_host_as_the_server_takes_it(trees):
         _item("filesystem", "/data", _fs("/dev/md0", "xfs", 1, 8, 8)),
         _item("filesystem", "/mnt/old logs", _fs("/dev/sdb1", "ext4", 0, 2, 0)),
         _item("clock", "system", {"offset_s": 0.000125, "synced": 1}),
+        _item("vmstat", "kernel", {"oom_kill_total": 2}),
     ]
 
 
@@ -259,7 +261,7 @@ def test_a_statvfs_that_hangs_is_a_device_error_and_is_not_asked_again(tmp_path,
     assert calls == ["/checkpoints", "/checkpoints"]
 
 
-def test_a_node_without_edac_mounts_or_clock_sends_nothing_and_says_so_once(tmp_path, caplog):
+def test_a_node_without_edac_mounts_clock_or_vmstat_sends_nothing_says_so_once(tmp_path, caplog):
     def no_clock() -> ClockReading:
         raise ClockUnavailable("adjtimex failed (errno 1)")
 
@@ -272,6 +274,7 @@ def test_a_node_without_edac_mounts_or_clock_sends_nothing_and_says_so_once(tmp_
         f"host: no EDAC memory controllers under {edac}; none sent",
         f"host: cannot read {tmp_path / 'proc' / 'self' / 'mounts'}; no filesystems sent",
         "host: adjtimex failed (errno 1); no clock reading",
+        f"host: no oom_kill in {tmp_path / 'proc' / 'vmstat'}; none sent",
     ]
 
 

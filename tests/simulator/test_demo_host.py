@@ -26,6 +26,7 @@ from apps.simulator.host import (
     LANES,
     MEMORY_CONTROLLERS,
     MOUNTS,
+    OOM_KILLS,
     TRAINED_DOWN_WIDTH,
     Placed,
     checkpoints_avail,
@@ -76,6 +77,7 @@ def test_every_node_reports_every_kind_as_declared():
         "filesystem": {"/", "/checkpoints", "/scratch"},
         "pcie": set(gpus + nics),
         "clock": {"system"},
+        "vmstat": {"kernel"},
     }
     assert set(expected) == set(HOST_KINDS)
     for host in nodes:
@@ -98,6 +100,8 @@ def test_every_node_reports_every_kind_as_declared():
             assert r.values["link_width"] == r.values["max_link_width"] == LANES
             assert r.values["link_speed_gts"] == r.values["max_link_speed_gts"] == 32.0
             assert r.values["aer_fatal_total"] == r.values["aer_nonfatal_total"] == 0
+        elif r.kind == "vmstat":
+            assert r.values == {"oom_kill_total": 0}
         else:
             assert r.values["synced"] == 1 and 1e-6 < abs(r.values["offset_s"]) <= 1e-3
     # The checkpoint export is one: the same device and size on every node, its free space
@@ -168,12 +172,12 @@ def test_host_faults_come_on_a_seeded_schedule_every_kind_in_turn(settings, tmp_
     for name in ("kuae-mtt", "kuae-mix"):  # every simulated cluster reports its hosts
         assert HostReading.objects.filter(node__cluster__name=name).exists()
     start = timezone.now()
-    faults = _schedule(sim, start, 6 * 40 + 6)
+    faults = _schedule(sim, start, len(HOST_FAULTS) * 40 + 6)
     assert 3 <= faults[0][0] <= 6.25, faults
     gaps = [b[0] - a[0] for a, b in zip(faults, faults[1:], strict=False)]
     assert all(20 <= gap <= 40.25 for gap in gaps), faults
-    assert {kind for _, kind, *_ in faults[:6]} == {f.slug for f in HOST_FAULTS}
-    assert _schedule(sim, start, 6 * 40 + 6) == faults  # seeded
+    assert {kind for _, kind, *_ in faults[: len(HOST_FAULTS)]} == {f.slug for f in HOST_FAULTS}
+    assert _schedule(sim, start, len(HOST_FAULTS) * 40 + 6) == faults  # seeded
     hosts = set(Node.objects.filter(cluster=sim).values_list("hostname", flat=True))
     assert all(host in hosts for *_, host, _ in faults)
 
@@ -205,6 +209,9 @@ def _assert_fault(slug: str, before: dict, after: dict) -> None:
         assert after["readonly"] == 1
     elif slug == "clock_unsynced":
         assert after["synced"] == 0 and abs(after["offset_s"]) > abs(before["offset_s"])
+    elif slug == "oom_kill":
+        grew = after["oom_kill_total"] - before["oom_kill_total"]
+        assert OOM_KILLS[0] <= grew <= OOM_KILLS[1]
     else:
         raise AssertionError(f"no assertion for {slug}")
 
@@ -245,6 +252,8 @@ def test_each_host_fault_changes_its_reading_and_the_others_stay_quiet(fault):  
             assert values["link_width"] == LANES and values["aer_fatal_total"] == 0
         elif key[1] == "filesystem":
             assert values["readonly"] == 0
+        elif key[1] == "vmstat":
+            assert values == old
         else:
             assert values["synced"] == 1 and abs(values["offset_s"]) <= 3e-3
     # The checkpoint export's free space moved, the same on every node.

@@ -28,6 +28,8 @@ def _target(check: str, host: str, subject: str) -> str:
         return f"mount:{host}:{subject}"
     if check == "clock":
         return f"clock:{host}"
+    if check == "host_oom":
+        return f"node:{host}"
     return f"{'mc' if check == 'host_memory' else 'pcie'}:{host}/{subject}"
 
 

@@ -3,7 +3,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
+from django.views.i18n import JavaScriptCatalog
 
+from apps.accounts import language
 from apps.accounts import views as account_views
 from apps.accounts.schema import ReaderSchemaView, api_docs
 from apps.common import views as common_views
@@ -37,6 +39,11 @@ urlpatterns = [
     path("metrics", metrics_views.metrics, name="metrics"),
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The header's language switch (Django's set_language, also saved to a signed-in person),
+    # a person's own settings, and the scripts' translations (docs/pages.md, Language).
+    path("i18n/setlang/", language.set_language, name="set_language"),
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    path("settings/", language.my_settings, name="my-settings"),
     path("admin/login/", account_views.admin_login),  # the sign-in throttle, as /login/
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),

@@ -82,7 +82,7 @@ class LoginView(auth_views.LoginView):
         """The demo's logins, listed on the sign-in page of the demo only (KUAE_DEMO)."""
         context = super().get_context_data(**kwargs)
         if settings.DEMO:
-            context["demo_logins"] = DEMO_LOGINS
+            context["demo_logins"] = [(name, Role(role).label) for name, role in DEMO_LOGINS]
         return context
 
     def get_default_redirect_url(self) -> str:

@@ -3,8 +3,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
+from django.views.i18n import JavaScriptCatalog
 
-from apps.accounts import oidc_views
+from apps.accounts import language, oidc_views
 from apps.accounts import views as account_views
 from apps.accounts.schema import ReaderSchemaView, api_docs
 from apps.common import views as common_views
@@ -41,6 +42,11 @@ urlpatterns = [
     # OpenID Connect sign-in: 404 unless KUAE_OIDC_ISSUER is set (docs/sign-in.md)
     path("oidc/authenticate/", oidc_views.SignInStart.as_view(), name="oidc_authentication_init"),
     path("oidc/callback/", oidc_views.SignInReturn.as_view(), name="oidc_authentication_callback"),
+    # The header's language switch (Django's set_language, also saved to a signed-in person),
+    # a person's own settings, and the scripts' translations (docs/pages.md, Language).
+    path("i18n/setlang/", language.set_language, name="set_language"),
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    path("settings/", language.my_settings, name="my-settings"),
     path("admin/login/", account_views.admin_login),  # the sign-in throttle, as /login/
     path("admin/", admin.site.urls),
     path("", include("apps.reports.urls")),

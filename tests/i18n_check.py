@@ -22,19 +22,21 @@ from pathlib import Path
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
-# Names and abbreviations Chinese SRE teams write as they are.
+# Names and abbreviations Chinese SRE teams write as they are; and "English", which the
+# header's language switch names in its own words on every page.
 SAME_IN_CHINESE = frozenset(
     """
     KUAE Ops API REST JSON CSV PDF ZIP URL UTC GMT ID OK
     GPU GPUs NVIDIA AMD Intel Gaudi Moore Threads MTT MUSA CUDA ROCm NCCL RCCL HCCL DCGM NVLink
     NVSwitch InfiniBand IB RoCE NIC NICs HCA PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM NVMe
-    NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP
+    NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP PDU PDUs RDMA
     MFU MTBF MTTR MTTD MTTL MTTA SLA SLO RMA SDC GEMM
     Slurm slurmctld slurmrestd Prometheus Alertmanager PromQL VictoriaMetrics Grafana
     LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
     H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4
     ms s min h d GB GiB MB MiB kB TB TiB Gbps GB/s W kW MHz GHz C
     x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5
+    English
     """.split()  # noqa: SIM905 (a list a reader can extend)
 )
 

@@ -6,9 +6,11 @@ import hashlib
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.choices import Role
 
@@ -17,6 +19,16 @@ class User(AbstractUser):
     """A person or machine account; `role` decides what it may do (docs/api.md, Conventions)."""
 
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MANAGER)
+    # The pages' language for this person, over the browser's (docs/pages.md, Language);
+    # blank: follow the browser's Accept-Language.
+    language = models.CharField(
+        _("language"),
+        max_length=16,
+        blank=True,
+        default="",
+        choices=settings.LANGUAGES,
+        help_text=_("blank: the browser's language"),
+    )
 
     def has_role(self, roles: frozenset[str]) -> bool:
         """True when this active user's role is one of `roles` (superusers count as admin)."""

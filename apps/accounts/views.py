@@ -83,7 +83,7 @@ class LoginView(auth_views.LoginView):
         OpenID Connect provider's name when it is configured."""
         context = super().get_context_data(**kwargs)
         if settings.DEMO:
-            context["demo_logins"] = DEMO_LOGINS
+            context["demo_logins"] = [(name, Role(role).label) for name, role in DEMO_LOGINS]
         if settings.KUAE_OIDC_ISSUER:  # "Sign in with …" (docs/sign-in.md, OpenID Connect)
             context["oidc_name"] = settings.KUAE_OIDC_NAME
         return context

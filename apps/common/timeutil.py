@@ -7,6 +7,7 @@ import functools
 import math
 
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 UTC = dt.UTC
 # A sample stamped further ahead is a clock error (or a forgery): stored, it would be the
@@ -52,16 +53,22 @@ def _parse_text(value: str) -> dt.datetime:
 
 
 def ago(when: dt.datetime | None, now: dt.datetime) -> str:
-    """A short relative hint: '42 s ago', '4 min ago', '3 h ago', '2 d ago'."""
+    """A short relative hint: '42 s ago', '4 min ago', '3 h ago', '2 d ago' (in the page's
+    language: '4 分钟前')."""
     if when is None:
-        return "never"
+        return _("never")
     seconds = (now - when).total_seconds()
-    suffix = "ago" if seconds >= 0 else "from now"
-    seconds = abs(seconds)
+    past, seconds = seconds >= 0, abs(seconds)
     if seconds < 90:
-        return f"{int(seconds)} s {suffix}"
-    if seconds < 90 * 60:
-        return f"{int(seconds // 60)} min {suffix}"
-    if seconds < 48 * 3600:
-        return f"{int(seconds // 3600)} h {suffix}"
-    return f"{int(seconds // 86400)} d {suffix}"
+        n = int(seconds)
+        text = _("%(n)s s ago") if past else _("%(n)s s from now")
+    elif seconds < 90 * 60:
+        n = int(seconds // 60)
+        text = _("%(n)s min ago") if past else _("%(n)s min from now")
+    elif seconds < 48 * 3600:
+        n = int(seconds // 3600)
+        text = _("%(n)s h ago") if past else _("%(n)s h from now")
+    else:
+        n = int(seconds // 86400)
+        text = _("%(n)s d ago") if past else _("%(n)s d from now")
+    return text % {"n": n}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
@@ -12,11 +13,11 @@ class NodeState(ColouredChoices):
     """A node's service state; availability (docs/formulas.md, GPU availability) counts healthy and
     suspect."""
 
-    HEALTHY = "healthy", "Healthy"
-    SUSPECT = "suspect", "Suspect"
-    DRAINED = "drained", "Drained"
-    DOWN = "down", "Down"
-    MAINTENANCE = "maintenance", "Maintenance"
+    HEALTHY = "healthy", _("Healthy")
+    SUSPECT = "suspect", _("Suspect")
+    DRAINED = "drained", _("Drained")
+    DOWN = "down", _("Down")
+    MAINTENANCE = "maintenance", _("Maintenance")
 
     @classmethod
     def palette(cls) -> dict[str, str]:

@@ -8,6 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
@@ -100,18 +102,32 @@ def slurm_told(cluster: Cluster) -> str:
     return cluster.slurm_told()
 
 
+# A state as a word in a sentence ("gpu005 is now drained."), in the page's language.
+STATE_WORDS = {
+    "healthy": pgettext_lazy("node state in a sentence", "healthy"),
+    "suspect": pgettext_lazy("node state in a sentence", "suspect"),
+    "drained": pgettext_lazy("node state in a sentence", "drained"),
+    "down": pgettext_lazy("node state in a sentence", "down"),
+    "maintenance": pgettext_lazy("node state in a sentence", "in maintenance"),
+}
+
+
 class NodeStateForm(forms.Form):
     """An operator drains, returns or marks a node; the reason is required. The control opens
     on "— no change —" (an empty choice): submitting it as it opened changes nothing."""
 
-    state = forms.ChoiceField(choices=[("", "— no change —"), *NodeState.choices], required=False)
-    reason = forms.CharField(max_length=500, required=False)
+    state = forms.ChoiceField(
+        label=gettext_lazy("State"),
+        choices=[("", gettext_lazy("— no change —")), *NodeState.choices],
+        required=False,
+    )
+    reason = forms.CharField(label=gettext_lazy("Reason"), max_length=500, required=False)
 
     def clean(self) -> dict[str, object]:
         """A state needs its reason; no change needs none."""
         data = super().clean() or {}
         if data.get("state") and not data.get("reason"):
-            self.add_error("reason", "Say why (the history keeps it).")
+            self.add_error("reason", _("Say why (the history keeps it)."))
         return data
 
 
@@ -122,12 +138,17 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
     node = get_object_or_404(Node, hostname=hostname)
     form = NodeStateForm(request.POST)
     if form.is_valid() and not form.cleaned_data["state"]:
-        messages.info(request, f"Nothing changed: {hostname} stays {node.get_state_display()}.")
+        messages.info(
+            request,
+            _("Nothing changed: %(host)s stays %(state)s.")
+            % {"host": hostname, "state": node.get_state_display()},
+        )
     elif form.is_valid():
         stopping = form.cleaned_data["state"] in OUT_OF_SERVICE and not request.POST.get("confirm")
         running = (
             list(node.jobs.filter(status="running").order_by("-gpu_count")) if stopping else []
         )
+        drain = form.cleaned_data["state"] == "drained"
         if running:  # taking a node out under a job stops the job: say which, ask first
             return render(
                 request,
@@ -137,9 +158,10 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
                     "form": form,
                     "jobs": running,
                     "gpus": sum(j.gpu_count for j in running),
+                    "names": ", ".join(j.name for j in running),
                     "slurm": slurm_told(node.cluster),
-                    "verb": "drain" if form.cleaned_data["state"] == "drained" else "mark down",
-                    "done": "drained" if form.cleaned_data["state"] == "drained" else "down",
+                    "verb": _("drain") if drain else _("mark down"),
+                    "done": STATE_WORDS[form.cleaned_data["state"]],
                 },
             )
         atomic_with_retry(node_set_state)(
@@ -149,7 +171,11 @@ def node_state_page(request: HttpRequest, hostname: str) -> HttpResponse:
             source=StateSource.USER,
             by=request.user.get_username(),
         )
-        messages.success(request, f"{hostname} is now {form.cleaned_data['state']}.")
+        messages.success(
+            request,
+            _("%(host)s is now %(state)s.")
+            % {"host": hostname, "state": STATE_WORDS[form.cleaned_data["state"]]},
+        )
     else:
         messages.error(request, errors_text(form.errors, form))
     return redirect("node-detail", hostname=hostname)
@@ -164,7 +190,7 @@ def cluster_automation_page(request: HttpRequest, name: str) -> HttpResponse:
     paused = request.POST.get("paused") == "true"
     reason = request.POST.get("reason", "").strip()[:300]
     if paused and not reason:
-        messages.error(request, "Say why automation is paused.")
+        messages.error(request, _("Say why automation is paused."))
     else:
         cluster_automation_set(
             cluster=cluster, paused=paused, reason=reason, by=request.user.get_username()

@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.db.models import CharField, Count, Max, Min, OuterRef, Subquery, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.common.heartbeats import heartbeats
 from apps.common.models import Heartbeat
@@ -351,28 +352,29 @@ def unverified_words(status: PipelineStatus, cluster: str) -> str | None:
     """The words "unverified: checks stale 4 min" while `cluster`'s `check:heartbeat`
     part is stale, so a healthy node is not shown healthy on old evidence
     (docs/operations.md, Watching the watcher); None while it is fresh or not scheduled.
-    Reads the status: no query."""
+    Reads the status: no query. In the page's language."""
     for part in status.parts:
         if part.name == "check:heartbeat" and part.cluster == cluster and not part.ok:
             if part.age_s is None:
-                return "unverified: no heartbeat check has completed"
-            return f"unverified: checks stale {_age_words(part.age_s)}"
+                return _("unverified: no heartbeat check has completed")
+            return _("unverified: checks stale %(age)s") % {"age": _age_words(part.age_s)}
     return None
 
 
 def age_words(seconds: float | None) -> str:
-    """An age in words for a line a person reads: "40 s", "4 min", "3 h" ("ever" for none)."""
+    """An age in words for a line a person reads: "40 s", "4 min", "3 h" ("ever" for none),
+    in the page's language."""
     return _age_words(seconds)
 
 
 def _age_words(seconds: float | None) -> str:
     if seconds is None:
-        return "ever"
+        return _("ever")
     if seconds < 120:
-        return f"{round(seconds)} s"
+        return _("%(n)s s") % {"n": round(seconds)}
     if seconds < 2 * 3600:
-        return f"{round(seconds / 60)} min"
-    return f"{round(seconds / 3600)} h"
+        return _("%(n)s min") % {"n": round(seconds / 60)}
+    return _("%(n)s h") % {"n": round(seconds / 3600)}
 
 
 def _unpinged(part: Part, beat: Part | None) -> bool:
@@ -395,16 +397,32 @@ def _checks_words(checks: list[Part], *, alone: bool) -> list[str]:
     said = []
     for cluster, late in by_cluster.items():
         ages = [p.age_s for p in late if p.age_s is not None]
-        since = f"for {_age_words(max(ages))}" if ages else "yet"
+        words = {"cluster": cluster, "n": len(late), "kind": late[0].name[6:]}
         if len(late) == 1:
-            what = f"no {late[0].name[6:]} check has completed on {cluster}"
-            said.append(what if late[0].age_s is None else f"{what} for {_age_words(ages[0])}")
-        elif alone and len(by_cluster) == 1:
-            said.append(f"no health check has completed {since} ({len(late)} checks are late)")
-        else:
-            said.append(
-                f"no health check has completed on {cluster} {since} ({len(late)} checks are late)"
+            if late[0].age_s is None:
+                said.append(_("no %(kind)s check has completed on %(cluster)s") % words)
+            else:
+                words["age"] = _age_words(ages[0])
+                said.append(_("no %(kind)s check has completed on %(cluster)s for %(age)s") % words)
+            continue
+        if ages:
+            words["age"] = _age_words(max(ages))
+        if alone and len(by_cluster) == 1:
+            text = (
+                _("no health check has completed for %(age)s (%(n)s checks are late)")
+                if ages
+                else _("no health check has completed yet (%(n)s checks are late)")
             )
+        else:
+            text = (
+                _(
+                    "no health check has completed on %(cluster)s for %(age)s"
+                    " (%(n)s checks are late)"
+                )
+                if ages
+                else _("no health check has completed on %(cluster)s yet (%(n)s checks are late)")
+            )
+        said.append(text % words)
     return said
 
 
@@ -414,8 +432,8 @@ def _queued_words(queued: list[Part]) -> str:
     runs = sum(p.count for p in queued)
     age = _age_words(max((p.age_s or 0.0) for p in queued))
     if runs == 1:
-        return f"a check run has waited {age} for a worker"
-    return f"{runs} check runs have waited up to {age} for a worker"
+        return _("a check run has waited %(age)s for a worker") % {"age": age}
+    return _("%(n)s check runs have waited up to %(age)s for a worker") % {"n": runs, "age": age}
 
 
 def stale_words(status: PipelineStatus) -> str | None:
@@ -425,7 +443,7 @@ def stale_words(status: PipelineStatus) -> str | None:
     date." KUAE only knows that no worker answers, never that one exited, so it never says
     "not running" (docs/operations.md, Watching the watcher). While beat is stale, a worker
     that stopped answering only when beat stopped pinging is not said to be down: "—
-    nothing is scheduled: no check starts and no worker is pinged"."""
+    nothing is scheduled: no check starts and no worker is pinged". In the page's language."""
     beat = next((p for p in status.parts if p.name == "beat"), None)
     stale = [p for p in status.stale() if not _unpinged(p, beat)]
     if not stale:
@@ -433,36 +451,43 @@ def stale_words(status: PipelineStatus) -> str | None:
     said: list[str] = []
     queued = [p for p in stale if p.name == "queued_runs"]
     for part in stale:
-        age = _age_words(part.age_s)
+        words = {"age": _age_words(part.age_s), "name": part.name[7:], "cluster": part.cluster}
+        words["queue"] = part.detail
         if part.name == "beat":
             said.append(
-                "beat (which starts KUAE's checks) has not ticked "
-                + ("yet" if part.age_s is None else f"for {age}")
+                _("beat (which starts KUAE's checks) has not ticked yet")
+                if part.age_s is None
+                else _("beat (which starts KUAE's checks) has not ticked for %(age)s") % words
             )
         elif part.name.startswith("worker:"):
             if part.name == "worker:*":
                 said.append(
-                    "no worker has answered"
-                    + ("" if part.age_s is None else f" for {_age_words(part.age_s)}")
+                    _("no worker has answered")
+                    if part.age_s is None
+                    else _("no worker has answered for %(age)s") % words
                 )
             elif part.name == "worker:?":
                 if status.workers_live():
-                    said.append(f"a worker has not answered for {age}")
+                    said.append(_("a worker has not answered for %(age)s") % words)
             else:
-                said.append(f"worker {part.name[7:]} has not answered for {age}")
+                said.append(_("worker %(name)s has not answered for %(age)s") % words)
         elif part.name == "queue":
             said.append(
-                f"no worker takes cluster {part.cluster}'s queue {part.detail}"
-                + ("" if part.age_s is None else f" (none has for {age})")
+                _("no worker takes cluster %(cluster)s's queue %(queue)s") % words
+                if part.age_s is None
+                else _(
+                    "no worker takes cluster %(cluster)s's queue %(queue)s (none has for %(age)s)"
+                )
+                % words
             )
         elif part.name == "queued_runs" and part is queued[0]:
             said.append(_queued_words(queued))
     checks = [p for p in stale if p.name.startswith("check:")]
     said += _checks_words(checks, alone=len(checks) == len(stale))
-    text = "; ".join(said)
+    text = _("; ").join(said)
     text = text[0].upper() + text[1:]
     if not status.workers_live() and any(p.name.startswith("worker:") for p in stale):
-        text += " — the worker may be stopped or stalled"
+        text += _(" — the worker may be stopped or stalled")
     elif beat is not None and not beat.ok:
-        text += " — nothing is scheduled: no check starts and no worker is pinged"
-    return text + ". What you see may be out of date."
+        text += _(" — nothing is scheduled: no check starts and no worker is pinged")
+    return text + _(". What you see may be out of date.")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from apps.common.hostnames import HostlistError, Hostlists
 from apps.fleet.models import Node
@@ -81,7 +82,7 @@ def search(query: str, *, limit: int = PER_KIND) -> Results:
         try:
             names = Hostlists(HOSTLIST_NAMES).hostnames(q)
         except HostlistError as exc:
-            out.note = f"Not a hostlist: {exc}"
+            out.note = _("Not a hostlist: %(error)s") % {"error": exc}
         else:
             nodes = Node.objects.filter(hostname__in=names).select_related("cluster")
             out.nodes = _bounded(nodes.order_by("hostname"), limit)

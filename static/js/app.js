@@ -2,14 +2,22 @@
 (function () {
   "use strict";
 
+  // The page's language (docs/pages.md, Language): Django's JavaScript catalogue (/jsi18n/,
+  // loaded before this script) gives gettext and interpolate; English without it.
+  var _ = window.gettext || function (s) { return s; };
+  function fmt(text, values) {
+    return window.interpolate ? window.interpolate(text, values, true)
+      : text.replace(/%\((\w+)\)s/g, function (m, k) { return values[k]; });
+  }
+
   function ago(iso) {
     var s = (Date.now() - Date.parse(iso)) / 1000;
-    var suffix = s >= 0 ? "ago" : "from now";
+    var past = s >= 0;
     s = Math.abs(s);
-    if (s < 90) return Math.floor(s) + " s " + suffix;
-    if (s < 5400) return Math.floor(s / 60) + " min " + suffix;
-    if (s < 172800) return Math.floor(s / 3600) + " h " + suffix;
-    return Math.floor(s / 86400) + " d " + suffix;
+    if (s < 90) return fmt(past ? _("%(n)s s ago") : _("%(n)s s from now"), { n: Math.floor(s) });
+    if (s < 5400) return fmt(past ? _("%(n)s min ago") : _("%(n)s min from now"), { n: Math.floor(s / 60) });
+    if (s < 172800) return fmt(past ? _("%(n)s h ago") : _("%(n)s h from now"), { n: Math.floor(s / 3600) });
+    return fmt(past ? _("%(n)s d ago") : _("%(n)s d from now"), { n: Math.floor(s / 86400) });
   }
 
   function tickRelative(root) {
@@ -22,9 +30,9 @@
       if (el.hasAttribute("data-data-at")) {
         // the overview names the age of its data, not of the page (docs/operations.md)
         var at = el.getAttribute("data-data-at");
-        if (at) el.textContent = "data from " + ago(at) + " (" + el.getAttribute("data-data-time") + ")";
+        if (at) el.textContent = fmt(_("data from %(ago)s (%(time)s)"), { ago: ago(at), time: el.getAttribute("data-data-time") });
       } else {
-        el.textContent = "updated " + Math.floor(age) + " s ago";
+        el.textContent = fmt(_("updated %(n)s s ago"), { n: Math.floor(age) });
       }
       el.classList.toggle("stale", age > 120);
       stalest = Math.max(stalest, age);
@@ -79,7 +87,7 @@
     if (!banner || !periods.length || document.hidden) return;
     var stale = age > 2 * Math.min.apply(null, periods) + 5;
     banner.hidden = !stale;
-    if (stale) banner.querySelector(".stale-age").textContent = Math.floor(age) + " s";
+    if (stale) banner.querySelector(".stale-age").textContent = fmt(_("%(n)s s"), { n: Math.floor(age) });
   }
 
   // Poll on an interval, never overlapping requests; paused while the tab is hidden, and
@@ -138,7 +146,8 @@
     line.setAttribute("data-data-at", at);
     line.setAttribute("data-data-time", src.getAttribute("data-data-time"));
     line.classList.toggle("data-stale", !ok);
-    line.title = "the newest completed health check run" + (ok ? "" : "; KUAE's pipeline is not working");
+    line.title = ok ? _("the newest completed health check run")
+      : _("the newest completed health check run; KUAE's pipeline is not working");
     if (!at) line.textContent = src.getAttribute("data-data-words");
   }
 
@@ -283,7 +292,11 @@
       })
       .then(function () { markLoaded(); rangeFromUrl(el); })
       .catch(function (err) {
-        if (!el.dataset.drawn) el.innerHTML = '<p class="error">Chart failed to load (' + err.message + ").</p>";
+        if (el.dataset.drawn) return;
+        var p = document.createElement("p");
+        p.className = "error";
+        p.textContent = fmt(_("Chart failed to load (%(error)s)."), { error: err.message });
+        el.replaceChildren(p);
       });
   }
 
@@ -426,13 +439,18 @@
         button.setAttribute("aria-pressed", local ? "true" : "false");
         // "Times:" and "(local)" are dropped from sight below 1440 px (the header fits at
         // 1280 px); the label keeps every word.
-        var label = local ? "Times: " + zoneName() + " (local)" : "Times: UTC";
+        var label = local ? fmt(_("Times: %(zone)s (local)"), { zone: zoneName() }) : _("Times: UTC");
         button.setAttribute("aria-label", label);
-        button.innerHTML = local
-          ? '<span class="tz-word">Times: </span>' + zoneName() + '<span class="tz-word"> (local)</span>'
-          : '<span class="tz-word">Times: </span>UTC';
-        button.title = local ? "Times are shown in this browser's time zone; press for UTC"
-          : "Times are shown in UTC; press to show them in this browser's time zone";
+        var word = document.createElement("span"), tail = document.createElement("span");
+        word.className = tail.className = "tz-word";
+        word.textContent = _("Times:") + " ";
+        tail.textContent = " " + _("(local)");
+        button.textContent = "";
+        button.appendChild(word);
+        button.appendChild(document.createTextNode(local ? zoneName() : "UTC"));
+        if (local) button.appendChild(tail);
+        button.title = local ? _("Times are shown in this browser's time zone; press for UTC")
+          : _("Times are shown in UTC; press to show them in this browser's time zone");
       }
     }
     if (button) {

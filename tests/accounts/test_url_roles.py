@@ -129,6 +129,11 @@ EXPECTED: dict[str, dict[str, set]] = {
     "api-repair-detail": {"GET": READ, "PATCH": ENG},
     "api-node-return": {"POST": OPS},
     "search": {"GET": READ},  # the header's search box (issue 18, item 6)
+    # the pages' language (docs/pages.md, Language): the switch and the scripts' catalogue
+    # for everyone (the sign-in page has them), a person's own settings once signed in
+    "set_language": {"POST": EVERYONE},
+    "javascript-catalog": {"GET": EVERYONE},
+    "my-settings": {"GET": READ | AGENT, "POST": READ | AGENT},
     # object level: the item's owner or an engineer (tests/incidents/test_postmortem_pages.py)
     "action-item-done": {"POST": READ},
 }

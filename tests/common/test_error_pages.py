@@ -42,7 +42,8 @@ def test_403_inside_the_frame_says_why(client, users):
     response = client.get("/incidents/new/")
     html = response.content.decode()
     assert response.status_code == 403 and _framed(html)
-    assert "Not allowed" in html and "(manager)" in html and 'href="/">' in html
+    # the role by its label, in the page's language
+    assert "Not allowed" in html and "(Manager)" in html and 'href="/">' in html
 
 
 @override_settings(DEBUG=False, ROOT_URLCONF=__name__)

@@ -41,5 +41,5 @@ def sign_in(page, base_url: str, username: str, password: str) -> None:  # noqa:
     page.goto(base_url + "/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("nav >> text=Overview")

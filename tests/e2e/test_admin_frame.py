@@ -27,7 +27,7 @@ def test_the_admin_wears_the_apps_header(chromium, live_server, tmp_path, width:
     page.goto(live_server.url + "/login/")
     page.fill("#id_username", root.username)
     page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("main")
     page.goto(live_server.url + "/admin/")
     assert page.locator("header.top .brand").get_attribute("href") == "/"

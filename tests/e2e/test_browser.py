@@ -25,7 +25,7 @@ def test_operator_signs_in_and_sees_the_cluster(chromium, live_server, tmp_path)
     assert "/login/" in page.url  # anonymous visitors are sent to sign in
     page.fill("#id_username", "otto")
     page.fill("#id_password", "pw-otto")
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("nav >> text=Nodes")
     assert page.locator("h1").inner_text() == "kuae-sim"
     assert page.locator("a.tile").count() == 32

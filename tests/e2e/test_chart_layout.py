@@ -78,7 +78,7 @@ def sign_in_anywhere(page, base_url: str) -> None:  # noqa: ANN001
     page.goto(base_url + "/login/")
     page.fill("#id_username", "mia")
     page.fill("#id_password", "pw-mia")
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_url(lambda url: "/login" not in url)
 
 

@@ -88,7 +88,7 @@ def test_the_road_back_fits_its_card_at_1440_and_390_px(chromium, live_server):
         page.goto(live_server.url + "/login/")  # sign_in waits for the wide header's nav
         page.fill("#id_username", "mia")
         page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
+        page.click(".login button[type=submit]")  # not the header's language switch
         page.wait_for_selector("main")
         page.goto(f"{live_server.url}/incidents/{incident.pk}/")
         page.wait_for_load_state("networkidle")

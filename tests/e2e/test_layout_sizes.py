@@ -123,7 +123,7 @@ def test_a_manager_reads_the_weekly_report_on_a_phone(chromium, live_server):
     page.goto(live_server.url + "/login/")
     page.fill("#id_username", "mia")
     page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("text=Where the GPU-hours went")
     assert page.url.split("?")[0].endswith("/reports/weekly/")
 

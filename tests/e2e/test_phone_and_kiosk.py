@@ -35,7 +35,7 @@ def sign_in_phone(page, base: str) -> None:  # noqa: ANN001
     page.goto(base + "/login/")
     page.fill("#id_username", "otto")
     page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("main")
 
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
     """What a user may do; see docs/api.md, Conventions."""
 
-    MANAGER = "manager", "Manager"
-    OPERATOR = "operator", "Operator"
-    ENGINEER = "engineer", "Engineer"
-    AGENT = "agent", "Agent"
-    ADMIN = "admin", "Admin"
+    MANAGER = "manager", _("Manager")
+    OPERATOR = "operator", _("Operator")
+    ENGINEER = "engineer", _("Engineer")
+    AGENT = "agent", _("Agent")
+    ADMIN = "admin", _("Admin")
 
 
 # Each set includes the roles above it in the roles' ladder (manager < operator < engineer).

@@ -93,11 +93,14 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _nodes_page(job: Job, number: str | None) -> Page:
-    """One page of the job's (hostname, state), nodes not healthy first, then by name; a
-    page number that is not one gives the first or last page."""
+    """One page of the job's (hostname, state, the state in words), nodes not healthy first,
+    then by name; a page number that is not one gives the first or last page."""
     healthy_last = Case(When(state=NodeState.HEALTHY, then=Value(1)), default=Value(0))
     rows = job.nodes.order_by(healthy_last, "hostname").values_list("hostname", "state")
-    return Paginator(rows, NODES_PER_PAGE).get_page(number)
+    page = Paginator(rows, NODES_PER_PAGE).get_page(number)
+    words = dict(NodeState.choices)
+    page.object_list = [(host, state, words.get(state, state)) for host, state in page]
+    return page
 
 
 @role_required()

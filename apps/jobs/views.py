@@ -99,7 +99,8 @@ def _nodes_page(job: Job, number: str | None) -> Page:
     rows = job.nodes.order_by(healthy_last, "hostname").values_list("hostname", "state")
     page = Paginator(rows, NODES_PER_PAGE).get_page(number)
     words = dict(NodeState.choices)
-    page.object_list = [(host, state, words.get(state, state)) for host, state in page]
+    shown: list[tuple[str, str, str]] = [(h, s, words.get(s, s)) for h, s in page]
+    page.object_list = shown  # type: ignore[assignment]  # the page's rows, in words
     return page
 
 

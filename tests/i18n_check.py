@@ -7,7 +7,8 @@ Two checks the i18n tests share:
   `value`) — outside `{% translate %}` / `{% blocktranslate %}`, template tags, variables,
   comments, scripts and styles. A template whose text is all marked has none.
 - `visible_english(html, data_words)`: the English words a rendered page shows, less the
-  page's own data (hostnames, job and cluster names …) passed as `data_words`.
+  page's own data (hostnames, job and cluster names …) passed as `data_words`, and the
+  signed-in person's name in the header.
 
 Words that are the same in Chinese (product and vendor names, units, counters, slugs) are
 in `SAME_IN_CHINESE`.
@@ -30,8 +31,9 @@ SAME_IN_CHINESE = frozenset(
     GPU GPUs NVIDIA AMD Intel Gaudi Moore Threads MTT MUSA CUDA ROCm NCCL RCCL HCCL DCGM NVLink
     NVSwitch InfiniBand IB RoCE NIC NICs HCA PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM NVMe
     NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP PDU PDUs RDMA
+    rank ranks Reporter
     MFU MTBF MTTR MTTD MTTL MTTA SLA SLO RMA SDC GEMM
-    Slurm slurmctld slurmrestd Prometheus Alertmanager PromQL VictoriaMetrics Grafana
+    Slurm slurmctld slurmrestd hostlist Prometheus Alertmanager PromQL VictoriaMetrics Grafana
     LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
     H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4
     ms s min h d GB GiB MB MiB kB TB TiB Gbps GB/s W kW MHz GHz C
@@ -40,7 +42,10 @@ SAME_IN_CHINESE = frozenset(
     """.split()  # noqa: SIM905 (a list a reader can extend)
 )
 
-_WORD = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z']*[A-Za-z](?![\w/.-])")
+# A word of letters alone: not part of a name with digits, a path, a dotted name or a
+# hostlist (`gpu[01-04]`).
+_WORD = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z']*[A-Za-z](?![\w/.\[-])")
+_WHO = re.compile(r'<a class="whoami"[^>]*><span>([^<]*)</span>')
 _READ_ATTRS = frozenset({"title", "aria-label", "placeholder", "alt"})
 _DROP = [
     re.compile(r"\{%\s*comment\s*%\}.*?\{%\s*endcomment\s*%\}", re.S),
@@ -108,7 +113,7 @@ def visible_english(html: str, data_words: Iterable[str] = ()) -> list[str]:
     reader = _Reader()
     reader.feed(html)
     reader.close()
-    data = set()
+    data = set(_WHO.findall(html))  # the signed-in person's name, in the header
     for item in data_words:
         data.update(_WORD.findall(item))
     return english_words(reader.texts, data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
@@ -10,29 +11,29 @@ from apps.common.choices import ColouredChoices, Hue, css_prefix
 class Category(models.TextChoices):
     """Root-cause category slugs (docs/incidents.md, Categories)."""
 
-    GPU = "gpu", "Faulty GPU"
-    GPU_HBM = "gpu_hbm", "GPU HBM memory"
-    GPU_SRAM = "gpu_sram", "GPU SRAM memory"
-    GPU_SYSTEM_PROCESSOR = "gpu_system_processor", "GPU system processor"
-    GPU_THERMAL = "gpu_thermal", "GPU thermal"
-    DRIVER = "driver", "Driver"
-    NETWORK_SWITCH_CABLE = "network_switch_cable", "Network switch/cable"
-    NIC = "nic", "NIC"
-    NCCL_TIMEOUT = "nccl_timeout", "NCCL timeout"
-    HANG = "hang", "Hang"
-    SILENT_DATA_CORRUPTION = "silent_data_corruption", "Silent data corruption"
-    SLOW_NODE = "slow_node", "Slow node"
-    SOFTWARE_BUG = "software_bug", "Software bug"
-    HOST_MAINTENANCE = "host_maintenance", "Host maintenance"
-    STORAGE = "storage", "Storage"
-    POWER_SUPPLY = "power_supply", "Power supply"
-    CPU = "cpu", "CPU"
-    HOST_MEMORY = "host_memory", "Host memory"
-    CHASSIS = "chassis", "Chassis"
-    IO_EXPANSION_BOARD = "io_expansion_board", "IO expansion board"
-    DEPENDENCY = "dependency", "Dependency"
-    NODE_UNREACHABLE = "node_unreachable", "Node unreachable"
-    OTHER = "other", "Other"
+    GPU = "gpu", _("Faulty GPU")
+    GPU_HBM = "gpu_hbm", _("GPU HBM memory")
+    GPU_SRAM = "gpu_sram", _("GPU SRAM memory")
+    GPU_SYSTEM_PROCESSOR = "gpu_system_processor", _("GPU system processor")
+    GPU_THERMAL = "gpu_thermal", _("GPU thermal")
+    DRIVER = "driver", _("Driver")
+    NETWORK_SWITCH_CABLE = "network_switch_cable", _("Network switch/cable")
+    NIC = "nic", _("NIC")
+    NCCL_TIMEOUT = "nccl_timeout", _("NCCL timeout")
+    HANG = "hang", _("Hang")
+    SILENT_DATA_CORRUPTION = "silent_data_corruption", _("Silent data corruption")
+    SLOW_NODE = "slow_node", _("Slow node")
+    SOFTWARE_BUG = "software_bug", _("Software bug")
+    HOST_MAINTENANCE = "host_maintenance", _("Host maintenance")
+    STORAGE = "storage", _("Storage")
+    POWER_SUPPLY = "power_supply", _("Power supply")
+    CPU = "cpu", _("CPU")
+    HOST_MEMORY = "host_memory", _("Host memory")
+    CHASSIS = "chassis", _("Chassis")
+    IO_EXPANSION_BOARD = "io_expansion_board", _("IO expansion board")
+    DEPENDENCY = "dependency", _("Dependency")
+    NODE_UNREACHABLE = "node_unreachable", _("Node unreachable")
+    OTHER = "other", _("Other")
 
 
 def category_label(slug: str) -> str:
@@ -62,11 +63,11 @@ class Severity(ColouredChoices):
 class IncidentStatus(ColouredChoices):
     """open → investigating → mitigated → resolved → closed."""
 
-    OPEN = "open", "Open"
-    INVESTIGATING = "investigating", "Investigating"
-    MITIGATED = "mitigated", "Mitigated"
-    RESOLVED = "resolved", "Resolved"
-    CLOSED = "closed", "Closed"
+    OPEN = "open", _("Open")
+    INVESTIGATING = "investigating", _("Investigating")
+    MITIGATED = "mitigated", _("Mitigated")
+    RESOLVED = "resolved", _("Resolved")
+    CLOSED = "closed", _("Closed")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -83,9 +84,9 @@ class IncidentStatus(ColouredChoices):
 class PostmortemStatus(ColouredChoices):
     """draft → in_review → approved (by another engineer than the author)."""
 
-    DRAFT = "draft", "Draft"
-    IN_REVIEW = "in_review", "In review"
-    APPROVED = "approved", "Approved"
+    DRAFT = "draft", _("Draft")
+    IN_REVIEW = "in_review", _("In review")
+    APPROVED = "approved", _("Approved")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -96,8 +97,8 @@ class PostmortemStatus(ColouredChoices):
 class AlertStatus(ColouredChoices):
     """An Alertmanager alert's status: firing, or resolved."""
 
-    FIRING = "firing", "Firing"
-    RESOLVED = "resolved", "Resolved"
+    FIRING = "firing", _("Firing")
+    RESOLVED = "resolved", _("Resolved")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -116,8 +117,8 @@ ACTIVE_STATUSES = frozenset(
 class Source(models.TextChoices):
     """Where an incident came from."""
 
-    MANUAL = "manual", "Manual"
-    HEALTH = "health", "Health check"
-    ALERTMANAGER = "alertmanager", "Alertmanager"
-    SLURM = "slurm", "Slurm"
-    SIMULATOR = "simulator", "Simulator"
+    MANUAL = "manual", _("Manual")
+    HEALTH = "health", _("Health check")
+    ALERTMANAGER = "alertmanager", _("Alertmanager")
+    SLURM = "slurm", _("Slurm")
+    SIMULATOR = "simulator", _("Simulator")

@@ -10,6 +10,8 @@ from django import forms
 from django.forms.utils import ErrorDict
 from django.http import QueryDict
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.accounts.models import User
 from apps.common.hostnames import HostlistError, Hostlists
@@ -20,25 +22,43 @@ from apps.incidents.policy import OPERATOR_FIELDS, status_choices
 from apps.incidents.selectors import nodes_not_of_job
 from apps.jobs.models import Job
 
+# Labels both incident forms use (a page's language; the field names stay the API's).
+OCCURRED = gettext_lazy("Occurred at")
+DETECTED = gettext_lazy("Detected at")
+DETECTED_HELP = gettext_lazy("UTC; blank: when it occurred, else now")
+LOCALISED = gettext_lazy("Localised at")
+RECOVERED = gettext_lazy("Recovered at")
+DESCRIPTION = gettext_lazy("Description")
+
 
 class IncidentEditForm(forms.Form):
     """The fields an engineer edits in the browser; times are UTC."""
 
-    status = forms.ChoiceField(choices=IncidentStatus.choices)
-    severity = forms.ChoiceField(choices=Severity.choices)
-    category = forms.ChoiceField(choices=Category.choices)
-    occurred_at = forms.DateTimeField(required=False, help_text="UTC")
-    detected_at = forms.DateTimeField(
-        required=False, help_text="UTC; blank: when it occurred, else now"
+    status = forms.ChoiceField(choices=IncidentStatus.choices, label=gettext_lazy("Status"))
+    severity = forms.ChoiceField(choices=Severity.choices, label=gettext_lazy("Severity"))
+    category = forms.ChoiceField(choices=Category.choices, label=gettext_lazy("Category"))
+    occurred_at = forms.DateTimeField(required=False, label=OCCURRED, help_text="UTC")
+    detected_at = forms.DateTimeField(required=False, label=DETECTED, help_text=DETECTED_HELP)
+    localized_at = forms.DateTimeField(required=False, label=LOCALISED, help_text="UTC")
+    mitigated_at = forms.DateTimeField(
+        required=False, label=gettext_lazy("Mitigated at"), help_text="UTC"
     )
-    localized_at = forms.DateTimeField(required=False, label="Localised at", help_text="UTC")
-    mitigated_at = forms.DateTimeField(required=False, help_text="UTC")
-    restarted_at = forms.DateTimeField(required=False, help_text="UTC")
-    restored_at = forms.DateTimeField(required=False, help_text="UTC")
-    recovered_at = forms.DateTimeField(required=False, help_text="UTC")
-    caught_up_at = forms.DateTimeField(required=False, label="Caught up at", help_text="UTC")
-    resolved_at = forms.DateTimeField(required=False, help_text="UTC")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    restarted_at = forms.DateTimeField(
+        required=False, label=gettext_lazy("Restarted at"), help_text="UTC"
+    )
+    restored_at = forms.DateTimeField(
+        required=False, label=gettext_lazy("Restored at"), help_text="UTC"
+    )
+    recovered_at = forms.DateTimeField(required=False, label=RECOVERED, help_text="UTC")
+    caught_up_at = forms.DateTimeField(
+        required=False, label=gettext_lazy("Caught up at"), help_text="UTC"
+    )
+    resolved_at = forms.DateTimeField(
+        required=False, label=gettext_lazy("Resolved at"), help_text="UTC"
+    )
+    description = forms.CharField(
+        required=False, label=DESCRIPTION, widget=forms.Textarea(attrs={"rows": 3})
+    )
 
     def __init__(self, *args: Any, engineer: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -56,37 +76,47 @@ class CommentForm(forms.Form):
 
     text = forms.CharField(
         max_length=5000,
-        label="Comment",
-        widget=forms.Textarea(attrs={"rows": 2, "aria-label": "Comment on this incident"}),
+        label=gettext_lazy("Comment"),
+        widget=forms.Textarea(
+            attrs={"rows": 2, "aria-label": gettext_lazy("Comment on this incident")}
+        ),
     )
 
 
 class IncidentFileForm(forms.Form):
     """An engineer files an incident; nodes as hostnames or a Slurm hostlist (gpu[001-004])."""
 
-    title = forms.CharField(max_length=300)
+    title = forms.CharField(max_length=300, label=gettext_lazy("Title"))
     cluster = forms.ModelChoiceField(
-        queryset=Cluster.objects.order_by("name"), to_field_name="name"
+        queryset=Cluster.objects.order_by("name"),
+        to_field_name="name",
+        label=gettext_lazy("Cluster"),
     )
-    category = forms.ChoiceField(choices=Category.choices)
-    severity = forms.ChoiceField(choices=Severity.choices, initial=Severity.SEV3)
-    occurred_at = forms.DateTimeField(required=False, help_text="UTC")
-    detected_at = forms.DateTimeField(
-        required=False, help_text="UTC; blank: when it occurred, else now"
+    category = forms.ChoiceField(choices=Category.choices, label=gettext_lazy("Category"))
+    severity = forms.ChoiceField(
+        choices=Severity.choices, initial=Severity.SEV3, label=gettext_lazy("Severity")
     )
-    localized_at = forms.DateTimeField(required=False, label="Localised at", help_text="UTC")
-    recovered_at = forms.DateTimeField(required=False, help_text="UTC")
+    occurred_at = forms.DateTimeField(required=False, label=OCCURRED, help_text="UTC")
+    detected_at = forms.DateTimeField(required=False, label=DETECTED, help_text=DETECTED_HELP)
+    localized_at = forms.DateTimeField(required=False, label=LOCALISED, help_text="UTC")
+    recovered_at = forms.DateTimeField(required=False, label=RECOVERED, help_text="UTC")
     job = forms.CharField(
-        required=False, max_length=200, help_text="the job's name, number or Slurm job id"
+        required=False,
+        max_length=200,
+        label=gettext_lazy("Job"),
+        help_text=gettext_lazy("the job's name, number or Slurm job id"),
     )
     nodes = forms.CharField(
         required=False,
         max_length=100_000,
-        help_text="hostnames or hostlist, e.g. gpu[001-004]",
+        label=gettext_lazy("Nodes"),
+        help_text=gettext_lazy("hostnames or hostlist, e.g. gpu[001-004]"),
     )
-    interrupts_job = forms.BooleanField(required=False, label="Interrupts the job")
-    planned = forms.BooleanField(required=False)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    interrupts_job = forms.BooleanField(required=False, label=gettext_lazy("Interrupts the job"))
+    planned = forms.BooleanField(required=False, label=gettext_lazy("Planned"))
+    description = forms.CharField(
+        required=False, label=DESCRIPTION, widget=forms.Textarea(attrs={"rows": 3})
+    )
 
     def clean(self) -> dict[str, Any]:
         """Resolve the job and the nodes within the chosen cluster."""
@@ -102,22 +132,31 @@ class IncidentFileForm(forms.Form):
         if wanted_job:
             data["job"] = job_named(cluster, wanted_job)
             if data["job"] is None:
-                self.add_error("job", f"no job {wanted_job} in cluster {cluster.name}")
+                self.add_error(
+                    "job",
+                    _("no job %(job)s in cluster %(cluster)s")
+                    % {"job": wanted_job, "cluster": cluster.name},
+                )
         try:  # counted against the bound before any name is made (docs/operations.md, Limits)
             wanted = Hostlists().hostnames(_hostlist_text(data.get("nodes") or ""))
         except HostlistError as exc:
-            self.add_error("nodes", f"not a hostlist: {exc}")
+            self.add_error("nodes", _("not a hostlist: %(error)s") % {"error": exc})
             return data
         named = nodes_named(cluster_id=cluster.pk, hostnames=wanted)
         if named.unknown:
-            self.add_error("nodes", f"unknown in {cluster.name}: {', '.join(named.unknown[:10])}")
+            unknown = ", ".join(named.unknown[:10])
+            self.add_error(
+                "nodes",
+                _("unknown in %(cluster)s: %(nodes)s")
+                % {"cluster": cluster.name, "nodes": unknown},
+            )
         data["nodes"] = list(named.nodes.values())
         job = data.get("job")
         wrong = nodes_not_of_job(job=job, nodes=data["nodes"]) if job else ""
         if wrong:  # another job's nodes would mark that job degraded (docs/incidents.md)
             self.add_error("nodes", wrong)
         if data.get("interrupts_job") and data.get("job") is None and not self.has_error("job"):
-            self.add_error("interrupts_job", "name the job it interrupts")
+            self.add_error("interrupts_job", _("name the job it interrupts"))
         return data
 
 
@@ -142,39 +181,52 @@ def _hostlist_text(text: str) -> str:
 class PostmortemForm(forms.Form):
     """The postmortem's text fields."""
 
-    summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    root_cause = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    category = forms.ChoiceField(choices=Category.choices)
-    contributing_factors = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    summary = forms.CharField(
+        required=False, label=gettext_lazy("Summary"), widget=forms.Textarea(attrs={"rows": 3})
+    )
+    root_cause = forms.CharField(
+        required=False, label=gettext_lazy("Root cause"), widget=forms.Textarea(attrs={"rows": 3})
+    )
+    category = forms.ChoiceField(choices=Category.choices, label=gettext_lazy("Category"))
+    contributing_factors = forms.CharField(
+        required=False,
+        label=gettext_lazy("Contributing factors"),
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
 
 
 class TimelineItemForm(forms.Form):
     """One line of the postmortem's own timeline."""
 
     at = forms.DateTimeField(
-        help_text="UTC", widget=forms.DateTimeInput(format="%Y-%m-%d %H:%M:%S")
+        label=gettext_lazy("At"),
+        help_text="UTC",
+        widget=forms.DateTimeInput(format="%Y-%m-%d %H:%M:%S"),
     )
-    text = forms.CharField(max_length=2000)
+    text = forms.CharField(max_length=2000, label=gettext_lazy("Text"))
 
 
 class ActionItemForm(forms.Form):
     """An action item: text, owner (a user), due date, done."""
 
-    text = forms.CharField(max_length=2000)
+    text = forms.CharField(max_length=2000, label=gettext_lazy("Text"))
     owner = forms.ModelChoiceField(
         queryset=User.objects.filter(is_active=True).order_by("username"),
         to_field_name="username",
+        label=gettext_lazy("Owner"),
     )
     due = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        required=False,
+        label=gettext_lazy("Due"),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
     )
-    done = forms.BooleanField(required=False)
+    done = forms.BooleanField(required=False, label=gettext_lazy("Done"))
 
     def clean_due(self) -> dt.date | None:
         """A new or moved due date is not in the past (one already there may be overdue)."""
         due = self.cleaned_data.get("due")
         if due and due < timezone.now().date() and due != self.initial.get("due"):
-            raise forms.ValidationError("is in the past")
+            raise forms.ValidationError(_("is in the past"))
         return due
 
 
@@ -184,9 +236,9 @@ class LabelledRows(forms.BaseFormSet):
 
     def add_fields(self, form: forms.Form, index: int | None) -> None:
         super().add_fields(form, index)
-        row = "new row" if index is None else f"row {index + 1}"
+        row = _("new row") if index is None else _("row %(n)s") % {"n": index + 1}
         for name, field in form.fields.items():
-            label = "Delete" if name == "DELETE" else (field.label or name.replace("_", " "))
+            label = _("Delete") if name == "DELETE" else (field.label or name.replace("_", " "))
             field.widget.attrs["aria-label"] = f"{str(label).capitalize()}, {row}"
 
 
@@ -228,5 +280,8 @@ class ReviewForm(forms.Form):
     """The comment that goes with submit, approve or reject."""
 
     comment = forms.CharField(
-        required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+        required=False,
+        max_length=5000,
+        label=gettext_lazy("Comment"),
+        widget=forms.Textarea(attrs={"rows": 2}),
     )

@@ -6,6 +6,7 @@ import datetime as dt
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.fleet.models import Cluster, Node
 from apps.incidents.choices import (
@@ -92,9 +93,10 @@ class Incident(models.Model):
         it does not stop the job."""
         if not self.interrupts_job and self.category != Category.HANG:
             return ""
-        word = "hung" if self.category == Category.HANG else "interrupted"
         over = self.status not in ACTIVE_STATUSES or self.recovered_at is not None
-        return f"was {word}" if over else word
+        if self.category == Category.HANG:
+            return str(_("was hung") if over else _("hung"))
+        return str(_("was interrupted") if over else _("interrupted"))
 
     @property
     def kept_running(self) -> tuple[int, dt.datetime] | None:
@@ -113,10 +115,10 @@ class TimelineEntry(models.Model):
     """One line of an incident's timeline: who or what did what, when. Never edited."""
 
     class Kind(models.TextChoices):
-        OPENED = "opened", "Opened"
-        UPDATED = "updated", "Updated"
-        CLEARED = "cleared", "Condition cleared"
-        NOTE = "note", "Note"
+        OPENED = "opened", _("Opened")
+        UPDATED = "updated", _("Updated")
+        CLEARED = "cleared", _("Condition cleared")
+        NOTE = "note", _("Note")
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="timeline")
     at = models.DateTimeField()

@@ -32,4 +32,4 @@ def change_refusal(*, engineer: bool, changes: Mapping[str, object]) -> str | No
 def status_choices(*, engineer: bool) -> list[tuple[str, str]]:
     """The statuses this person may choose."""
     statuses = list(IncidentStatus) if engineer else OPERATOR_STATUSES
-    return [(s.value, s.label) for s in statuses]
+    return [(s.value, str(s.label)) for s in statuses]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from apps.accounts.choices import ENGINEERS
 from apps.accounts.models import User
@@ -29,12 +30,18 @@ Status = Postmortem.Status
 APPROVABLE_INCIDENT = (IncidentStatus.RESOLVED, IncidentStatus.CLOSED)
 
 
-def approval_waits_for(incident: Incident) -> str:
-    """Why the incident's postmortem cannot be approved yet; "" when it can."""
+def approval_waits_for(incident: Incident, *, shown: bool = False) -> str:
+    """Why the incident's postmortem cannot be approved yet; "" when it can. In English (an
+    API refusal) unless `shown` (the page's language)."""
     if incident.status in APPROVABLE_INCIDENT:
         return ""
+    if shown:
+        return _(
+            "the incident is %(status)s: approve its postmortem once it is resolved or "
+            "closed (until then its impact and cost still grow)"
+        ) % {"status": str(incident.get_status_display()).lower()}
     return (
-        f"the incident is {incident.get_status_display().lower()}: approve its postmortem once "
+        f"the incident is {incident.status}: approve its postmortem once "
         "it is resolved or closed (until then its impact and cost still grow)"
     )
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from django.db.models import F, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.common.templatetags.kuae import seconds
 from apps.fleet.models import Node
@@ -26,6 +28,32 @@ MARKS = (
     ("caught_up_at", "caught up"),
     ("resolved_at", "resolved"),
 )
+# What a page calls each mark (the labels above stay the marks' names: data-mark, the
+# postmortem's first timeline).
+MARK_WORDS = {
+    "failed": gettext_lazy("failed"),
+    "occurred": gettext_lazy("occurred"),
+    "detected": gettext_lazy("detected"),
+    "localised": gettext_lazy("localised"),
+    "mitigated": gettext_lazy("mitigated"),
+    "restarted": gettext_lazy("restarted"),
+    "restored": gettext_lazy("restored"),
+    "recovered": gettext_lazy("recovered"),
+    "caught up": gettext_lazy("caught up"),
+    "resolved": gettext_lazy("resolved"),
+}
+ROAD_STATE_WORDS = {
+    "set": gettext_lazy("set"),
+    "not yet": gettext_lazy("not yet"),
+    "not recorded": gettext_lazy("not recorded"),
+}
+
+
+def mark_word(label: str) -> str:
+    """A mark's name as the page's language says it ('caught up' → '已追上')."""
+    return str(MARK_WORDS.get(label, label))
+
+
 # The road back (docs/incidents.md, The road back): the marks always drawn, in this order;
 # `recovered` (after `restored`) and `resolved` (last) are drawn where set. `failed` is f(i).
 ROAD_MARKS = (
@@ -68,13 +96,13 @@ def time_marks(incident: Incident) -> list[Mark]:
 
 
 def time_rows(incident: Incident) -> list[tuple[str, dt.datetime | None, float | None]]:
-    """Every time of MARKS as (label, time or None, seconds after the failure or None): the
-    Times table lists the missing ones too."""
+    """Every time of MARKS as (label in the page's language, time or None, seconds after the
+    failure or None): the Times table lists the missing ones too."""
     start = incident.failed_at
     rows: list[tuple[str, dt.datetime | None, float | None]] = []
     for field, label in MARKS:
         at = getattr(incident, field)
-        rows.append((label, at, None if at is None else (at - start).total_seconds()))
+        rows.append((mark_word(label), at, None if at is None else (at - start).total_seconds()))
     return rows
 
 
@@ -92,24 +120,32 @@ class RoadMark:
     before: bool = False  # this time is earlier than `gap_from`'s: recorded out of order
 
     @property
+    def word(self) -> str:
+        """The mark's name in the page's language."""
+        return mark_word(self.label)
+
+    @property
     def gap_text(self) -> str:
         """'+3 min', '+3 min after detected' when the mark before it has no time, '2 min
         before mitigated' for a time recorded out of order; '' without a time."""
         if self.gap_s is None:
             return ""
         span = seconds(self.gap_s)
+        mark = mark_word(self.gap_from)
         if self.before:
-            return f"{span} before {self.gap_from}"
-        return f"+{span}" + (f" after {self.gap_from}" if self.gap_from else "")
+            return _("%(span)s before %(mark)s") % {"span": span, "mark": mark}
+        if self.gap_from:
+            return _("+%(span)s after %(mark)s") % {"span": span, "mark": mark}
+        return f"+{span}"
 
     @property
     def spoken(self) -> str:
         """The mark as the road's text alternative says it."""
         if self.at is None:
-            return f"{self.label} {self.state}"
+            return f"{self.word} {ROAD_STATE_WORDS.get(self.state, self.state)}"
         at = self.at.astimezone(dt.UTC).strftime("%m-%d %H:%M UTC")
         gap = f" ({self.gap_text})" if self.gap_text else ""
-        return f"{self.label} {at}{gap}"
+        return f"{self.word} {at}{gap}"
 
 
 def road_back(incident: Incident) -> list[RoadMark]:
@@ -135,7 +171,8 @@ def road_back(incident: Incident) -> list[RoadMark]:
             later = settled or any(t is not None for t in times[k + 1 :])
             out.append(RoadMark(label, None, "not recorded" if later else "not yet"))
             continue
-        note = "= detected" if field == "failed" and incident.occurred_at is None else ""
+        unknown_start = field == "failed" and incident.occurred_at is None
+        note = "= " + mark_word("detected") if unknown_start else ""
         if prev is None:
             out.append(RoadMark(label, at, "set", note))
         else:
@@ -158,7 +195,7 @@ def road_back(incident: Incident) -> list[RoadMark]:
 
 def road_summary(marks: list[RoadMark]) -> str:
     """The road's text alternative: every mark it shows, in order, with its time or why not."""
-    return "The road back: " + "; ".join(m.spoken for m in marks) + "."
+    return _("The road back: %(marks)s.") % {"marks": "; ".join(m.spoken for m in marks)}
 
 
 def action_items(*, state: str = "open", owner: str = "") -> QuerySet[ActionItem]:

@@ -365,7 +365,7 @@ def _resolved(alert: Alert, incident: Incident, ended: dt.datetime, now: dt.date
 
 def _reopen(alert: Alert, incident: Incident, now: dt.datetime) -> None:
     """Resolved by a person (or a check) while the alert kept firing: open it again."""
-    was = incident.get_status_display().lower()
+    was = incident.status  # the stored note stays English: a status's label is its value
     incident.status = IncidentStatus.OPEN
     incident.resolved_at = None
     incident.save(update_fields=["status", "resolved_at", "updated_at"])

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
@@ -94,7 +95,7 @@ def incident_file_page(request: HttpRequest) -> HttpResponse:
             incident = atomic_with_retry(incident_open)(
                 **form.cleaned_data, actor=request.user.get_username()
             )
-            messages.success(request, "Incident filed.")
+            messages.success(request, _("Incident filed."))
             return redirect("incident-detail", pk=incident.pk)
         except ValidationError as exc:
             add_form_errors(form, exc)
@@ -145,7 +146,7 @@ def incident_ack(request: HttpRequest, pk: int) -> HttpResponse:
     if atomic_with_retry(incident_acknowledge)(
         incident=incident, actor=request.user.get_username()
     ):
-        messages.success(request, f"Acknowledged #{incident.pk}.")
+        messages.success(request, _("Acknowledged #%(pk)s.") % {"pk": incident.pk})
     return redirect("incident-detail", pk=pk)
 
 
@@ -157,7 +158,7 @@ def incident_take(request: HttpRequest, pk: int) -> HttpResponse:
     get_object_or_404(Incident, pk=pk)
     wanted = request.POST.get("assignee", "").strip() or request.user.get_username()
     if wanted not in {u.username for u in assignable_people()}:
-        messages.error(request, f"Assignee: {wanted} cannot take incidents.")
+        messages.error(request, _("Assignee: %(who)s cannot take incidents.") % {"who": wanted})
         return redirect("incident-detail", pk=pk)
     atomic_with_retry(_update)(
         pk=pk, changes={"assignee": wanted}, actor=request.user.get_username()
@@ -189,7 +190,7 @@ def incident_edit(request: HttpRequest, pk: int) -> HttpResponse:
             atomic_with_retry(_update)(
                 pk=incident.pk, changes=form.cleaned_data, actor=request.user.get_username()
             )
-            messages.success(request, "Saved.")
+            messages.success(request, _("Saved."))
         except ValidationError as exc:
             messages.error(request, errors_text(exc.message_dict, form))
     else:

@@ -13,6 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS
@@ -44,6 +46,13 @@ from apps.incidents.selectors import action_items, time_marks
 STEPS = {"submit": postmortem_submit, "approve": postmortem_approve, "reject": postmortem_reject}
 ROWS = {"tl": TimelineFormSet, "ai": ActionFormSet}  # the editor's formsets, by prefix
 ITEM_STATES = ("open", "overdue", "done", "all")
+# What the action items page calls each state (the values stay the query's words).
+ITEM_STATE_LABELS = {
+    "open": gettext_lazy("open"),
+    "overdue": gettext_lazy("overdue"),
+    "done": gettext_lazy("done"),
+    "all": gettext_lazy("all"),
+}
 
 
 def _initial(incident: Incident, postmortem: Postmortem | None) -> dict[str, Any]:
@@ -84,13 +93,27 @@ def error_summary(
     a refused row far below the fold is named where the person is looking."""
     out: list[tuple[str, str]] = [("", str(e)) for e in form.non_field_errors()]
     for field in form:
-        out += [(field.id_for_label, f"{field.label}: {e}") for e in field.errors]
-    for title, formset in (("Timeline", timeline), ("Action item", actions)):
-        out += [(f"{formset.prefix}-rows", f"{title}s: {e}") for e in formset.non_form_errors()]
+        out += [
+            (field.id_for_label, _("%(field)s: %(error)s") % {"field": field.label, "error": e})
+            for e in field.errors
+        ]
+    titles = [
+        (_("Timeline"), _("Timeline entries"), timeline),
+        (_("Action item"), _("Action items"), actions),
+    ]
+    for title, plural, formset in titles:
+        out += [
+            (f"{formset.prefix}-rows", _("%(rows)s: %(error)s") % {"rows": plural, "error": e})
+            for e in formset.non_form_errors()
+        ]
         for row, sub in enumerate(formset.forms, start=1):
             for field in sub:
                 out += [
-                    (field.id_for_label, f"{title} {row}, {field.label.lower()}: {e}")
+                    (
+                        field.id_for_label,
+                        _("%(title)s %(row)s, %(field)s: %(error)s")
+                        % {"title": title, "row": row, "field": field.label.lower(), "error": e},
+                    )
                     for e in field.errors
                 ]
     return out
@@ -152,9 +175,9 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
                 )
                 if request.POST.get("then") == "submit":
                     postmortem_submit(postmortem=postmortem, by=user)
-                    messages.success(request, "Saved and submitted for review.")
+                    messages.success(request, _("Saved and submitted for review."))
                 else:
-                    messages.success(request, "Draft saved.")
+                    messages.success(request, _("Draft saved."))
                 return redirect("postmortem", pk=pk)
             except ValidationError as exc:
                 messages.error(request, errors_text(exc.message_dict))
@@ -180,7 +203,7 @@ def postmortem_page(request: HttpRequest, pk: int) -> HttpResponse:
             and postmortem.status == Postmortem.Status.IN_REVIEW
             and postmortem.reviewable_by(user.pk),
             "review_form": ReviewForm(),
-            "approval_waits": approval_waits_for(incident),
+            "approval_waits": approval_waits_for(incident, shown=True),
             "today": timezone.now().date(),
         },
         status=status,
@@ -202,9 +225,9 @@ def postmortem_step(request: HttpRequest, pk: int, step: str) -> HttpResponse:
         messages.success(
             request,
             {
-                "submit": "Submitted for review.",
-                "approve": "Approved.",
-                "reject": "Sent back to draft.",
+                "submit": _("Submitted for review."),
+                "approve": _("Approved."),
+                "reject": _("Sent back to draft."),
             }[step],
         )
     except ValidationError as exc:
@@ -227,7 +250,8 @@ def action_items_page(request: HttpRequest) -> HttpResponse:
         {
             "page": page,
             "state": state,
-            "states": ITEM_STATES,
+            "states": list(ITEM_STATE_LABELS.items()),
+            "state_label": ITEM_STATE_LABELS[state],
             "owner": owner,
             "owners": User.objects.filter(action_items__isnull=False)
             .distinct()

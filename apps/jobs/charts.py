@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.common.charts import (
     CONFIG,
     RANGE_BUTTONS,
@@ -46,15 +48,20 @@ def _checkpoint_text(mark: CheckpointMark) -> str:
     """What hovering a mark says: step, time and how long training paused (for a mark of
     several checkpoints, their count, steps, times and shortest to longest pause)."""
     if mark.count == 1:
-        return (
-            f"checkpoint at step {mark.step_lo:,}<br>{_when(mark.first)}"
-            f"<br>training paused {mark.blocking_hi:,.1f} s"
-        )
+        return _("checkpoint at step %(step)s<br>%(when)s<br>training paused %(pause)s") % {
+            "step": f"{mark.step_lo:,}",
+            "when": _when(mark.first),
+            "pause": f"{mark.blocking_hi:,.1f} s",
+        }
     pause = f"{mark.blocking_lo:,.1f}–{mark.blocking_hi:,.1f} s"
-    return (
-        f"{mark.count} checkpoints, steps {mark.step_lo:,}–{mark.step_hi:,}"
-        f"<br>{_when(mark.first)} – {_when(mark.last)}<br>training paused {pause} each"
-    )
+    return _(
+        "%(count)s checkpoints, steps %(steps)s<br>%(span)s<br>training paused %(pause)s each"
+    ) % {
+        "count": mark.count,
+        "steps": f"{mark.step_lo:,}–{mark.step_hi:,}",
+        "span": f"{_when(mark.first)} – {_when(mark.last)}",
+        "pause": pause,
+    }
 
 
 def _checkpoint_strip(marks: list[CheckpointMark]) -> dict[str, Any]:
@@ -99,10 +106,11 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
     series = job_metric_series(job=job, max_points=max_points)
     x = [iso(t) for t in series["ts"]]
     loss = [v if isinstance(v, float) else None for v in series["loss"]]
+    loss_word = _("loss")
     traces = [
         _line(x, series["mfu"], "mfu", "y", "%{y:.1%}<extra>MFU</extra>"),
         _line(x, series["tokens_per_s"], "tokens_per_s", "y2", "%{y:,.0f}<extra>tokens/s</extra>"),
-        _line(x, loss, "loss", "y3", "%{y:.3f}<extra>loss</extra>"),
+        _line(x, loss, "loss", "y3", "%{y:.3f}<extra>" + loss_word + "</extra>"),
     ]
     now = dt.datetime.now(tz=dt.UTC)
     marks = checkpoint_marks(job=job, limit=MAX_CHECKPOINT_MARKS, now=now)
@@ -147,8 +155,8 @@ def job_progress_figure(*, job: Job, max_points: int = 2_000) -> dict[str, Any]:
             "title": {"text": "MFU"},
         },
         yaxis2={"domain": [0.41, 0.66], "rangemode": "tozero", "title": {"text": "tokens/s"}},
-        yaxis3={"domain": [0.10, 0.35] if marks else [0, 0.35], "title": {"text": "loss"}},
+        yaxis3={"domain": [0.10, 0.35] if marks else [0, 0.35], "title": {"text": loss_word}},
     )
     if marks:  # their own strip under the loss panel: a tick per save on no value scale
-        layout["yaxis4"] = CHECKPOINT_STRIP
+        layout["yaxis4"] = {**CHECKPOINT_STRIP, "ticktext": [_("checkpoints")]}
     return {"data": traces, "layout": layout, "config": CONFIG}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
@@ -9,11 +11,11 @@ from apps.common.choices import ColouredChoices, Hue, css_prefix
 class JobStatus(ColouredChoices):
     """Where a training run is in its life."""
 
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    PENDING = "pending", _("Pending")
+    RUNNING = "running", _("Running")
+    COMPLETED = "completed", _("Completed")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -35,10 +37,10 @@ class JobCondition(ColouredChoices):
     hang incident), `interrupted` (another open incident that interrupts it), `degraded` (an open
     incident naming one of its nodes, or the job itself), else `ok`."""
 
-    OK = "ok", "OK"
-    DEGRADED = "degraded", "Degraded"
-    INTERRUPTED = "interrupted", "Interrupted"
-    HUNG = "hung", "Hung"
+    OK = "ok", _("OK")
+    DEGRADED = "degraded", _("Degraded")
+    INTERRUPTED = "interrupted", _("Interrupted")
+    HUNG = "hung", _("Hung")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -59,11 +61,11 @@ class RankVerdict(ColouredChoices):
     """What a hang's verdict says of one rank (docs/checks.md, Ranks): the culprits are the
     silent, outside and behind ranks when they are a minority."""
 
-    SILENT = "silent", "Silent"
-    OUTSIDE = "outside", "Outside the collective"
-    BEHIND = "behind", "Behind"
-    WAITING = "waiting", "Waiting"
-    RUNNING = "running", "Running"
+    SILENT = "silent", _("Silent")
+    OUTSIDE = "outside", _("Outside the collective")
+    BEHIND = "behind", _("Behind")
+    WAITING = "waiting", _("Waiting")
+    RUNNING = "running", _("Running")
 
     @classmethod
     def palette(cls) -> dict[str, str]:

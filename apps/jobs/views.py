@@ -14,7 +14,7 @@ from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster
 from apps.fleet.page_cluster import cluster_remember
 from apps.jobs.charts import job_progress_figure
-from apps.jobs.choices import JobStatus
+from apps.jobs.choices import JobStatus, RankVerdict
 from apps.jobs.filters import JobFilter
 from apps.jobs.models import Job
 from apps.jobs.peaks import attach_peaks
@@ -93,11 +93,15 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _nodes_page(job: Job, number: str | None) -> Page:
-    """One page of the job's (hostname, state), nodes not healthy first, then by name; a
-    page number that is not one gives the first or last page."""
+    """One page of the job's (hostname, state, the state in words), nodes not healthy first,
+    then by name; a page number that is not one gives the first or last page."""
     healthy_last = Case(When(state=NodeState.HEALTHY, then=Value(1)), default=Value(0))
     rows = job.nodes.order_by(healthy_last, "hostname").values_list("hostname", "state")
-    return Paginator(rows, NODES_PER_PAGE).get_page(number)
+    page = Paginator(rows, NODES_PER_PAGE).get_page(number)
+    words = dict(NodeState.choices)
+    shown: list[tuple[str, str, str]] = [(h, s, str(words.get(s, s))) for h, s in page]
+    page.object_list = shown  # type: ignore[assignment]  # the page's rows, in words
+    return page
 
 
 @role_required()
@@ -123,7 +127,8 @@ def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
     ranks = job_ranks(job)
     now = timezone.now()
     verdict = job_verdict(job, now, ranks=ranks) if ranks.attempt is not None else None
-    tiles: list[tuple[int, str, str]] = []
+    words = {v.value: str(v.label).lower() for v in RankVerdict}  # the page's language
+    tiles: list[tuple[int, str, str, str]] = []
     shared: list[dict[str, object]] = []
     culprits: list[tuple[dict[str, object], str, list[dict[str, object]]]] = []
     if verdict is not None:
@@ -133,8 +138,9 @@ def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
                 r for r in rows if verdict.verdicts.get(r["rank"]) not in ("waiting", "running")
             ]
         tiles = [
-            (r["rank"], r["node__hostname"], verdict.verdicts.get(r["rank"], "running"))
+            (r["rank"], r["node__hostname"], v, words.get(v, v))
             for r in rows
+            for v in [verdict.verdicts.get(r["rank"], "running")]
         ]
         digests = [r["stack__digest"] for r in ranks.rows if r["stack__digest"]]
         by_rank = {r["rank"]: r for r in ranks.rows}
@@ -148,7 +154,8 @@ def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
         for n in verdict.culprits[:CULPRIT_STACKS]:
             row = by_rank[n]
             frames = ranks.stacks.get(row["stack__digest"] or "", [])
-            culprits.append((row, verdict.verdicts.get(n, ""), frames))
+            word = verdict.verdicts.get(n, "")
+            culprits.append((row, words.get(word, word), frames))
     return render(
         request,
         "jobs/_ranks.html",
@@ -160,7 +167,9 @@ def job_ranks_fragment(request: HttpRequest, pk: int) -> HttpResponse:
             "hidden": len(ranks.rows) - len(tiles),
             "shared": shared,
             "culprits": culprits,
-            "counts": [(k, n) for k, n in verdict.counts.items() if n] if verdict else [],
+            "counts": [(k, words.get(k, k), n) for k, n in verdict.counts.items() if n]
+            if verdict
+            else [],
             "now": now,
         },
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
@@ -10,10 +12,10 @@ class WindowStatus(ColouredChoices):
     """A window's life: booked (`scheduled`), applied to its nodes (`active`), over
     (`ended`), or called off before it began (`cancelled`)."""
 
-    SCHEDULED = "scheduled", "Upcoming"
-    ACTIVE = "active", "In progress"
-    ENDED = "ended", "Ended"
-    CANCELLED = "cancelled", "Cancelled"
+    SCHEDULED = "scheduled", _("Upcoming")
+    ACTIVE = "active", _("In progress")
+    ENDED = "ended", _("Ended")
+    CANCELLED = "cancelled", _("Cancelled")
 
     @classmethod
     def palette(cls) -> dict[str, str]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.fleet.models import Cluster
 
@@ -17,26 +19,35 @@ class WindowForm(forms.Form):
     """Book a maintenance window from the page."""
 
     cluster = forms.ModelChoiceField(
-        queryset=Cluster.objects.order_by("name"), to_field_name="name"
+        queryset=Cluster.objects.order_by("name"),
+        to_field_name="name",
+        label=gettext_lazy("Cluster"),
     )
     nodes = forms.CharField(
         required=False,
         max_length=10_000,
-        label="Nodes",
-        help_text="hostnames or a Slurm hostlist, e.g. gpu[001-016]",
+        label=gettext_lazy("Nodes"),
+        help_text=gettext_lazy("hostnames or a Slurm hostlist, e.g. gpu[001-016]"),
     )
     racks = forms.CharField(
-        required=False, max_length=2000, label="Racks", help_text="comma-separated"
+        required=False,
+        max_length=2000,
+        label=gettext_lazy("Racks"),
+        help_text=gettext_lazy("comma-separated"),
     )
     start = forms.DateTimeField(
-        label="Start (UTC)",
+        label=gettext_lazy("Start (UTC)"),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL),
     )
     end = forms.DateTimeField(
-        label="End (UTC)",
+        label=gettext_lazy("End (UTC)"),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL),
     )
-    reason = forms.CharField(max_length=2000, help_text="what the work is, for the node history")
+    reason = forms.CharField(
+        max_length=2000,
+        label=gettext_lazy("Reason"),
+        help_text=gettext_lazy("what the work is, for the node history"),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -52,5 +63,5 @@ class WindowForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if not (data.get("nodes") or "").strip() and not data.get("racks"):
-            self.add_error("nodes", "name the nodes (or racks) the work is on")
+            self.add_error("nodes", _("name the nodes (or racks) the work is on"))
         return data

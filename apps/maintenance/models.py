@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.maintenance.choices import WindowStatus
@@ -58,8 +60,11 @@ class MaintenanceWindow(models.Model):
         """The nodes as the booking named them: its hostlist, and/or its racks (short)."""
         parts = [self.asked_nodes.strip()] if self.asked_nodes.strip() else []
         if self.racks:
-            parts.append("rack" + ("s " if len(self.racks) > 1 else " ") + ", ".join(self.racks))
-        text = " + ".join(parts) or "no nodes"
+            racks = ", ".join(self.racks)
+            parts.append(
+                ngettext("rack %(racks)s", "racks %(racks)s", len(self.racks)) % {"racks": racks}
+            )
+        text = " + ".join(parts) or str(_("no nodes"))
         return text if len(text) <= 40 else text[:39] + "…"
 
     def covers(self, at: dt.datetime) -> bool:
@@ -96,8 +101,8 @@ class SilencedAlert(models.Model):
     incident, one row per (window, fingerprint)."""
 
     class Status(models.TextChoices):
-        FIRING = "firing", "Firing"
-        RESOLVED = "resolved", "Resolved"
+        FIRING = "firing", _("Firing")
+        RESOLVED = "resolved", _("Resolved")
 
     window = models.ForeignKey(
         MaintenanceWindow, on_delete=models.CASCADE, related_name="silenced_alerts"

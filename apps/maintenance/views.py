@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
@@ -89,7 +90,8 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
                 if not confirming:
                     messages.success(
                         request,
-                        f"Maintenance window #{window.pk} booked on {window.nodes.count()} nodes",
+                        _("Maintenance window #%(pk)s booked on %(n)s nodes")
+                        % {"pk": window.pk, "n": window.nodes.count()},
                     )
                     return redirect("maintenance-detail", pk=window.pk)
     elif request.method == "POST":
@@ -149,6 +151,9 @@ def window_end_page(request: HttpRequest, pk: int) -> HttpResponse:
     if window is None:
         raise Http404(f"no maintenance window {pk}")
     window = atomic_with_retry(window_end)(window=window, by=request.user.get_username())
-    said = "cancelled" if window.status == "cancelled" else "ended: its nodes are given back"
-    messages.success(request, f"Maintenance window #{pk} {said}")
+    if window.status == "cancelled":
+        said = _("Maintenance window #%(pk)s cancelled") % {"pk": pk}
+    else:
+        said = _("Maintenance window #%(pk)s ended: its nodes are given back") % {"pk": pk}
+    messages.success(request, said)
     return redirect("maintenance-detail", pk=pk)

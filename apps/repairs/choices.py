@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 from apps.fleet.choices import NodeState
@@ -12,9 +13,9 @@ from apps.fleet.choices import NodeState
 class RepairStatus(ColouredChoices):
     """open (being worked) → burn_in (returned, waiting for a passing probe) → closed."""
 
-    OPEN = "open", "Open"
-    BURN_IN = "burn_in", "Burn-in"
-    CLOSED = "closed", "Closed"
+    OPEN = "open", _("Open")
+    BURN_IN = "burn_in", _("Burn-in")
+    CLOSED = "closed", _("Closed")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -24,21 +25,21 @@ class RepairStatus(ColouredChoices):
 class RepairAction(models.TextChoices):
     """One step of a repair."""
 
-    RESET_GPU = "reset_gpu", "GPU reset"
-    REBOOT = "reboot", "Reboot"
-    RESEAT = "reseat", "Reseat"
-    REPLACE_GPU = "replace_gpu", "Replace GPU"
-    REPLACE_NODE = "replace_node", "Replace node"
-    RMA = "rma", "RMA"
-    OTHER = "other", "Other"
+    RESET_GPU = "reset_gpu", _("GPU reset")
+    REBOOT = "reboot", _("Reboot")
+    RESEAT = "reseat", _("Reseat")
+    REPLACE_GPU = "replace_gpu", _("Replace GPU")
+    REPLACE_NODE = "replace_node", _("Replace node")
+    RMA = "rma", _("RMA")
+    OTHER = "other", _("Other")
 
 
 class Closure(models.TextChoices):
     """How a repair closed."""
 
-    BURN_IN = "burn_in", "Passed burn-in"
-    SKIPPED = "skipped", "Returned without burn-in"
-    OUTSIDE = "outside", "Returned to service outside the repair"
+    BURN_IN = "burn_in", _("Passed burn-in")
+    SKIPPED = "skipped", _("Returned without burn-in")
+    OUTSIDE = "outside", _("Returned to service outside the repair")
 
 
 LIVE = (RepairStatus.OPEN, RepairStatus.BURN_IN)  # a repair not closed yet

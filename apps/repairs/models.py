@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.fleet.models import Node, NodeStateChange
 from apps.incidents.models import Incident
-from apps.repairs.choices import Closure, RepairStatus
+from apps.repairs.choices import Closure, RepairAction, RepairStatus
+
+# A check result's status as the repair's evidence table says it (the stored value stays).
+RESULT_WORDS = {"pass": _("pass"), "warn": _("warn"), "fail": _("fail")}
 
 
 class Repair(models.Model):
@@ -52,6 +58,19 @@ class Repair(models.Model):
 
     def __str__(self) -> str:
         return f"repair #{self.pk} of node {self.node_id} ({self.status})"
+
+    @property
+    def steps_shown(self) -> list[dict[str, Any]]:
+        """The steps with `word`: the action as the page's language names it."""
+        words = dict(RepairAction.choices)
+        return [{**s, "word": words.get(s.get("action"), s.get("action"))} for s in self.steps]
+
+    @property
+    def evidence_shown(self) -> list[dict[str, Any]]:
+        """The evidence with `word`: each result's status as the page's language says it."""
+        return [
+            {**e, "word": RESULT_WORDS.get(e.get("status"), e.get("status"))} for e in self.evidence
+        ]
 
     @property
     def status_choice(self) -> RepairStatus:

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import ENGINEERS, OPERATORS
@@ -84,7 +85,7 @@ def repair_step_page(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404(f"no repair {pk}")
     form = StepForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Step not added: {errors_text(form.errors)}")
+        messages.error(request, _("Step not added: %(why)s") % {"why": errors_text(form.errors)})
         return _back(request, repair)
     data = form.cleaned_data
     step_add(
@@ -92,7 +93,7 @@ def repair_step_page(request: HttpRequest, pk: int) -> HttpResponse:
         step=Step(action=data["action"], note=data["note"], ticket=data["ticket"]),
         by=request.user.get_username(),
     )
-    messages.success(request, f"Step added to repair #{pk}")
+    messages.success(request, _("Step added to repair #%(pk)s") % {"pk": pk})
     return _back(request, repair)
 
 
@@ -106,7 +107,7 @@ def repair_return_page(request: HttpRequest, pk: int) -> HttpResponse:
     form = ReturnForm(request.POST)
     skip = form.is_valid() and form.cleaned_data["skip_burn_in"]
     if skip and not request.user.has_role(ENGINEERS):  # type: ignore[union-attr]
-        messages.error(request, "Only an engineer may skip the burn-in")
+        messages.error(request, _("Only an engineer may skip the burn-in"))
         return _back(request, repair)
     try:
         repair = node_return(node=repair.node, by=request.user.get_username(), skip_burn_in=skip)
@@ -114,11 +115,14 @@ def repair_return_page(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, errors_text(exc.message_dict))
         return _back(request, repair)
     if skip:
-        messages.success(request, f"{repair.node.hostname} returned to service without burn-in")
+        messages.success(
+            request,
+            _("%(node)s returned to service without burn-in") % {"node": repair.node.hostname},
+        )
     else:
         messages.success(
             request,
-            f"{repair.node.hostname} is in burn-in: it stays out until its GPUs report a "
-            "passing GEMM probe",
+            _("%(node)s is in burn-in: it stays out until its GPUs report a passing GEMM probe")
+            % {"node": repair.node.hostname},
         )
     return _back(request, repair)

@@ -263,6 +263,15 @@ LANGUAGE_CODE = "en-gb"
 LANGUAGES = [("en-gb", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 LANGUAGE_COOKIE_SAMESITE = "Lax"
+# The language of what no reader's browser chooses (docs/operations.md, Languages): e-mails,
+# webhook text, and the weekly PDF that a script fetches or the Monday e-mail carries.
+KUAE_LANGUAGE = env_str("KUAE_LANGUAGE", "en-gb").lower()
+if KUAE_LANGUAGE not in dict(LANGUAGES):
+    raise ImproperlyConfigured(
+        f"KUAE_LANGUAGE={KUAE_LANGUAGE!r}: give one of {', '.join(dict(LANGUAGES))}"
+    )
+# A font with CJK glyphs for the Chinese PDF (a path); empty: found on the system.
+KUAE_PDF_CJK_FONT = env_str("KUAE_PDF_CJK_FONT", "")
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

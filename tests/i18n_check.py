@@ -32,7 +32,7 @@ SAME_IN_CHINESE = frozenset(
     NVSwitch InfiniBand IB RoCE NIC NICs HCA PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM NVMe
     NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP PDU PDUs RDMA
     rank ranks Reporter
-    MFU MTBF MTTR MTTD MTTL MTTA SLA SLO RMA SDC GEMM
+    MFU MTBF MTTR MTTD MTTL MTTA MTTF SLA SLO RMA SDC GEMM ISO SM Tensor exporter
     Slurm slurmctld slurmrestd hostlist Prometheus Alertmanager PromQL VictoriaMetrics Grafana
     LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
     H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4

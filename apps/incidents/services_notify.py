@@ -15,7 +15,8 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from apps.common.limits import PAGES_PER_MINUTE
 from apps.incidents.models import Delivery, Incident
@@ -122,17 +123,25 @@ def incident_page_url(incident: Incident) -> str:
 
 
 def notification_text(incident: Incident, purpose: str) -> tuple[str, str]:
-    """Subject and body of the message about `incident`."""
-    nodes = ", ".join(incident.nodes.values_list("hostname", flat=True)) or "—"
-    prefix = "ESCALATED " if purpose == "escalated" else ""
-    # One line: a newline in the title must not become a header break (BadHeaderError).
-    subject = " ".join(f"[{prefix}{incident.severity.upper()}] {incident.title}".split())
-    body = (
-        f"{incident.get_category_display()} on {incident.cluster.name}, nodes {nodes}\n"
-        f"detected {incident.detected_at:%Y-%m-%d %H:%M:%S} UTC"
-        + (f", job {incident.job_id}" if incident.job_id else "")
-        + f"\n\n{incident.description}\n\n{incident_page_url(incident)}\n"
-    )
+    """Subject and body of the message about `incident`, in the site's language
+    (KUAE_LANGUAGE: a page has a reader's language, a message has none)."""
+    with translation.override(settings.KUAE_LANGUAGE):
+        nodes = ", ".join(incident.nodes.values_list("hostname", flat=True)) or "—"
+        prefix = _("ESCALATED") + " " if purpose == "escalated" else ""
+        # One line: a newline in the title must not become a header break (BadHeaderError).
+        subject = " ".join(f"[{prefix}{incident.severity.upper()}] {incident.title}".split())
+        where = {
+            "category": incident.get_category_display(),
+            "cluster": incident.cluster.name,
+            "nodes": nodes,
+        }
+        body = (
+            _("%(category)s on %(cluster)s, nodes %(nodes)s") % where
+            + "\n"
+            + _("detected %(at)s UTC") % {"at": f"{incident.detected_at:%Y-%m-%d %H:%M:%S}"}
+            + (_(", job %(job)s") % {"job": incident.job_id} if incident.job_id else "")
+            + f"\n\n{incident.description}\n\n{incident_page_url(incident)}\n"
+        )
     return subject, body
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.common.charts import SERIES
 
 
@@ -15,11 +17,11 @@ def week_ticks(weeks: Sequence[str], complete: Sequence[bool]) -> list[str]:
     `so far` under a week still in progress (Plotly breaks lines at `<br>`)."""
     out, year = [], ""
     for week, done in zip(weeks, complete, strict=True):
-        head, _, number = week.partition("-")
+        head, _dash, number = week.partition("-")
         text = f"W{number.removeprefix('W')}"
         if head != year:
             text, year = f"{text}<br>{head}", head
-        out.append(text if done else f"{text}<br>so far")
+        out.append(text if done else f"{text}<br>{_('so far')}")
     return out
 
 
@@ -47,7 +49,7 @@ def no_data_notes(
             "yref": yref,
             "y": y,
             "yanchor": "bottom",
-            "text": "no<br>data",
+            "text": _("no<br>data"),
             "showarrow": False,
             "font": {"size": 10, "color": SERIES["target"]},
             "hovertext": f"{week}: {why}",

@@ -3,6 +3,9 @@ every report draws them in."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 
@@ -11,11 +14,11 @@ class GpuHours(ColouredChoices):
     """A share of a job's scheduled GPU-hours: productive, or lost to one of four causes
     (the `CAUSES` of `reports/effective.py`, in the same order)."""
 
-    PRODUCTIVE = "productive", "productive"
-    DOWNTIME = "downtime", "failure downtime"
-    PLANNED = "planned", "planned downtime"
-    REWORK = "rework", "rework since checkpoint"
-    CHECKPOINT = "checkpoint", "checkpoint blocking"
+    PRODUCTIVE = "productive", gettext_lazy("productive")
+    DOWNTIME = "downtime", gettext_lazy("failure downtime")
+    PLANNED = "planned", gettext_lazy("planned downtime")
+    REWORK = "rework", gettext_lazy("rework since checkpoint")
+    CHECKPOINT = "checkpoint", gettext_lazy("checkpoint blocking")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -37,10 +40,10 @@ class RecoveryPart(ColouredChoices):
     """The parts of an interruption's recovery, failure to training resumed
     (docs/formulas.md, Recovery time and its parts), in the order they come."""
 
-    DETECT = "detect", "detect"
-    LOCALISE = "localise", "localise"
-    MITIGATE = "mitigate", "mitigate"
-    RESTART = "restart", "restart"
+    DETECT = "detect", gettext_lazy("detect")
+    LOCALISE = "localise", gettext_lazy("localise")
+    MITIGATE = "mitigate", gettext_lazy("mitigate")
+    RESTART = "restart", gettext_lazy("restart")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -58,10 +61,10 @@ class DowntimePart(ColouredChoices):
     same order): cut at its detection, localisation and mitigation (docs/formulas.md, Where
     the downtime went)."""
 
-    DETECT = "detect", "detecting"
-    LOCALISE = "localise", "localising"
-    MITIGATE = "mitigate", "mitigating"
-    RESTART = "restart", "restarting"
+    DETECT = "detect", gettext_lazy("detecting")
+    LOCALISE = "localise", gettext_lazy("localising")
+    MITIGATE = "mitigate", gettext_lazy("mitigating")
+    RESTART = "restart", gettext_lazy("restarting")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -71,10 +74,10 @@ class DowntimePart(ColouredChoices):
     def span(self) -> str:
         """From which time to which, in words."""
         return {
-            "detect": "failure → detected",
-            "localise": "detected → localised",
-            "mitigate": "localised → mitigated",
-            "restart": "mitigated → training resumed",
+            "detect": _("failure → detected"),
+            "localise": _("detected → localised"),
+            "mitigate": _("localised → mitigated"),
+            "restart": _("mitigated → training resumed"),
         }[self.value]
 
 

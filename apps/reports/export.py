@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import translation
+from django.utils.translation import gettext as _
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
 from apps.reports import pdf_charts
 from apps.reports.choices import LOSS_CAUSES
 from apps.reports.downtime import downtime_parts
-from apps.reports.pdf_charts import latin
+from apps.reports.pdf_fonts import NO_CJK_FONT, ReportPDF, cjk_font_path, family, fit
 from apps.reports.targets import target_text
 
 
@@ -29,41 +31,49 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     t = report["targets"]
     return [
         (
-            "Effective training rate",
+            _("Effective training rate"),
             _pct(report["effective_rate"]),
             target_text("effective_rate", t["effective_rate"]),
         ),
         (
-            "Time in the run not spent training (GPU-hours)",
+            _("Time in the run not spent training (GPU-hours)"),
             _num(sum(report["phase_gpu_hours"].values())),
             "",
         ),
         (
-            "Cluster MTBF (hours)",
+            _("Cluster MTBF (hours)"),
             _num(report["mtbf_hours"]),
-            f"cluster MTBF {target_text('mtbf_hours', t['mtbf_hours'])} ({t['mtbf_hours']:g} h)",
+            _("cluster MTBF %(target)s") % {"target": target_text("mtbf_hours", t["mtbf_hours"])}
+            + f" ({t['mtbf_hours']:g} h)",
         ),
         (
-            "GPU availability",
+            _("GPU availability"),
             _pct(report["availability"]),
             target_text("availability", t["availability"]),
         ),
         (
-            "Mean MFU (GPU-weighted)",
+            _("Mean MFU (GPU-weighted)"),
             _pct(report["mean_mfu"], 1),
-            f"{target_text('mean_mfu', t['mean_mfu'])} (best public figure "
-            f"{_pct(report['mfu_reference'], 0)})",
+            _("%(target)s (best public figure %(reference)s)")
+            % {
+                "target": target_text("mean_mfu", t["mean_mfu"]),
+                "reference": _pct(report["mfu_reference"], 0),
+            },
         ),
-        ("Unexpected interruptions", str(report["interruptions"]), ""),
-        ("Planned interruptions", str(report["planned_interruptions"]), ""),
-        ("MTTR (minutes)", _num(report["mttr_minutes"]), ""),
-        ("Recovery, median (minutes)", _num(report["recovery_minutes"]["p50"]), ""),
-        ("Recovery, 90th percentile (minutes)", _num(report["recovery_minutes"]["p90"]), ""),
-        ("Recovery, longest (minutes)", _num(report["recovery_minutes"]["max"]), ""),
-        ("Scheduled GPU-hours", _num(report["scheduled_gpu_hours"]), ""),
-        ("Productive GPU-hours", _num(report["productive_gpu_hours"]), ""),
+        (_("Unexpected interruptions"), str(report["interruptions"]), ""),
+        (_("Planned interruptions"), str(report["planned_interruptions"]), ""),
+        (_("MTTR (minutes)"), _num(report["mttr_minutes"]), ""),
+        (_("Recovery, median (minutes)"), _num(report["recovery_minutes"]["p50"]), ""),
+        (_("Recovery, 90th percentile (minutes)"), _num(report["recovery_minutes"]["p90"]), ""),
+        (_("Recovery, longest (minutes)"), _num(report["recovery_minutes"]["max"]), ""),
+        (_("Scheduled GPU-hours"), _num(report["scheduled_gpu_hours"]), ""),
+        (_("Productive GPU-hours"), _num(report["productive_gpu_hours"]), ""),
         *(
-            (f"Lost GPU-hours: {c.label}", _num(report["lost_gpu_hours"][c]), "")
+            (
+                _("Lost GPU-hours: %(cause)s") % {"cause": c.label},
+                _num(report["lost_gpu_hours"][c]),
+                "",
+            )
             for c in LOSS_CAUSES
         ),
     ]
@@ -71,7 +81,7 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def week_title(report: dict[str, Any]) -> str:
     """`2026-W47`, or `2026-W48 (so far)` for a week still in progress."""
-    return report["week"] + ("" if report["complete"] else " (so far)")
+    return report["week"] + ("" if report["complete"] else _(" (so far)"))
 
 
 def _job_row(j: dict[str, Any]) -> tuple[str, ...]:
@@ -97,7 +107,7 @@ def _table(
     left: int = 1,
 ) -> None:
     """A table of text; its first `left` columns aligned left, figures right."""
-    pdf.set_font("Helvetica", size=8)
+    pdf.set_font(family(pdf), size=8)
     with pdf.table(
         col_widths=widths,
         headings_style=FontFace(emphasis="BOLD", fill_color=(238, 241, 244)),
@@ -107,7 +117,7 @@ def _table(
         for values in [header, *rows]:
             row = table.row()
             for value in values:
-                row.cell(latin(value))
+                row.cell(fit(pdf, value))
     pdf.ln(4)
 
 
@@ -149,21 +159,21 @@ def _recovery(pdf: FPDF, report: dict[str, Any]) -> None:
             pdf, pdf_charts.Box(pdf.l_margin, top, pdf.epw, 35), downtime_parts(report)
         )
     pdf.set_xy(pdf.l_margin, top + 37)
-    pdf.set_font("Helvetica", "B", 11)
+    pdf.set_font(family(pdf), "B", 11)
     pdf.cell(
         0,
         7,
-        "Time in the run not spent training (not part of the effective rate)",
+        _("Time in the run not spent training (not part of the effective rate)"),
         new_x="LMARGIN",
         new_y="NEXT",
     )
     phases = report["phase_gpu_hours"]
     if not phases:
-        pdf.set_font("Helvetica", size=8)
-        pdf.cell(0, 5, "No phases reported this week.", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font(family(pdf), size=8)
+        pdf.cell(0, 5, _("No phases reported this week."), new_x="LMARGIN", new_y="NEXT")
         pdf.ln(3)
         return
-    _table(pdf, ("Phase", "GPU-hours"), [(k, _num(v)) for k, v in phases.items()], (100, 40))
+    _table(pdf, (_("Phase"), _("GPU-hours")), [(k, _num(v)) for k, v in phases.items()], (100, 40))
 
 
 def weekly_pdf(
@@ -174,37 +184,68 @@ def weekly_pdf(
     """A printable A4 report: headline figures against targets (and last week), where the
     GPU-hours went (a waterfall), the effective rate and cluster MTBF of the past weeks
     (`trends`, from `weekly.weekly_trends`), where the failure downtime went and the time in
-    the run not spent training, costliest categories, jobs and incidents."""
-    pdf = FPDF(format="A4")
-    pdf.set_title(f"KUAE Ops weekly report {week_title(report)}")
+    the run not spent training, costliest categories, jobs and incidents.
+
+    In the active language: a Chinese report embeds a CJK font (`pdf_fonts`); with none on
+    the server it is printed in English and its first page says why."""
+    pdf = ReportPDF(format="A4")
+    note = ""
+    if (translation.get_language() or "").lower().startswith("zh"):
+        path = cjk_font_path()
+        if path:
+            pdf.use_cjk(path)
+        else:
+            note = NO_CJK_FONT
+    with translation.override(None if note else translation.get_language()):
+        return _weekly_pdf(pdf, report, previous, trends, note)
+
+
+def _weekly_pdf(
+    pdf: FPDF,
+    report: dict[str, Any],
+    previous: dict[str, Any] | None,
+    trends: dict[str, Any] | None,
+    note: str,
+) -> bytes:
+    """The report's pages on `pdf` (see `weekly_pdf`)."""
+    pdf.set_title(_("KUAE Ops weekly report %(week)s") % {"week": week_title(report)})
     pdf.set_author("KUAE Ops")
     pdf.set_auto_page_break(auto=True, margin=14)
     pdf.add_page()
-    pdf.set_font("Helvetica", "B", 15)
+    pdf.set_font(family(pdf), "B", 15)
     pdf.cell(
         0,
         9,
-        latin(f"Weekly report - {report['cluster']} - {week_title(report)}"),
+        fit(
+            pdf,
+            _("Weekly report - %(cluster)s - %(week)s")
+            % {"cluster": report["cluster"], "week": week_title(report)},
+        ),
         new_x="LMARGIN",
         new_y="NEXT",
     )
-    pdf.set_font("Helvetica", size=9)
+    pdf.set_font(family(pdf), size=9)
     pdf.cell(
         0,
         6,
-        f"{report['start']:%Y-%m-%d %H:%M} to {report['end']:%Y-%m-%d %H:%M} UTC",
+        _("%(start)s to %(end)s UTC")
+        % {"start": f"{report['start']:%Y-%m-%d %H:%M}", "end": f"{report['end']:%Y-%m-%d %H:%M}"},
         new_x="LMARGIN",
         new_y="NEXT",
     )
+    if note:
+        pdf.set_text_color(170, 30, 30)
+        pdf.multi_cell(0, 5, fit(pdf, note), new_x="LMARGIN", new_y="NEXT")
+        pdf.set_text_color(0, 0, 0)
     pdf.ln(2)
-    last = dict((k, v) for k, v, _ in headline(previous)) if previous else {}
+    last = dict((k, v) for k, v, _t in headline(previous)) if previous else {}
     _table(
         pdf,
         (
-            "Figure",
-            "This week" if report["complete"] else "This week so far",
-            "Last week",
-            "Target",
+            _("Figure"),
+            _("This week") if report["complete"] else _("This week so far"),
+            _("Last week"),
+            _("Target"),
         ),
         [(k, v, last.get(k, ""), t) for k, v, t in headline(report)],
         (84, 28, 28, 50),
@@ -212,29 +253,29 @@ def weekly_pdf(
     _charts(pdf, report, trends)
     _recovery(pdf, report)
     if report["lost_by_category"]:
-        pdf.set_font("Helvetica", "B", 11)
-        pdf.cell(0, 7, "Lost GPU-hours by incident category", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font(family(pdf), "B", 11)
+        pdf.cell(0, 7, _("Lost GPU-hours by incident category"), new_x="LMARGIN", new_y="NEXT")
         _table(
             pdf,
-            ("Category", "Incidents", "Lost GPU-hours"),
+            (_("Category"), _("Incidents"), _("Lost GPU-hours")),
             [
                 (r["label"], str(r["count"]), _num(r["lost_gpu_hours"]))
                 for r in report["lost_by_category"]
             ],
             (100, 40, 50),
         )
-    pdf.set_font("Helvetica", "B", 11)
-    pdf.cell(0, 7, "Jobs (costliest first: by lost GPU-hours)", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(family(pdf), "B", 11)
+    pdf.cell(0, 7, _("Jobs (costliest first: by lost GPU-hours)"), new_x="LMARGIN", new_y="NEXT")
     _table(
         pdf,
         (
-            "Job",
-            "Name",
+            _("Job"),
+            _("Name"),
             "GPUs",
-            "Lost GPU-h",
-            "Scheduled GPU-h",
-            "Wall-clock h",
-            "Effective",
+            _("Lost GPU-h"),
+            _("Scheduled GPU-h"),
+            _("Wall-clock h"),
+            _("Effective"),
             "MFU",
         ),
         [_job_row(j) for j in report["jobs"][:40]],
@@ -242,18 +283,18 @@ def weekly_pdf(
         left=2,
     )
     if report["incidents"]:
-        pdf.set_font("Helvetica", "B", 11)
-        pdf.cell(0, 7, "Incidents behind the lost hours", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font(family(pdf), "B", 11)
+        pdf.cell(0, 7, _("Incidents behind the lost hours"), new_x="LMARGIN", new_y="NEXT")
         _table(
             pdf,
-            ("#", "Title", "Category", "This week GPU-h", "Cost GPU-h"),
+            ("#", _("Title"), _("Category"), _("This week GPU-h"), _("Cost GPU-h")),
             [
                 (
                     str(i["id"]),
                     i["title"][:60],
                     i["category_label"],
                     _num(i["week_lost_gpu_hours"]),
-                    _num(i["lost_gpu_hours"]) + ("" if i["recovered"] else " so far"),
+                    _num(i["lost_gpu_hours"]) + ("" if i["recovered"] else _(" so far")),
                 )
                 for i in report["incidents"][:40]
             ],

@@ -28,6 +28,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, Case, Count, F, FloatField, Max, Q, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Collate, NullIf
+from django.utils.translation import gettext_lazy
 
 from apps.fleet.gpu_models import canonical_model
 from apps.fleet.models import GPU, Cluster, Node
@@ -47,11 +48,11 @@ RANKED_METRICS = frozenset(
 # The throttle-reason bits that slow a GPU down (NVML's clocks event reasons); idle (0x1)
 # and application-clock settings (0x2) are left out, as is sync boost (0x10).
 SLOWDOWN_REASONS = {
-    0x4: "power cap",
-    0x8: "hardware slowdown",
-    0x20: "software thermal",
-    0x40: "hardware thermal",
-    0x80: "power brake",
+    0x4: gettext_lazy("power cap"),
+    0x8: gettext_lazy("hardware slowdown"),
+    0x20: gettext_lazy("software thermal"),
+    0x40: gettext_lazy("hardware thermal"),
+    0x80: gettext_lazy("power brake"),
 }
 
 
@@ -71,7 +72,7 @@ def reasons_of(bitmask: float | None) -> list[str]:
     if bitmask is None:
         return []
     bits = int(bitmask)
-    return [words for bit, words in SLOWDOWN_REASONS.items() if bits & bit]
+    return [str(words) for bit, words in SLOWDOWN_REASONS.items() if bits & bit]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ from typing import Any
 from django.db.models import Count, FloatField, Max, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.fleet.models import GPU, Cluster
 from apps.fleet.vendors import VENDOR_LABELS, gpu_name, link_word, vendor_of
@@ -24,17 +27,17 @@ from apps.reports.gpu_fleet import FRESH
 from apps.telemetry.exporters import exporter_for
 
 # (metric, label, unit, how a model's GPUs' values combine: "mean" or "max", digits)
-COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
-    ("gpu_util", "Util", "%", "mean", 0),
-    ("temp_c", "Temp", "°C", "mean", 0),
-    ("mem_temp_c", "Memory temp", "°C", "mean", 0),
-    ("power_w", "Power", "W", "mean", 0),
-    ("sm_clock_mhz", "SM clock, highest", "MHz", "max", 0),
-    ("tensor_active", "Tensor", "", "mean", 2),
-    ("mem_used_mib", "Memory used", "MiB", "mean", 0),
+COLUMNS: tuple[tuple[str, str | Promise, str, str, int], ...] = (
+    ("gpu_util", gettext_lazy("Util"), "%", "mean", 0),
+    ("temp_c", gettext_lazy("Temp"), "°C", "mean", 0),
+    ("mem_temp_c", gettext_lazy("Memory temp"), "°C", "mean", 0),
+    ("power_w", gettext_lazy("Power"), "W", "mean", 0),
+    ("sm_clock_mhz", gettext_lazy("SM clock, highest"), "MHz", "max", 0),
+    ("tensor_active", gettext_lazy("Tensor"), "", "mean", 2),
+    ("mem_used_mib", gettext_lazy("Memory used"), "MiB", "mean", 0),
 )
 # The way in of a vendor no exporter's mapping file names (docs/agent.md: MTML).
-_AGENT_SOURCES = {"mthreads": "MTML (the node agent)"}
+_AGENT_SOURCES = {"mthreads": gettext_lazy("MTML (the node agent)")}
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class ModelRow:
     @property
     def vendor_label(self) -> str:
         """Its vendor as a person names it."""
-        return VENDOR_LABELS.get(self.vendor, self.vendor or "unknown")
+        return VENDOR_LABELS.get(self.vendor, self.vendor or _("unknown"))
 
     @property
     def link(self) -> str:
@@ -80,7 +83,7 @@ def source_words(source: str, vendor: str) -> str:
     made = exporter_for(source, vendor)
     if made is not None:
         return made.name
-    return _AGENT_SOURCES.get(vendor, "its source")
+    return str(_AGENT_SOURCES.get(vendor) or _("its source"))
 
 
 def _number(key: str) -> Cast:
@@ -134,7 +137,7 @@ def model_rows(*, cluster: Cluster, now: dt.datetime) -> list[ModelRow]:
                 into[f"{key}__v"] = before + value if how == "mean" else max(before, value)
     out = []
     for model, into in merged.items():
-        source = " and ".join(into["sources"]) or source_words("", into["vendor"])
+        source = _(" and ").join(into["sources"]) or source_words("", into["vendor"])
         line = ModelRow(
             model=model,
             vendor=into["vendor"],
@@ -149,7 +152,7 @@ def model_rows(*, cluster: Cluster, now: dt.datetime) -> list[ModelRow]:
                 value = total / n if how == "mean" else total
                 line.cells.append(Cell(key, value, digits))
             else:
-                gap = f"not reported by {source}" if into["fresh"] else ""
+                gap = _("not reported by %(source)s") % {"source": source} if into["fresh"] else ""
                 line.cells.append(Cell(key, None, digits, gap))
         out.append(line)
     out.sort(key=lambda r: (-r.gpus, r.model))

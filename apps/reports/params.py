@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 
 from apps.common.weeks import last_complete_week, parse_week, week_label
 from apps.fleet.models import Cluster
@@ -43,9 +44,12 @@ def week_param(request: HttpRequest, now: dt.datetime) -> dt.datetime:
         start = parse_week(text)
     except ValueError as exc:
         raise BadWeek(
-            f"week={shown!r} is not a week: give it as an ISO week, year-W-week number, "
-            f"like {week_label(last_complete_week(now))} ({exc})"
+            _(
+                "week=%(shown)s is not a week: give it as an ISO week, year-W-week number, "
+                "like %(example)s (%(why)s)"
+            )
+            % {"shown": repr(shown), "example": week_label(last_complete_week(now)), "why": exc}
         ) from exc
     if start > now:
-        raise BadWeek(f"week={shown!r} has not started yet")
+        raise BadWeek(_("week=%(shown)s has not started yet") % {"shown": repr(shown)})
     return start

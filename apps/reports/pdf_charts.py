@@ -13,29 +13,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
 from fpdf import FPDF
 
 from apps.common.charts import SERIES
 from apps.common.choices import INK, Tone
 from apps.reports.choices import LOSS_CAUSES, DowntimePart, GpuHours
+from apps.reports.pdf_fonts import family, fit
+from apps.reports.pdf_fonts import latin as latin  # the Latin-1 fallback, kept here for callers
 from apps.reports.targets import target_text
 
 RGB = tuple[int, int, int]
 GRID: RGB = (222, 226, 231)
 MUTED: RGB = (96, 104, 114)
-FONT = "Helvetica"
 
 
 def rgb(colour: str) -> RGB:
     """A palette colour (a `Hue`, written `#rrggbb`) as the (red, green, blue) fpdf2 takes."""
     red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return red, green, blue
-
-
-def latin(text: str) -> str:
-    """The core fonts are Latin-1: '≥', '−' and '→' are spelt out, anything else becomes '?'."""
-    text = text.replace("≥", ">=").replace("−", "-").replace("–", "-").replace("→", "->")
-    return text.encode("latin-1", "replace").decode("latin-1")
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -72,8 +68,8 @@ class Box:
 
 def _text(pdf: FPDF, x: float, y: float, text: str, size: float, align: str = "L") -> None:
     """`text` with its baseline at y, its left (L), centre (C) or right (R) end at x."""
-    pdf.set_font(FONT, size=size)
-    text = latin(text)
+    pdf.set_font(family(pdf), size=size)
+    text = fit(pdf, text)
     width = pdf.get_string_width(text)
     pdf.text(x - {"L": 0, "C": width / 2, "R": width}[align], y, text)
 
@@ -82,8 +78,8 @@ def _frame(pdf: FPDF, box: Box, title: str, note: str = "") -> Box:
     """The chart's title (and a note under it) at the top of `box`; returns the plot area
     left once the axis labels have room."""
     pdf.set_text_color(*rgb(INK))
-    pdf.set_font(FONT, "B", 9)
-    pdf.text(box.x, box.y + 3.5, latin(title))
+    pdf.set_font(family(pdf), "B", 9)
+    pdf.text(box.x, box.y + 3.5, fit(pdf, title))
     top = box.y + 6
     if note:
         pdf.set_text_color(*MUTED)
@@ -152,9 +148,9 @@ def _wrap(label: str) -> str:
 
 
 def _week_label(week: dict[str, Any], first: bool) -> str:
-    head, _, number = week["week"].partition("-")
+    head, _dash, number = week["week"].partition("-")
     text = number if not first else f"{number} {head}"
-    return text if week.get("complete", True) else f"{text}\nso far"
+    return text if week.get("complete", True) else f"{text}\n{_('so far')}"
 
 
 def _slots(plot: Box, n: int) -> tuple[list[float], float]:
@@ -172,17 +168,27 @@ def waterfall(pdf: FPDF, box: Box, report: dict[str, Any]) -> None:
     floor_ = min(productive, target * scheduled) - max(sum(lost.values()), scheduled * 0.002, 1)
     floor_ = max(0.0, floor_)
     ticks = nice_ticks(floor_, scheduled + (scheduled - floor_) * 0.08 + 1)
-    note = (
-        f"GPU-hours{f'; the axis starts at {ticks[0]:,.0f}' if ticks[0] > 0 else ''}. "
-        f"Dashed: the target, effective rate {target_text('effective_rate', target)}, "
-        f"= {target * scheduled:,.0f} productive GPU-hours"
+    start = (
+        _("; the axis starts at %(start)s") % {"start": f"{ticks[0]:,.0f}"} if ticks[0] > 0 else ""
     )
+    note = _(
+        "GPU-hours%(start)s. Dashed: the target, effective rate %(target)s, "
+        "= %(productive)s productive GPU-hours"
+    ) % {
+        "start": start,
+        "target": target_text("effective_rate", target),
+        "productive": f"{target * scheduled:,.0f}",
+    }
     if not scheduled:
-        plot = _frame(pdf, box, "Where the GPU-hours went", "No job ran in this week.")
+        plot = _frame(pdf, box, _("Where the GPU-hours went"), _("No job ran in this week."))
         return
-    plot = _frame(pdf, box, "Where the GPU-hours went", note)
+    plot = _frame(pdf, box, _("Where the GPU-hours went"), note)
     y = _y_axis(pdf, plot, ticks, lambda v: f"{v:,.0f}")
-    names = ["Scheduled", *(c.label.capitalize() for c in LOSS_CAUSES), "Productive"]
+    names = [
+        _("Scheduled"),
+        *(str(c.label).capitalize() for c in LOSS_CAUSES),
+        str(GpuHours.PRODUCTIVE.label).capitalize(),
+    ]
     centres, width = _slots(plot, len(names))
     # (bottom, top, colour) of each bar: the two totals stand on the axis, each cause hangs
     # from the level the one before it left.
@@ -218,8 +224,8 @@ def waterfall(pdf: FPDF, box: Box, report: dict[str, Any]) -> None:
 def effective_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: float) -> None:
     """The effective rate week by week (a line, each week's value under its label) against
     its target; a week in which no job ran is a gap that says "no data"."""
-    note = f"Dashed: the target, {target_text('effective_rate', target)}"
-    plot = _frame(pdf, box, "Effective training rate by week", note)
+    note = _("Dashed: the target, %(target)s") % {"target": target_text("effective_rate", target)}
+    plot = _frame(pdf, box, _("Effective training rate by week"), note)
     rates = [w["effective_rate"] if w["scheduled_gpu_hours"] else None for w in weeks]
     known = [r for r in rates if r is not None]
     lo, hi = min([*known, target]), max([*known, target])
@@ -227,7 +233,7 @@ def effective_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: fl
     ticks = nice_ticks(lo - pad, min(hi + pad, 1.0), 5)
     y = _y_axis(pdf, plot, ticks, lambda v: f"{100 * v:.1f}%")
     _target(pdf, plot, y(target))
-    centres, _ = _slots(plot, len(weeks))
+    centres, _width = _slots(plot, len(weeks))
     colour = rgb(SERIES["mfu"])
     pdf.set_draw_color(*colour)
     pdf.set_fill_color(*colour)
@@ -242,7 +248,7 @@ def effective_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: fl
         run.append((x, y(rate)))
         pdf.circle(x, y(rate), 0.8, style="F")
     values = [
-        (f"{100 * r:.2f}%", rgb(INK)) if r is not None else ("no\ndata", MUTED) for r in rates
+        (f"{100 * r:.2f}%", rgb(INK)) if r is not None else (_("no\ndata"), MUTED) for r in rates
     ]
     _x_labels(pdf, plot, centres, [_week_label(w, k == 0) for k, w in enumerate(weeks)], values)
 
@@ -251,8 +257,10 @@ def mtbf_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: float) 
     """Cluster MTBF week by week (bars, hours; each week's value under its label) against
     its target. A week without a failure has no MTBF: a mark at the top and "no failure";
     a week in which no node was in service says "no data"."""
-    note = f"Dashed: the target, {target_text('mtbf_hours', target)} ({target:g} h)"
-    plot = _frame(pdf, box, "Cluster MTBF by week (hours)", note)
+    note = _("Dashed: the target, %(target)s") % {
+        "target": f"{target_text('mtbf_hours', target)} ({target:g} h)"
+    }
+    plot = _frame(pdf, box, _("Cluster MTBF by week (hours)"), note)
     values = [w["mtbf_hours"] for w in weeks if w["mtbf_hours"]]
     ticks = nice_ticks(0.0, max([*values, target]) * 1.2, 5)
     y = _y_axis(pdf, plot, ticks, lambda v: f"{v:,.0f}")
@@ -265,13 +273,13 @@ def mtbf_trend(pdf: FPDF, box: Box, weeks: list[dict[str, Any]], target: float) 
             pdf.rect(x - width / 2, y(mtbf), width, plot.bottom - y(mtbf), style="F")
             figures.append((f"{mtbf:,.0f} h", rgb(INK)))
         elif not week.get("node_days", 1):
-            figures.append(("no\ndata", MUTED))
+            figures.append((_("no\ndata"), MUTED))
         else:  # in service, no unexpected interruption: the MTBF is longer than the week
             good = rgb(Tone.GOOD.colour)
             pdf.set_fill_color(*good)
             top = plot.y + 0.8
             pdf.polygon([(x - 1.4, top + 2.4), (x + 1.4, top + 2.4), (x, top)], style="F")
-            figures.append(("no\nfailure", good))
+            figures.append((_("no\nfailure"), good))
     _target(pdf, plot, y(target))
     _x_labels(pdf, plot, centres, [_week_label(w, k == 0) for k, w in enumerate(weeks)], figures)
 
@@ -280,11 +288,11 @@ def downtime_bars(pdf: FPDF, box: Box, parts: list[dict[str, Any]]) -> None:
     """The failures' downtime by part (`weekly.downtime_parts`): one horizontal bar per part
     in its colour, as long as its share of the downtime, its GPU-hours and share beside it."""
     total = sum(p["gpu_hours"] for p in parts)
-    note = "Each failure's downtime cut where it was detected, localised and mitigated."
-    plot = _frame(pdf, box, "Where the failure downtime went", note)
+    note = _("Each failure's downtime cut where it was detected, localised and mitigated.")
+    plot = _frame(pdf, box, _("Where the failure downtime went"), note)
     if total <= 0:
         pdf.set_text_color(*MUTED)
-        _text(pdf, box.x, plot.y + 3, "No failure downtime in this week.", 8)
+        _text(pdf, box.x, plot.y + 3, _("No failure downtime in this week."), 8)
         return
     label_w, figure_w = 62.0, 52.0
     bar_x, bar_w = box.x + label_w, box.w - label_w - figure_w
@@ -306,7 +314,8 @@ def downtime_bars(pdf: FPDF, box: Box, parts: list[dict[str, Any]]) -> None:
             pdf,
             box.right,
             top + row_h * 0.65,
-            f"{part['gpu_hours']:,.1f} GPU-h  {100 * share:.1f}% of downtime",
+            _("%(hours)s GPU-h  %(share)s of downtime")
+            % {"hours": f"{part['gpu_hours']:,.1f}", "share": f"{100 * share:.1f}%"},
             8,
             "R",
         )

@@ -13,6 +13,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 WEEK_HOURS = 168.0
 
 
@@ -107,11 +109,11 @@ def what_if(
     tau = optimal_interval_s(checkpoint_cost_s, mtbf_s)
     lost = waste_share(tau, checkpoint_cost_s, mtbf_s) + repair_s / mtbf_s
     if repair_s >= mtbf_s:
-        beyond = "a repair takes longer than the job runs between failures"
+        beyond = _("a repair takes longer than the job runs between failures")
     elif tau >= mtbf_s:
-        beyond = "the checkpoint interval is longer than the job runs between failures"
+        beyond = _("the checkpoint interval is longer than the job runs between failures")
     elif lost >= 1.0:
-        beyond = "saving, rework and repair would take all of the job's time"
+        beyond = _("saving, rework and repair would take all of the job's time")
     else:
         beyond = ""
     return Projection(

@@ -6,13 +6,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from apps.common.charts import CONFIG, SERIES, base_layout, reference_line, target_line
 from apps.common.choices import Tone
-from apps.common.words import counted
 from apps.incidents.choices import category_label
 from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
 from apps.reports.choices import GpuHours, RecoveryPart
 from apps.reports.targets import RECOVERY_REFERENCE_LABEL, RECOVERY_REFERENCE_MINUTES, target_text
+
+
+def _unexpected(n: int) -> str:
+    """'3 unexpected interruptions', in the reader's language."""
+    return ngettext("%(n)s unexpected interruption", "%(n)s unexpected interruptions", n) % {
+        "n": f"{n:,}"
+    }
+
 
 # Tick values of the MTBF axis (hours, log scale) and how they read.
 MTBF_TICKS = (
@@ -41,7 +51,7 @@ def _mtbf_axis(values: list[float], target: float) -> tuple[dict[str, Any], floa
     ticks = [(v, t) for v, t in MTBF_TICKS if low / 1.5 <= v <= top * 1.05]
     axis = {
         "type": "log",
-        "title": {"text": "MTBF (log)"},
+        "title": {"text": _("MTBF (log)")},
         "domain": [0.40, 1],
         "range": [math.log10(low / 1.5), math.log10(top * 3)],
         "tickmode": "array",
@@ -58,7 +68,7 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
     A week without a failure has no MTBF: it gets a marker at the top ("no failure", the
     MTBF is longer than the week) instead of a bar, and no MTTR; a week in which no node was
     in service says "no data". Neither is ever drawn as 0."""
-    x = [w["week"] + ("" if w.get("complete", True) else " (so far)") for w in weeks]
+    x = [w["week"] + ("" if w.get("complete", True) else _(" (so far)")) for w in weeks]
     empty = [not w.get("node_days", 1) for w in weeks]
     calm = [w["interruptions"] == 0 and not e for w, e in zip(weeks, empty, strict=True)]
     mtbf = [w["mtbf_hours"] for w in weeks]
@@ -66,26 +76,30 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
     traces = [
         {
             "type": "bar",
-            "name": "cluster MTBF",
+            "name": _("cluster MTBF"),
             "x": x,
             "y": mtbf,
             "customdata": [w["interruptions"] for w in weeks],
-            "hovertext": [counted(w["interruptions"], "unexpected interruption") for w in weeks],
+            "hovertext": [_unexpected(w["interruptions"]) for w in weeks],
             "marker": {"color": SERIES["mfu"]},
-            "hovertemplate": "%{y:.1f} h over %{hovertext}<extra>cluster MTBF</extra>",
+            "hovertemplate": _("%{y:.1f} h over %{hovertext}")
+            + "<extra>"
+            + _("cluster MTBF")
+            + "</extra>",
         },
         {
             "type": "scatter",
             "mode": "markers",
-            "name": "no failure (MTBF longer than the week)",
+            "name": _("no failure (MTBF longer than the week)"),
             "x": [week for week, c in zip(x, calm, strict=True) if c],
             "y": [band for c in calm if c],
             "hovertext": [
-                f"0 unexpected interruptions in {w['hours']:.0f} h: MTBF longer than the week"
+                _("0 unexpected interruptions in %(hours)s h: MTBF longer than the week")
+                % {"hours": f"{w['hours']:.0f}"}
                 for w, c in zip(weeks, calm, strict=True)
                 if c
             ],
-            "hovertemplate": "%{hovertext}<extra>no failure</extra>",
+            "hovertemplate": "%{hovertext}<extra>" + _("no failure") + "</extra>",
             "marker": {"symbol": "triangle-up", "size": 11, "color": Tone.GOOD.colour},
         },
         {
@@ -112,7 +126,7 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
         ),
         yaxis=yaxis,
         yaxis2={
-            "title": {"text": "MTTR (min)"},
+            "title": {"text": _("MTTR (min)")},
             "domain": [0, 0.28],
             "anchor": "x",
             "rangemode": "tozero",
@@ -120,20 +134,22 @@ def reliability_trend_figure(weeks: list[dict[str, Any]], mtbf_target: float) ->
         },
         shapes=[
             target_line(
-                mtbf_target, label=f"cluster MTBF target {target_text('mtbf_hours', mtbf_target)}"
+                mtbf_target,
+                label=_("cluster MTBF target %(floor)s")
+                % {"floor": target_text("mtbf_hours", mtbf_target)},
             )
         ],
-        annotations=no_data_notes(x, empty, why="no node was in service", yref="y domain"),
+        annotations=no_data_notes(x, empty, why=_("no node was in service"), yref="y domain"),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
 
 # What each part of a recovery runs between, as its hover says.
 PART_SPANS = {
-    RecoveryPart.DETECT: "failure → detected",
-    RecoveryPart.LOCALISE: "detected → localised",
-    RecoveryPart.MITIGATE: "localised → mitigated",
-    RecoveryPart.RESTART: "mitigated → training resumed",
+    RecoveryPart.DETECT: gettext_lazy("failure → detected"),
+    RecoveryPart.LOCALISE: gettext_lazy("detected → localised"),
+    RecoveryPart.MITIGATE: gettext_lazy("localised → mitigated"),
+    RecoveryPart.RESTART: gettext_lazy("mitigated → training resumed"),
 }
 
 
@@ -145,19 +161,23 @@ def recovery_parts_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
 
     A week in which no unexpected interruption recovered has no bar and says "no data": a
     gap, never a zero."""
-    x = [w["week"] + ("" if w["complete"] else " (so far)") for w in weeks]
+    x = [w["week"] + ("" if w["complete"] else _(" (so far)")) for w in weeks]
     empty = [not w["interruptions"] for w in weeks]
-    counts = [counted(w["interruptions"], "interruption") for w in weeks]
+    counts = [
+        ngettext("%(n)s interruption", "%(n)s interruptions", w["interruptions"])
+        % {"n": f"{w['interruptions']:,}"}
+        for w in weeks
+    ]
     traces = [
         {
             "type": "bar",
-            "name": part.label,
+            "name": str(part.label),
             "x": x,
             "y": [w["parts_minutes"][part.value] for w in weeks],
             "hovertext": counts,
             "marker": {"color": part.colour},
-            "hovertemplate": "%{y:.1f} min, mean over %{hovertext}"
-            f"<extra>{part.label}: {PART_SPANS[part]}</extra>",
+            "hovertemplate": _("%{y:.1f} min, mean over %{hovertext}")
+            + f"<extra>{part.label}: {PART_SPANS[part]}</extra>",
         }
         for part in RecoveryPart
     ]
@@ -179,14 +199,14 @@ def recovery_parts_figure(weeks: list[dict[str, Any]]) -> dict[str, Any]:
         margin={"l": 64, "r": 16, "t": 56, "b": 56},
         xaxis=week_axis(x, week_ticks([w["week"] for w in weeks], [w["complete"] for w in weeks])),
         yaxis={
-            "title": {"text": "mean minutes"},
+            "title": {"text": _("mean minutes")},
             "range": [0, top * 1.15],
             "rangemode": "tozero",
             "automargin": True,
         },
-        shapes=[reference_line(RECOVERY_REFERENCE_MINUTES, RECOVERY_REFERENCE_LABEL)],
+        shapes=[reference_line(RECOVERY_REFERENCE_MINUTES, str(RECOVERY_REFERENCE_LABEL))],
         annotations=no_data_notes(
-            x, empty, why="no unexpected interruption recovered", yref="y domain"
+            x, empty, why=_("no unexpected interruption recovered"), yref="y domain"
         ),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
@@ -212,31 +232,31 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
     traces = [
         {
             "type": "bar",
-            "name": "interruptions",
+            "name": _("interruptions"),
             "x": [category_label(c["category"]) for c in by_count],
             "y": [c["count"] for c in by_count],
             "marker": {"color": SERIES["mfu"]},
-            "hovertemplate": "%{x}: %{y:,.0f}<extra>interruptions</extra>",
+            "hovertemplate": "%{x}: %{y:,.0f}<extra>" + _("interruptions") + "</extra>",
         },
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": "cumulative share",
+            "name": _("cumulative share"),
             "x": [category_label(c["category"]) for c in by_count],
             "y": cumulative,
             "yaxis": "y2",
             "line": {"color": SERIES["target"]},
-            "hovertemplate": "%{y:.0%}<extra>cumulative share</extra>",
+            "hovertemplate": "%{y:.0%}<extra>" + _("cumulative share") + "</extra>",
         },
         {
             "type": "bar",
-            "name": "lost GPU-hours",
+            "name": _("lost GPU-hours"),
             "x": [category_label(c["category"]) for c in by_cost],
             "y": [c["lost_gpu_hours"] for c in by_cost],
             "xaxis": "x2",
             "yaxis": "y3",
             "marker": {"color": GpuHours.DOWNTIME.colour},
-            "hovertemplate": "%{x}: %{y:,.0f} GPU·h<extra>lost GPU-hours</extra>",
+            "hovertemplate": "%{x}: %{y:,.0f} GPU·h<extra>" + _("lost GPU-hours") + "</extra>",
         },
     ]
     names = {"tickangle": -35, "automargin": True}
@@ -247,13 +267,13 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
         xaxis={**names, "anchor": "y"},
         xaxis2={**names, "anchor": "y3"},
         yaxis={
-            "title": {"text": "interruptions"},
+            "title": {"text": _("interruptions")},
             "domain": PARETO_COUNT_DOMAIN,
             "rangemode": "tozero",
             "automargin": True,
         },
         yaxis2={
-            "title": {"text": "cumulative share"},
+            "title": {"text": _("cumulative share")},
             "overlaying": "y",
             "side": "right",
             "anchor": "x",
@@ -262,7 +282,7 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
             "automargin": True,
         },
         yaxis3={
-            "title": {"text": "lost GPU-hours"},
+            "title": {"text": _("lost GPU-hours")},
             "domain": PARETO_COST_DOMAIN,
             "anchor": "x2",
             "rangemode": "tozero",
@@ -270,8 +290,8 @@ def pareto_figure(categories: list[dict[str, Any]]) -> dict[str, Any]:
         },
         margin={"l": 60, "r": 60, "t": 30, "b": 20},
         annotations=[
-            _panel_title("by count, with the cumulative share", PARETO_COUNT_DOMAIN[1]),
-            _panel_title("by lost GPU-hours", PARETO_COST_DOMAIN[1]),
+            _panel_title(_("by count, with the cumulative share"), PARETO_COUNT_DOMAIN[1]),
+            _panel_title(_("by lost GPU-hours"), PARETO_COST_DOMAIN[1]),
         ],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}

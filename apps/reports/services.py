@@ -8,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from apps.common.weeks import WEEK, week_label
 from apps.fleet.models import Cluster
@@ -24,8 +26,13 @@ from apps.reports.weekly_tables import weekly_zip
 
 def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
     """E-mail the week's report (text, PDF, and its tables as tidy CSV in a ZIP) to
-    KUAE_REPORT_EMAILS, once per cluster and week; False when already sent or nobody is
-    on the list."""
+    KUAE_REPORT_EMAILS, once per cluster and week, in the site's language (KUAE_LANGUAGE);
+    False when already sent or nobody is on the list."""
+    with translation.override(settings.KUAE_LANGUAGE):
+        return _weekly_report_send(cluster=cluster, start=start, now=now)
+
+
+def _weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> bool:
     week = week_label(start)
     recipients = list(settings.KUAE_REPORT_EMAILS)
     if not recipients or ReportDelivery.objects.filter(cluster=cluster, week=week).exists():
@@ -34,16 +41,23 @@ def weekly_report_send(*, cluster: Cluster, start: dt.datetime, now: dt.datetime
     previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
     width = max(len(k) for k, _, _ in headline(report))
     lines = [f"{k:<{width}}  {v:>12}  {t}".rstrip() for k, v, t in headline(report)]
+    words = {
+        "cluster": cluster.name,
+        "week": week,
+        "start": f"{report['start']:%Y-%m-%d}",
+        "end": f"{report['end']:%Y-%m-%d}",
+    }
     body = (
-        f"KUAE Ops weekly report for {cluster.name}, {week} "
-        f"({report['start']:%Y-%m-%d} to {report['end']:%Y-%m-%d} UTC)\n\n"
+        _("KUAE Ops weekly report for %(cluster)s, %(week)s (%(start)s to %(end)s UTC)") % words
+        + "\n\n"
         + "\n".join(lines)
-        + f"\n\nOn the dashboard: {settings.KUAE_BASE_URL}/reports/weekly/"
-        f"?cluster={cluster.name}&week={week}\n"
+        + "\n\n"
+        + _("On the dashboard:")
+        + f" {settings.KUAE_BASE_URL}/reports/weekly/?cluster={cluster.name}&week={week}\n"
     )
     name = f"kuae-weekly-{cluster.name}-{week}"
     message = EmailMessage(
-        f"[KUAE Ops] {cluster.name} weekly report {week}", body, None, recipients
+        "[KUAE Ops] " + _("%(cluster)s weekly report %(week)s") % words, body, None, recipients
     )
     message.attach(f"{name}.zip", weekly_zip(report, now=now, folder=name), "application/zip")
     trends = weekly_trends(cluster=cluster, start=start, now=now)

@@ -11,21 +11,32 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from django.utils.functional import lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 HOURS_PER_DAY = 24.0
 # The one table: report figure → (label, default floor). MTBF is the cluster's, in hours.
-TABLE: dict[str, tuple[str, float]] = {
-    "effective_rate": ("Effective training rate", 0.99),
-    "mtbf_hours": ("Cluster MTBF", 15 * HOURS_PER_DAY),
-    "availability": ("GPU availability", 0.99),
+TABLE: dict[str, tuple[object, float]] = {
+    "effective_rate": (_("Effective training rate"), 0.99),
+    "mtbf_hours": (_("Cluster MTBF"), 15 * HOURS_PER_DAY),
+    "availability": (_("GPU availability"), 0.99),
     "mean_mfu": ("MFU", 0.50),
 }
 DEFAULTS = {key: floor for key, (_, floor) in TABLE.items()}
 MFU_REFERENCE = 0.60  # the best public figure: a reference line, not a target
-MFU_REFERENCE_LABEL = f"best public figure {MFU_REFERENCE:.0%}"
+MFU_REFERENCE_LABEL = lazy(
+    lambda: gettext("best public figure %(value)s") % {"value": f"{MFU_REFERENCE:.0%}"}, str
+)()
 # Recovery "in minutes": a reference line on the chart of recovery time per week, not a target
 # (docs/formulas.md, Recovery time and its parts).
 RECOVERY_REFERENCE_MINUTES = 10.0
-RECOVERY_REFERENCE_LABEL = f"recovery in minutes: {RECOVERY_REFERENCE_MINUTES:g} min"
+RECOVERY_REFERENCE_LABEL = lazy(
+    lambda: (
+        gettext("recovery in minutes: %(value)s min") % {"value": f"{RECOVERY_REFERENCE_MINUTES:g}"}
+    ),
+    str,
+)()
 # Localisation "in minutes": the one ceiling beside the floors. MTTL (detected → localised) at
 # or under it meets it; the reliability page shows MTTL against it.
 MTTL_GOAL_MINUTES = 10.0
@@ -65,3 +76,8 @@ def target_text(key: str, floor: float) -> str:
         days = floor / HOURS_PER_DAY
         return f"≥ {days:g} d" if days >= 1 else f"≥ {floor:g} h"
     return f"≥ {100 * floor:g}%"
+
+
+def target_words(key: str, floor: float) -> str:
+    """'target ≥ 99%': a target line's label on a chart, in the reader's language."""
+    return gettext("target %(floor)s") % {"floor": target_text(key, floor)}

@@ -7,9 +7,11 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from apps.common.dbfuncs import Epoch
 from apps.common.weeks import week_start
-from apps.common.words import counted
 from apps.fleet.models import Cluster
 from apps.jobs.mfu import finite, flops_per_token, mfu_factor, mfu_of
 from apps.jobs.models import Job, JobMetricHour
@@ -174,9 +176,15 @@ def _advice(
     failures = sum(1 for i in run.interruptions if not i.planned and i.failed_at >= start)
     nodes = max(1, run.gpu_count // max(cluster.gpus_per_node, 1))
     if failures:
-        mtbf, source = wall_h / failures, f"measured: {counted(failures, 'failure')}"
+        mtbf = wall_h / failures
+        source = ngettext("measured: %(n)s failure", "measured: %(n)s failures", failures) % {
+            "n": f"{failures:,}"
+        }
     elif node_mtbf:
-        mtbf, source = node_mtbf / nodes, f"projected: node MTBF / {counted(nodes, 'node')}"
+        mtbf = node_mtbf / nodes
+        source = ngettext(
+            "projected: node MTBF / %(n)s node", "projected: node MTBF / %(n)s nodes", nodes
+        ) % {"n": f"{nodes:,}"}
     else:
         return None
     saves = [(t.timestamp(), b) for t, b in run.checkpoints if t >= start and b > 0]
@@ -199,6 +207,6 @@ def job_effective(*, job: Job, now: dt.datetime, days: int = 30) -> dict[str, An
     start = now - dt.timedelta(days=days)
     node_mtbf = node_mtbf_hours(cluster=job.cluster, start=start, now=now)
     return {
-        "rows": [("Whole run", whole), ("This week so far", this_week)],
+        "rows": [(_("Whole run"), whole), (_("This week so far"), this_week)],
         "advice": _advice(run, cluster=job.cluster, start=start, now=now, node_mtbf=node_mtbf),
     }

@@ -8,6 +8,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from apps.accounts.permissions import role_required
 from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, GPUFleet, gpu_fleet
@@ -39,12 +41,17 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
         # model → its highest SM clock, as pairs (a model named "items" is no dict method)
         context["max_clocks"] = list(fleet.rankings.max_clocks.items())
         lists = (
-            ("hot", "Hottest", "temperature, highest first", fleet.rankings.hottest),
-            ("idle", "Least utilised", "utilisation, lowest first", fleet.rankings.least_utilised),
+            ("hot", _("Hottest"), _("temperature, highest first"), fleet.rankings.hottest),
+            (
+                "idle",
+                _("Least utilised"),
+                _("utilisation, lowest first"),
+                fleet.rankings.least_utilised,
+            ),
             (
                 "throttled",
-                "Most throttled",
-                "SM clock furthest below the highest of its model",
+                _("Most throttled"),
+                _("SM clock furthest below the highest of its model"),
                 fleet.rankings.throttled,
             ),
         )
@@ -72,7 +79,7 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
 
 
 # What a table's GPUs must report to be ranked in it.
-_NEEDS = {"hot": "its temperature", "idle": "its utilisation"}
+_NEEDS = {"hot": gettext_lazy("its temperature"), "idle": gettext_lazy("its utilisation")}
 
 
 def _empty(key: str, fleet: GPUFleet) -> str:
@@ -80,17 +87,22 @@ def _empty(key: str, fleet: GPUFleet) -> str:
     cluster whose GPUs report no SM clock is not "not throttled")."""
     counted = fleet.rankings.counted
     if fleet.error:
-        return "Nothing to rank while the source is down."
+        return _("Nothing to rank while the source is down.")
     if not counted:
         if fleet.source == "prometheus":
-            return "The cluster's Prometheus has no GPU series for this cluster."
-        return f"No GPU has posted telemetry in the last {FRESH_MIN} minutes."
-    gpus = f"{counted:,} GPU{'s' if counted != 1 else ''}"
+            return _("The cluster's Prometheus has no GPU series for this cluster.")
+        return _("No GPU has posted telemetry in the last %(minutes)s minutes.") % {
+            "minutes": FRESH_MIN
+        }
+    gpus = ngettext("%(n)s GPU", "%(n)s GPUs", counted) % {"n": f"{counted:,}"}
     if key in _NEEDS:
-        return f"None of the {gpus} ranked reports {_NEEDS[key]}."
+        return _("None of the %(gpus)s ranked reports %(what)s.") % {
+            "gpus": gpus,
+            "what": _NEEDS[key],
+        }
     if not fleet.rankings.max_clocks:
-        return (
-            f"Not judged by clock: none of the {gpus} ranked reports its SM clock. None "
+        return _(
+            "Not judged by clock: none of the %(gpus)s ranked reports its SM clock. None "
             "reports a reason that slows its clocks either."
-        )
-    return f"None of the {gpus} ranked is throttled."
+        ) % {"gpus": gpus}
+    return _("None of the %(gpus)s ranked is throttled.") % {"gpus": gpus}

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
@@ -51,9 +52,9 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         # healthy tiles on stale heartbeat evidence look unverified, not healthy
         context["unverified"] = unverified_words(status, cluster.name)
         context["data_words"] = (
-            f"data from {age_words((now - data_at).total_seconds())} ago"
+            _("data from %(age)s ago") % {"age": age_words((now - data_at).total_seconds())}
             if data_at
-            else "no health check has completed yet"
+            else _("no health check has completed yet")
         )
         # A cluster of several GPU models shows them side by side, each with its figures.
         models = model_rows(cluster=cluster, now=now)

@@ -26,7 +26,8 @@ def _causes(report: dict[str, Any]) -> list[tuple[str, str, float, float | None]
     scheduled = report["scheduled_gpu_hours"]
     lost = report["lost_gpu_hours"]
     return [
-        (c.value, c.label, lost[c], lost[c] / scheduled if scheduled else None) for c in LOSS_CAUSES
+        (c.value, str(c.label), lost[c], lost[c] / scheduled if scheduled else None)
+        for c in LOSS_CAUSES
     ]
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from apps.common.charts import (
     CONFIG,
     SERIES,
@@ -21,14 +24,14 @@ from apps.common.charts import (
 from apps.fleet.choices import NodeState
 from apps.reports.chart_weeks import no_data_notes, week_axis, week_ticks
 from apps.reports.choices import LOSS_CAUSES, GpuHours
-from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_text
+from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, target_words
 
 
 def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
     """Scheduled GPU-hours, minus each cause of loss, down to the productive ones."""
     lost = report["lost_gpu_hours"]
     causes = [c.value for c in LOSS_CAUSES]
-    names = ["scheduled", *(c.label for c in LOSS_CAUSES), GpuHours.PRODUCTIVE.label]
+    names = [_("scheduled"), *(str(c.label) for c in LOSS_CAUSES), str(GpuHours.PRODUCTIVE.label)]
     trace = {
         "type": "waterfall",
         "orientation": "v",
@@ -59,7 +62,7 @@ def waterfall_figure(report: dict[str, Any]) -> dict[str, Any]:
             "tickangle": 0,
         },
         yaxis={
-            "title": {"text": "GPU-hours"},
+            "title": {"text": _("GPU-hours")},
             "range": [max(0.0, low), report["scheduled_gpu_hours"] * 1.01 + 1],
         },
     )
@@ -84,7 +87,10 @@ def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "orientation": "h",
         "y": [r["label"] for r in rows],
         "x": [r["lost_gpu_hours"] for r in rows],
-        "text": [f"{r['count']} incident{'s' if r['count'] != 1 else ''}" for r in rows],
+        "text": [
+            ngettext("%(n)s incident", "%(n)s incidents", r["count"]) % {"n": r["count"]}
+            for r in rows
+        ],
         "marker": {"color": GpuHours.DOWNTIME.colour},
         "hovertemplate": "%{y}: %{x:,.1f} GPU·h (%{text})<extra></extra>",
     }
@@ -93,7 +99,7 @@ def lost_by_category_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         showlegend=False,
         hovermode="closest",
         margin={"l": 170, "r": 20, "t": 10, "b": 40},
-        xaxis={"title": {"text": "lost GPU-hours"}},
+        xaxis={"title": {"text": _("lost GPU-hours")}},
     )
     return {"data": [trace], "layout": layout, "config": CONFIG}
 
@@ -107,12 +113,12 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
     traces: list[dict[str, Any]] = [
         {
             "type": "bar",
-            "name": c.label,
+            "name": str(c.label),
             "x": x,
             "y": [None if e else w["lost_gpu_hours"][c] for w, e in zip(weeks, empty, strict=True)],
             "yaxis": "y2",
             "marker": {"color": c.colour},
-            "hovertemplate": "%{y:,.0f} GPU·h<extra>" + c.label + "</extra>",
+            "hovertemplate": "%{y:,.0f} GPU·h<extra>" + str(c.label) + "</extra>",
         }
         for c in LOSS_CAUSES
     ]
@@ -120,11 +126,11 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": "effective rate",
+            "name": _("effective rate"),
             "x": x,
             "y": [w["effective_rate"] for w in weeks],
             "line": {"color": SERIES["mfu"], "width": 2},
-            "hovertemplate": "%{y:.2%}<extra>effective rate</extra>",
+            "hovertemplate": "%{y:.2%}<extra>" + _("effective rate") + "</extra>",
         }
     )
     ticks = week_ticks([w["week"] for w in weeks], [w["complete"] for w in weeks])
@@ -135,10 +141,10 @@ def effective_by_week_figure(weeks: list[dict[str, Any]], target: float) -> dict
         legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
         margin={"l": 64, "r": 16, "t": 40, "b": 56},
         xaxis=week_axis(x, ticks, anchor="y2"),
-        yaxis={"title": {"text": "effective rate"}, "tickformat": ".1%", "domain": [0.5, 1]},
-        yaxis2={"title": {"text": "lost GPU·h"}, "domain": [0, 0.42], "anchor": "x"},
-        shapes=[target_line(target, label=f"target {target_text('effective_rate', target)}")],
-        annotations=no_data_notes(x, empty, why="no job ran", yref="y2 domain"),
+        yaxis={"title": {"text": _("effective rate")}, "tickformat": ".1%", "domain": [0.5, 1]},
+        yaxis2={"title": {"text": _("lost GPU·h")}, "domain": [0, 0.42], "anchor": "x"},
+        shapes=[target_line(target, label=target_words("effective_rate", target))],
+        annotations=no_data_notes(x, empty, why=_("no job ran"), yref="y2 domain"),
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
 
@@ -151,11 +157,11 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
         {
             "type": "scatter",
             "mode": "lines",
-            "name": "cluster (GPU-weighted)",
+            "name": _("cluster (GPU-weighted)"),
             "x": x,
             "y": series["cluster"],
             "line": {"color": SERIES["mfu"], "width": 2.2},
-            "hovertemplate": "%{y:.1%}<extra>cluster</extra>",
+            "hovertemplate": "%{y:.1%}<extra>" + _("cluster") + "</extra>",
         }
     ]
     for job in series["jobs"]:
@@ -163,7 +169,10 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": plain(f"{job['name']} ({job['gpu_count']:,} GPUs)"),
+                "name": plain(
+                    _("%(name)s (%(gpus)s GPUs)")
+                    % {"name": job["name"], "gpus": f"{job['gpu_count']:,}"}
+                ),
                 "x": x,
                 "y": job["mfu"],
                 "line": {"width": 1},
@@ -181,8 +190,8 @@ def mfu_figure(series: dict[str, Any], target: float) -> dict[str, Any]:
         xaxis={"type": "date", "rangeselector": range_selector()},
         yaxis={"title": {"text": "MFU"}, "tickformat": ".0%", "rangemode": "tozero"},
         shapes=[
-            target_line(target, label=f"target {target_text('mean_mfu', target)}"),
-            reference_line(MFU_REFERENCE, MFU_REFERENCE_LABEL),
+            target_line(target, label=target_words("mean_mfu", target)),
+            reference_line(MFU_REFERENCE, str(MFU_REFERENCE_LABEL)),
         ],
     )
     return {"data": traces, "layout": layout, "config": CONFIG}
@@ -193,13 +202,13 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
     trace = {
         "type": "scatter",
         "mode": "lines",
-        "name": "GPU availability",
+        "name": _("GPU availability"),
         "x": [iso(h) for h in series["hours"]],
         "y": series["availability"],
         "line": {"color": NodeState.HEALTHY.colour, "width": 1.6, "shape": "hv"},
         "fill": "tozeroy",
         "fillcolor": translucent(NodeState.HEALTHY.colour, 0.12),
-        "hovertemplate": "%{y:.2%}<extra>available</extra>",
+        "hovertemplate": "%{y:.2%}<extra>" + _("available") + "</extra>",
     }
     floor = min((v for v in series["availability"] if v is not None), default=1.0)
     layout = base_layout(
@@ -208,7 +217,7 @@ def availability_figure(series: dict[str, Any], target: float) -> dict[str, Any]
         margin={"l": 60, "r": 20, "t": range_top(), "b": 40},
         xaxis={"type": "date", "rangeselector": range_selector()},
         yaxis={"tickformat": ".1%", "range": [min(floor, target) - 0.005, 1.001]},
-        shapes=[target_line(target, label=f"target {target_text('availability', target)}")],
+        shapes=[target_line(target, label=target_words("availability", target))],
     )
     return {"data": [trace], "layout": layout, "config": CONFIG}
 
@@ -230,7 +239,7 @@ def availability_heatmap_figure(series: dict[str, Any]) -> dict[str, Any]:
             [0.9, NodeState.SUSPECT.colour],
             [1, NodeState.HEALTHY.colour],
         ],
-        "colorbar": {"tickformat": ".0%", "title": {"text": "available"}},
+        "colorbar": {"tickformat": ".0%", "title": {"text": _("available")}},
         "xgap": 1,
         "ygap": 1,
         "hovertemplate": "%{y} · %{x}: %{z:.1%}<extra></extra>",
@@ -253,19 +262,19 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     traces = [
         {
             "type": "bar",
-            "name": "checkpoint GPU·h, last 7 d",
+            "name": _("checkpoint GPU·h, last 7 d"),
             "x": names,
             "y": [r["checkpoint_gpu_hours_7d"] for r in rows],
             "marker": {"color": GpuHours.CHECKPOINT.colour},
-            "hovertemplate": "%{y:,.1f} GPU·h<extra>checkpointing</extra>",
+            "hovertemplate": "%{y:,.1f} GPU·h<extra>" + _("checkpointing") + "</extra>",
         },
         {
             "type": "bar",
-            "name": "saved a week at the advised interval",
+            "name": _("saved a week at the advised interval"),
             "x": names,
             "y": [r["advice"].gpu_hours_saved_per_week for r in rows],
             "marker": {"color": GpuHours.PRODUCTIVE.colour},
-            "hovertemplate": "%{y:,.1f} GPU·h / week<extra>advice</extra>",
+            "hovertemplate": _("%{y:,.1f} GPU·h / week") + "<extra>" + _("advice") + "</extra>",
         },
     ]
     layout = base_layout(
@@ -276,6 +285,6 @@ def checkpoint_cost_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom"},
         margin={"l": 60, "r": 20, "t": TOOLBAR_PX + 28, "b": 120},
         xaxis={"tickangle": -35},
-        yaxis={"title": {"text": "GPU-hours"}},
+        yaxis={"title": {"text": _("GPU-hours")}},
     )
     return {"data": traces, "layout": layout, "config": CONFIG}

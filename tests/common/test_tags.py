@@ -11,7 +11,7 @@ def test_overview_tiles_escape_and_mark_busy():
     html = node_tiles([T(hostname="r0n1", state="drained", reason='<b>"GEMM"</b>', busy=True)])
     assert html == (
         '<a class="tile state-drained busy" href="/nodes/r0n1/" '
-        'title="r0n1 · drained · &lt;b&gt;&quot;GEMM&quot;&lt;/b&gt; · in a job">−</a>'
+        'title="r0n1 · Drained · &lt;b&gt;&quot;GEMM&quot;&lt;/b&gt; · in a job">−</a>'
     )
 
 
@@ -23,6 +23,6 @@ def test_health_tiles_show_the_worst_result():
     ]
     html = node_tiles(tiles, busy=True)
     assert '<a class="tile state-healthy busy worst-fail" href="/nodes/a/" ' in html
-    assert 'title="a · healthy · fail: sdc: checksum differs">!</a>' in html
+    assert 'title="a · Healthy · fail: sdc: checksum differs">!</a>' in html
     assert 'class="tile state-suspect busy worst-warn"' in html and ">?</a>" in html
-    assert '<a class="tile state-healthy busy" href="/nodes/c/" title="c · healthy"></a>' in html
+    assert '<a class="tile state-healthy busy" href="/nodes/c/" title="c · Healthy"></a>' in html

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from markdown_it import MarkdownIt
 
 from apps.common.timeutil import ago
@@ -106,13 +107,23 @@ def node_tiles(tiles: list, busy: bool | None = None, unverified: str | None = N
     title, not a state."""
     prefix = reverse("node-list")
     parts = []
+    # The words of a title, in the page's language, looked up once for the rack: a node
+    # state's label (its slug capitalised, as the states' choices say it), a result's word.
+    words: dict[str, str] = {}
+    in_a_job = " · " + gettext("in a job")
+
+    def said(word: str, *, state: bool = False) -> str:
+        if word not in words:
+            words[word] = gettext(word.capitalize() if state else word)
+        return words[word]
+
     for t in tiles:
         reason, why = getattr(t, "reason", ""), getattr(t, "why", "")
         worst = getattr(t, "worst", "pass")
         in_job = getattr(t, "busy", False) if busy is None else busy
-        title = f"{t.hostname} · {t.state}" + (f" · {reason}" if reason else "")
-        title += (f" · {worst}: {why}" if why else "") + (
-            " · in a job" if busy is None and in_job else ""
+        title = f"{t.hostname} · {said(t.state, state=True)}" + (f" · {reason}" if reason else "")
+        title += (f" · {said(worst)}: {why}" if why else "") + (
+            in_a_job if busy is None and in_job else ""
         )
         classes = f"tile state-{t.state}" + (" busy" if in_job else "")
         classes += f" worst-{worst}" if worst != "pass" else ""

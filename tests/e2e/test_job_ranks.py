@@ -76,7 +76,10 @@ def test_a_hung_jobs_page_names_the_rank_and_node(chromium, live_server, hung, w
     assert section.locator(".rank-grid .rank-outside").count() == 1
     assert section.locator(".rank-grid .rank-waiting").count() == 127
     outside = section.locator(".rank-grid .rank-outside")
-    assert outside.get_attribute("title") == f"rank {culprit_rank} on {CULPRIT}: outside"
+    assert (
+        outside.get_attribute("title")
+        == f"rank {culprit_rank} on {CULPRIT}: outside the collective"
+    )
     stacks = section.locator("pre.stack")
     assert stacks.count() == 2
     assert "all_reduce" in stacks.nth(0).inner_text()

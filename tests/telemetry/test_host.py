@@ -299,7 +299,10 @@ def browser(client, users):  # noqa: ANN001, ANN201
 
 def test_the_host_card_shows_values_and_what_was_never_reported(ada, browser, nodes):
     html = browser.get("/nodes/gpu006/").content.decode()
-    said = "its memory controllers, mounts, PCIe devices and clock are not monitored"
+    said = (
+        "its memory controllers, mounts, PCIe devices, clock and kernel memory events "
+        "are not monitored"
+    )
     assert f"No host readings from this node: {said}" in html
     t1 = T0 + dt.timedelta(minutes=1)
     body = [
@@ -325,7 +328,7 @@ def test_the_host_card_shows_values_and_what_was_never_reported(ada, browser, no
     )
     for kind in HOST_KINDS.values():  # each kind the node never reported, said
         missing = f'<b>{kind.label}</b>: <span class="warn">not reported</span>'
-        assert (missing in html) == (kind.slug == "clock"), kind.slug
+        assert (missing in html) == (kind.slug in ("clock", "vmstat")), kind.slug
     assert "not monitored on this node, rather than passing" in html.lower()
     assert 'data-label="Free"' in html  # the rows stack on a phone, each value named
     assert "data-since=" in html  # each reading's age
@@ -347,7 +350,7 @@ def test_the_node_api_returns_its_host_readings(ada, api, nodes):
     assert answer.status_code == 200, answer.content
     data = answer.json()
     assert data["node"] == "gpu001"
-    assert data["not_reported"] == ["filesystem", "pcie", "clock"]
+    assert data["not_reported"] == ["filesystem", "pcie", "clock", "vmstat"]
     (reading,) = data["readings"]
     assert reading["kind"] == "memory" and reading["subject"] == "mc0"
     assert reading["values"] == {"ce_total": 4, "ue_total": 0}

@@ -114,13 +114,15 @@ def test_each_telemetry_check_pulls_what_it_judges_and_together_every_field() ->
         "thermal",
         "fabric",
         "host_memory",
+        "host_oom",
         "storage",
         "clock",
     }  # plug-ins' `pulls`; `pcie`'s (`host:pcie`) asks nothing: node_exporter has no PCIe
     # the host checks read their host kind each (one query of node_exporter's host series)
-    hosts = {kind: pulled.pop(kind) for kind in ("host_memory", "storage", "clock")}
+    hosts = {kind: pulled.pop(kind) for kind in ("host_memory", "host_oom", "storage", "clock")}
     assert hosts == {
         "host_memory": {pull_name("memory")},
+        "host_oom": {pull_name("vmstat")},
         "storage": {pull_name("filesystem")},
         "clock": {pull_name("clock")},
     }

@@ -37,7 +37,7 @@ SAME_IN_CHINESE = frozenset(
     LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
     H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4
     ms s min h d GB GiB MB MiB kB TB TiB Gbps GB/s W kW MHz GHz C
-    x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5
+    x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5 UUID
     English
     """.split()  # noqa: SIM905 (a list a reader can extend)
 )

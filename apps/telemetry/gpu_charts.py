@@ -205,7 +205,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
         layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = yaxis
         annotations.append(
             {
-                "text": f"<b>{plain(panel.title)}</b> ({plain(panel.unit)})",
+                "text": f"<b>{plain(str(panel.title))}</b> ({plain(panel.unit)})",
                 "xref": "paper",
                 "yref": "paper",
                 "x": left,
@@ -297,7 +297,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     "y": y,
                     "xaxis": xa,
                     "yaxis": ya,
-                    "name": f"{plain(panel.title)} ({plain(trace.name)})",
+                    "name": f"{plain(str(panel.title))} ({plain(trace.name)})",
                     "showlegend": False,
                     "line": {"color": colour, "width": 1.5},
                     "hovertemplate": (

@@ -41,7 +41,7 @@ class Panel:
     key: str
     field: str
     title: Words
-    unit: str
+    unit: Words
     tozero: bool = False
     hover: str = ""
     ticks: tuple[tuple[int, str], ...] = ()
@@ -157,7 +157,7 @@ class GPUHistory:
     panels: list[tuple[Panel, list[Trace]]] = field(default_factory=list)
     note: str = ""
     error: str = ""
-    what: str = "telemetry"  # what a chart with nothing in its range had none of
+    what: Words = _("telemetry")  # what a chart with nothing in its range had none of
     # panel key → the exporter that cannot report it ("not reported by …"; no query asked)
     blind: dict[str, str] = field(default_factory=dict)
 
@@ -293,7 +293,7 @@ def _from_rollups(node: Node, window: Window) -> GPUHistory:
             mean.append(acc_p[2] / acc_p[3] if acc_p else None)
             low.append(acc_p[0] if acc_p else None)
             high.append(acc_p[1] if acc_p else None)
-        history.panels.append((p, [Trace("node mean", x, mean, low=low, high=high)]))
+        history.panels.append((p, [Trace(str(_("node mean")), x, mean, low=low, high=high)]))
     return history
 
 

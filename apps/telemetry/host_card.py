@@ -238,11 +238,10 @@ def _against(value: object, maximum: object, form: str) -> Shown:
         return Shown("—")
     if not isinstance(maximum, int | float):
         return Shown(form.format(value))
-    if value < maximum:
-        said = gettext("%(value)s of %(maximum)s") % {
-            "value": form.format(value),
-            "maximum": form.format(maximum),
-        }
+    said = gettext("%(value)s of %(maximum)s") % {
+        "value": form.format(value),
+        "maximum": form.format(maximum),
+    }
     if value < maximum:
         return Shown(f"◐ {said}", "warn")
     return Shown(said)

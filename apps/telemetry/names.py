@@ -69,7 +69,7 @@ GPU_COLUMNS = (
     MetricColumn("ecc_sbe_total", "ECC SBE", ""),
     MetricColumn("ecc_dbe_total", "ECC DBE", ""),
     MetricColumn("nvlink_crc_errors", "NVLink CRC", ""),
-    MetricColumn("pcie_replay_total", "PCIe replay", ""),
+    MetricColumn("pcie_replay_total", _("PCIe replay"), ""),
     MetricColumn("row_remap_failure", _("Remap failed"), ""),
     MetricColumn("gemm_tflops", "GEMM", "TFLOP/s", 1),
 )

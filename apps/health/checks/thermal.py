@@ -41,7 +41,7 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=ThermalLimits,
-    label="Thermal",
+    label=_("Thermal"),
     order=60,
     target=GPU,
     categories=(Category.GPU_THERMAL,),

@@ -10,6 +10,10 @@ Two checks the i18n tests share:
   page's own data (hostnames, job and cluster names …) passed as `data_words`, and the
   signed-in person's name in the header.
 
+Neither reads literal text — `<code>`, `<kbd>`, `<samp>` (a command, a header, a path) — nor
+what a page marks `translate="no"` (the API's operations as Swagger UI draws them: the API
+answers in English).
+
 Words that are the same in Chinese (product and vendor names, units, counters, slugs) are
 in `SAME_IN_CHINESE`.
 """
@@ -29,15 +33,16 @@ SAME_IN_CHINESE = frozenset(
     """
     KUAE Ops API REST JSON CSV PDF ZIP URL UTC GMT ID OK
     GPU GPUs NVIDIA AMD Intel Gaudi Moore Threads MTT MUSA CUDA ROCm NCCL RCCL HCCL DCGM NVLink
-    NVSwitch InfiniBand IB RoCE NIC NICs HCA PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM NVMe
-    NFS Lustre GPFS NTP PTP chrony BMC IPMI HBM SRAM TFLOPS PFLOPS FLOPS FLOP TFLOP PDU PDUs RDMA
+    NVSwitch InfiniBand IB RoCE NIC NICs HCA PCI PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM
+    NVMe NFS Lustre GPFS NTP PTP chrony edac vmstat timex OOM CRC ACK RNR NAK BMC IPMI HBM SRAM
+    TFLOPS PFLOPS FLOPS FLOP TFLOP PDU PDUs RDMA
     rank ranks Reporter
     MFU MTBF MTTR MTTD MTTL MTTA MTTF SLA SLO RMA SDC GEMM ISO SM Tensor exporter
     Slurm slurmctld slurmrestd hostlist Prometheus Alertmanager PromQL VictoriaMetrics Grafana
     LDAP OIDC SSO Kubernetes torch PyTorch Lightning Megatron DeepSpeed
-    H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4
-    ms s min h d GB GiB MB MiB kB TB TiB Gbps GB/s W kW MHz GHz C
-    x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5
+    H100 H200 A100 B200 MI300X sev1 sev2 sev3 sev4 CE UE xfs btrfs tmpfs OpenAPI Swagger UI
+    ms s min h d GB GiB MB MiB kB KiB TB TiB PiB Gbps GB/s W kW MHz GHz C
+    x1 x2 x4 x8 x16 Gen1 Gen2 Gen3 Gen4 Gen5 UUID
     English
     """.split()  # noqa: SIM905 (a list a reader can extend)
 )
@@ -58,15 +63,31 @@ _DROP = [
 ]
 
 
+# Elements whose text is never translated: code a person types or reads as it is
+# (`<code>Authorization: Token …</code>`, a command, a path).
+_LITERAL = frozenset({"code", "kbd", "samp"})
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
+
+
 class _Reader(HTMLParser):
-    """Collects what a person reads: text (not in script/style) and readable attributes."""
+    """Collects what a person reads: text (not in script/style) and readable attributes.
+    Literal text (`<code>`, `<kbd>`, `<samp>`) and what the page marks as not to be
+    translated (`translate="no"`: the API's own operations, drawn by Swagger UI) are not
+    read."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.texts: list[str] = []
         self._skip = 0
+        self._open: list[str] = []  # the elements open inside a literal one, outermost first
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._open or tag in _LITERAL or dict(attrs).get("translate") == "no":
+            if tag not in _VOID:
+                self._open.append(tag)
+            return
         if tag in ("script", "style", "template"):
             self._skip += 1
         kind = dict(attrs).get("type") or ""
@@ -79,11 +100,15 @@ class _Reader(HTMLParser):
                 self.texts.append(value)
 
     def handle_endtag(self, tag: str) -> None:
+        if self._open:
+            if tag in self._open:  # close it and whatever was left open inside it
+                del self._open[len(self._open) - 1 - self._open[::-1].index(tag) :]
+            return
         if tag in ("script", "style", "template") and self._skip:
             self._skip -= 1
 
     def handle_data(self, data: str) -> None:
-        if not self._skip:
+        if not self._skip and not self._open:
             self.texts.append(data)
 
 

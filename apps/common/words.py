@@ -3,7 +3,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from django.utils.translation import ngettext
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
+
+    # Text a person reads: a string, or one marked for translation and read in the active
+    # language when shown (gettext_lazy).
+    Words: TypeAlias = str | _StrPromise
+else:
+    Words = str
 
 
 def counted(n: int, singular: str, plural: str = "") -> str:

@@ -50,9 +50,9 @@ OUT_OF_SERVICE = frozenset({NodeState.DRAINED, NodeState.DOWN})
 class ActuationMode(models.TextChoices):
     """Whether KUAE's drains and returns reach the scheduler (docs/slurm.md, Actuation)."""
 
-    OFF = "off", "Off"
-    DRY_RUN = "dry_run", "Dry run (recorded, not sent)"
-    ON = "on", "On"
+    OFF = "off", _("Off")
+    DRY_RUN = "dry_run", _("Dry run (recorded, not sent)")
+    ON = "on", _("On")
 
 
 class SchedulerKind(models.TextChoices):

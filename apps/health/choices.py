@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.common.choices import ColouredChoices, Hue, css_prefix
 
 # The result target that says whether a cluster's Prometheus answered the last run of a
@@ -14,12 +16,12 @@ SOURCE_TARGET = "source:prometheus"
 class ResultStatus(ColouredChoices):
     """A check's verdict on one target."""
 
-    PASS = "pass", "Pass"
-    WARN = "warn", "Warn"
-    FAIL = "fail", "Fail"
+    PASS = "pass", _("Pass")
+    WARN = "warn", _("Warn")
+    FAIL = "fail", _("Fail")
     # Not checked: the data the check reads did not come (its telemetry source did not
     # answer: docs/checks.md, How a check run works) — never a pass, and nothing changes on it.
-    ERROR = "error", "Error"
+    ERROR = "error", _("Error")
 
     @classmethod
     def palette(cls) -> dict[str, str]:
@@ -33,10 +35,10 @@ SEVERITY_ORDER = {"pass": 0, "error": 1, "warn": 2, "fail": 3}
 class RunStatus(ColouredChoices):
     """Where a check run is."""
 
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    ERROR = "error", "Error"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    ERROR = "error", _("Error")
 
     @classmethod
     def palette(cls) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext as _
 
 from apps.health.checks import SCHEDULED_KINDS, kind_label
 from apps.health.limits import DEFAULTS, FIELDS, bounds, check_value
@@ -35,12 +36,14 @@ class ThresholdsForm(forms.Form):
             # A declared check that does not run yet: its thresholds can be set ahead, and
             # say so.
             waiting = (
-                "" if check in ("*", *SCHEDULED_KINDS) else f" — {kind_label(check)}, not run yet"
+                ""
+                if check in ("*", *SCHEDULED_KINDS)
+                else _(" — %(check)s, not run yet") % {"check": kind_label(check)}
             )
             self.fields[f.name] = field_class(
                 widget=_Number(attrs={"step": "1" if whole else "any"}),
-                label=f.metadata["label"] + (f" ({unit})" if unit else "") + waiting,
-                help_text=f"default {DEFAULTS[f.name]:g}",
+                label=f"{f.metadata['label']}{f' ({unit})' if unit else ''}{waiting}",
+                help_text=_("default %(value)s") % {"value": f"{DEFAULTS[f.name]:g}"},
                 error_messages={
                     "invalid": f"must be a {'whole ' if whole else ''}number {bounds(f.name)}"
                 },
@@ -52,7 +55,7 @@ class ThresholdsForm(forms.Form):
         kinds = dict.fromkeys(f.metadata["check"] for f in FIELDS)
         return [
             (
-                "Every check" if kind == "*" else kind_label(kind),
+                _("Every check") if kind == "*" else str(kind_label(kind)),
                 [self[f.name] for f in FIELDS if f.metadata["check"] == kind],
             )
             for kind in kinds

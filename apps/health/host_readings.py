@@ -8,6 +8,7 @@ import datetime as dt
 from collections.abc import Callable
 from functools import partial
 
+from apps.common.words import Words
 from apps.fleet.models import Cluster
 from apps.health.checks.base import Context
 from apps.health.detectors.host_counters import HostHistory
@@ -80,11 +81,11 @@ def never_reported(cluster: Cluster, kind: str) -> bool:
     return not HostReading.objects.filter(node__cluster=cluster, kind=kind).exists()
 
 
-def unless_reported(kind: str, why: str) -> Callable[[Cluster], str | None]:
+def unless_reported(kind: str, why: Words) -> Callable[[Cluster], Words | None]:
     """A host check's `not_monitored`: `why` while no node of the cluster has reported a
     reading of `kind` (one query), None once one has."""
 
-    def not_monitored(cluster: Cluster) -> str | None:
+    def not_monitored(cluster: Cluster) -> Words | None:
         return why if never_reported(cluster, kind) else None
 
     return not_monitored

@@ -1,4 +1,6 @@
-"""Rank a job's nodes by evidence, so the likely culprit of a hang or slowdown is first. Pure."""
+"""Rank a job's nodes by evidence, so the likely culprit of a hang or slowdown is first. Pure:
+the reasons are worded in the active language (the job page's; the check reads only the
+ranking)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,18 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from apps.common.words import counted
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from apps.fleet.choices import NodeState
+
+
+def _state_word(state: str) -> str:
+    """A node state as a word in a sentence ("state down"), in the active language."""
+    try:
+        return str(NodeState(state).label).lower()
+    except ValueError:
+        return state
 
 
 @dataclass(frozen=True)
@@ -53,22 +66,31 @@ def rank(nodes: Sequence[NodeEvidence], *, step_time_s: float | None) -> list[Su
             and (lag := (newest - n.last_progress).total_seconds()) > 2 * step
         ):
             s.score += 40 + min(lag / step, 60)
-            s.reasons.append(f"last progress {lag:.0f} s behind the other nodes")
+            s.reasons.append(
+                _("last progress %(lag)s s behind the other nodes") % {"lag": f"{lag:.0f}"}
+            )
         if job_median and n.median_compute_s and (ratio := n.median_compute_s / job_median) > 1.05:
             s.score += (ratio - 1) * 200
-            s.reasons.append(f"computes {ratio:.2f}× the job median")
+            s.reasons.append(_("computes %(ratio)s× the job median") % {"ratio": f"{ratio:.2f}"})
         if n.gpu_errors:
             s.score += 50 * n.gpu_errors
-            s.reasons.append(counted(n.gpu_errors, "XID/ECC event") + " in the last hour")
+            s.reasons.append(
+                ngettext(
+                    "%(n)s XID/ECC event in the last hour",
+                    "%(n)s XID/ECC events in the last hour",
+                    n.gpu_errors,
+                )
+                % {"n": f"{n.gpu_errors:,}"}
+            )
         for kind in n.failing:
             s.score += 30
-            s.reasons.append(f"failing {kind}")
+            s.reasons.append(_("failing %(check)s") % {"check": kind})
         for kind in n.warning:
             s.score += 10
-            s.reasons.append(f"warning {kind}")
+            s.reasons.append(_("warning %(check)s") % {"check": kind})
         if n.state != "healthy":
             s.score += 20
-            s.reasons.append(f"state {n.state}")
+            s.reasons.append(_("state %(state)s") % {"state": _state_word(n.state)})
         if s.score > 0:
             out.append(s)
     return sorted(out, key=lambda s: (-s.score, s.hostname))

@@ -22,7 +22,7 @@ from apps.fleet.services import node_set_state
 from apps.fleet.validators import nodes_named
 from apps.health import blast, inputs
 from apps.health import detectors as d
-from apps.health.checks import CHECKS, kind_label
+from apps.health.checks import CHECKS, kind_label_english
 from apps.health.choices import ResultStatus
 from apps.health.incident_text import (
     fit_title,
@@ -282,7 +282,7 @@ def _component_incidents(
         ran = Counter(job_of_node[h] for h in c.nodes if h in job_of_node)
         job = Job.objects.filter(pk=ran.most_common(1)[0][0]).first() if ran else None
         first = min(f.occurred_at or now for f in items)
-        label = kind_label(run.kind)
+        label = kind_label_english(run.kind)
         incident_open(
             cluster=run.cluster,
             title=f"{c.label}: {len(c.nodes)} of its {c.size} nodes fail {label.lower()}",
@@ -336,7 +336,7 @@ def _open(
     said = _localized(items)
     incident = incident_open(
         cluster=run.cluster,
-        title=fit_title(f"{kind_label(run.kind)}: {where}"),
+        title=fit_title(f"{kind_label_english(run.kind)}: {where}"),
         category=category,
         severity=worst,
         detected_at=now,
@@ -460,7 +460,7 @@ def _note_cleared(run: CheckRun, cleared: Sequence[d.Finding], now: dt.datetime)
             kind=TimelineEntry.Kind.CLEARED,
             actor=f"check:{run.kind}",
             at=now,
-            text=f"{kind_label(run.kind)} passes again; {stays}",
+            text=f"{kind_label_english(run.kind)} passes again; {stays}",
         )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Count, Max, Min, Q, QuerySet
 
+from apps.common.words import Words
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
@@ -26,7 +27,7 @@ class KindStatus:
     (`not_monitored`, None when it can)."""
 
     check: CheckSpec
-    not_monitored: str | None
+    not_monitored: Words | None
     last: CheckRun | None
     failing: int
     warning: int

@@ -13,6 +13,13 @@ from apps.jobs.models import Job, NodeStepMetric
 from apps.telemetry.models import TelemetryEvent
 
 
+def _labels(kinds: list[str]) -> list[str]:
+    """Check kinds as a person reads them, in the active language (the job page's)."""
+    from apps.health.checks import kind_label  # the checks' plug-ins import this module
+
+    return [str(kind_label(kind)) for kind in sorted(set(kinds))]
+
+
 def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
     """The job's nodes ranked by evidence (a fixed number of queries)."""
     nodes = list(job.nodes.values_list("pk", "hostname", "state"))
@@ -47,8 +54,8 @@ def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
             newest.get(pk),
             statistics.median(timing[pk]) if timing.get(pk) else None,
             errors[pk],
-            sorted(set(failing[pk])),
-            sorted(set(warning[pk])),
+            _labels(failing[pk]),
+            _labels(warning[pk]),
         )
         for pk, hostname, state in nodes
     ]

@@ -2,7 +2,8 @@
 
 A check plug-in declares its own thresholds in its module (`apps/health/checks/<kind>.py`),
 as a frozen dataclass that extends `Shared` with one `threshold(...)` field each: name,
-default, label, unit, bounds and the check it belongs to. `apps.health.limits` puts every
+default, label, unit, bounds and the check it belongs to (label and a worded unit
+marked for translation, read in the page's language). `apps.health.limits` puts every
 plug-in's together into `Limits`, what one run reads, and the rules for a cluster's
 overrides (docs/checks.md, Writing a check). Pure: no database.
 """
@@ -13,11 +14,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
+
 
 def threshold(
     default: float,
-    label: str,
-    unit: str = "",
+    label: Words,
+    unit: Words = "",
     *,
     check: str,
     lo: float = 0,
@@ -46,14 +51,14 @@ class Shared:
     """The thresholds every check reads (docs/checks.md, Thresholds): each plug-in's own
     thresholds extend these."""
 
-    heartbeat_s: int = threshold(180, "Silent node after", "s", check="*", lo=1, hi=86_400)
+    heartbeat_s: int = threshold(180, _("Silent node after"), "s", check="*", lo=1, hi=86_400)
     quiet_resolve_s: int = threshold(
-        1800, "Warnings resolve after staying clear for", "s", check="*", lo=60, hi=604_800
+        1800, _("Warnings resolve after staying clear for"), "s", check="*", lo=60, hi=604_800
     )
     drain_cap_share: float = threshold(
         0.02,
-        "Automatic drains per hour, as a share of nodes",
-        "share",
+        _("Automatic drains per hour, as a share of nodes"),
+        _("share"),
         check="*",
         hi=1,
         above_lo=True,

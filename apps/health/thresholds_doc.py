@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from django.utils import translation
+
 from apps.health.limits import DEFAULTS, FIELDS
 
 DOC_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "checks.md"
@@ -34,7 +36,13 @@ def _allowed(lo: float, hi: float | None, above_lo: bool) -> str:
 
 def thresholds_table() -> str:
     """Every threshold as a markdown table row, with the check it belongs to, in the order of
-    its definition."""
+    its definition; in English whatever language is active (the labels are translated for
+    the health page only)."""
+    with translation.override(None):
+        return _table()
+
+
+def _table() -> str:
     lines = [
         "| check | setting | what it sets | default | unit | allowed |",
         "|---|---|---|---|---|---|",

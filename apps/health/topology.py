@@ -11,6 +11,8 @@ from types import SimpleNamespace
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from apps.accounts.permissions import role_required
 from apps.fleet.choices import NodeState
@@ -27,16 +29,16 @@ from apps.telemetry.models import Port
 
 BAD = (NodeState.SUSPECT, NodeState.DRAINED, NodeState.DOWN)
 
-HEADINGS = {"switch": "Switches", "pdu": "PDUs", "nvlink_domain": "NVLink domains"}
+HEADINGS = {"switch": _("Switches"), "pdu": _("PDUs"), "nvlink_domain": _("NVLink domains")}
 FABRIC = "fabric"  # the check whose verdicts on ports colour the switches
 # A port's verdict, worst first; "unjudged" is a port the fabric check has not judged yet.
 PORT_VERDICTS = ("fail", "error", "warn", "pass", "unjudged")
 PORT_WORDS = {
-    "fail": "fail",
-    "error": "not checked",
-    "warn": "warn",
-    "pass": "pass",
-    "unjudged": "not judged yet",
+    "fail": pgettext_lazy("a port's verdict", "fail"),
+    "error": pgettext_lazy("a port's verdict", "not checked"),
+    "warn": pgettext_lazy("a port's verdict", "warn"),
+    "pass": pgettext_lazy("a port's verdict", "pass"),
+    "unjudged": pgettext_lazy("a port's verdict", "not judged yet"),
 }
 PORT_GLYPHS = {"fail": "✗", "error": "?", "warn": "◐", "pass": "✓", "unjudged": "·"}
 # Verdicts whose ports a switch names (host and port), each a link to the node's Ports card.
@@ -113,6 +115,12 @@ class ComponentRow:
             counts[t.state] = counts.get(t.state, 0) + 1
         order = [s.value for s in (*reversed(BAD), NodeState.MAINTENANCE, NodeState.HEALTHY)]
         return sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 9)
+
+    @property
+    def state_words(self) -> list[tuple[str, int, str]]:
+        """`states` with each state as a word in the page's language ("2 drained")."""
+        labels = {s.value: str(s.label).lower() for s in NodeState}
+        return [(state, n, labels.get(state, state)) for state, n in self.states]
 
 
 def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
@@ -208,7 +216,7 @@ def topology_page(request: HttpRequest) -> HttpResponse:
     cluster, names = page_cluster(request)
     kinds = topology(cluster) if cluster else {}
     words = cluster_link_words(cluster)
-    headings = {**HEADINGS, "nvlink_domain": f"{words} domains"}
+    headings = {**HEADINGS, "nvlink_domain": _("%(links)s domains") % {"links": words}}
     return render(
         request,
         "health/topology.html",

@@ -7,11 +7,12 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
-from apps.common.words import counted
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.fleet.page_cluster import page_cluster
@@ -127,20 +128,31 @@ def run_now(request: HttpRequest) -> HttpResponse:
     said = []
     # The checks by the labels the page's table shows them by (the plug-in registry's), in
     # its order, never their internal names.
-    named = ", ".join(kind_label(k) for k in fresh)
+    named = _(", ").join(str(kind_label(k)) for k in fresh)
     if fresh and live:
         said.append(
-            f"Queued {counted(len(fresh), 'check run')}: {named}. The Checks table marks "
-            "each Queued, then Running, until its results are in."
+            ngettext(
+                "Queued %(n)s check run: %(named)s. The Checks table marks each Queued, then "
+                "Running, until its results are in.",
+                "Queued %(n)s check runs: %(named)s. The Checks table marks each Queued, then "
+                "Running, until its results are in.",
+                len(fresh),
+            )
+            % {"n": f"{len(fresh):,}", "named": named}
         )
     elif fresh:
         said.append(
-            f"No worker is taking runs: {counted(len(fresh), 'check run')} ({named}) "
-            "will wait until one starts."
+            ngettext(
+                "No worker is taking runs: %(n)s check run (%(named)s) will wait until one starts.",
+                "No worker is taking runs: %(n)s check runs (%(named)s) will wait until one "
+                "starts.",
+                len(fresh),
+            )
+            % {"n": f"{len(fresh):,}", "named": named}
         )
     if waiting:
-        again = ", ".join(kind_label(k) for k in kinds if k in waiting)
-        said.append(f"Already queued, not queued again: {again}.")
+        again = _(", ").join(str(kind_label(k)) for k in kinds if k in waiting)
+        said.append(_("Already queued, not queued again: %(checks)s.") % {"checks": again})
     if live:
         messages.success(request, " ".join(said))
     else:
@@ -155,14 +167,14 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
     cluster = _posted_cluster(request)
     if not isinstance(cluster, Cluster):
         return cluster
-    thresholds, _ = Thresholds.objects.get_or_create(cluster=cluster)
+    thresholds, _created = Thresholds.objects.get_or_create(cluster=cluster)
     form = ThresholdsForm(request.POST, instance=thresholds)
     if form.is_valid():
         form.save(by=request.user.get_username())
-        messages.success(request, "Thresholds saved; the next runs use them.")
+        messages.success(request, _("Thresholds saved; the next runs use them."))
     else:
         errors = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in form.errors.items())
-        messages.error(request, f"Thresholds not saved — {errors}")
+        messages.error(request, _("Thresholds not saved — %(errors)s") % {"errors": errors})
     return redirect(f"/health/?cluster={cluster.name}#thresholds")
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.common.charts import (
     CONFIG,
     TOOLBAR_PX,
@@ -103,10 +105,11 @@ def span_note(history: GPUHistory) -> dict[str, Any] | None:
     if covered >= SPAN_SHORT * length:
         return None
     since = dt.datetime.fromtimestamp(first, tz=dt.UTC)
-    text = (
-        f"Readings only since {since:%Y-%m-%d %H:%M} UTC: {_span(covered)} of the "
-        f"{window.label} shown"
-    )
+    text = _("Readings only since %(since)s UTC: %(span)s of the %(range)s shown") % {
+        "since": f"{since:%Y-%m-%d %H:%M}",
+        "span": _span(covered),
+        "range": window.label,
+    }
     return {
         "text": plain(text),
         "x": 0,
@@ -143,11 +146,15 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
     axis, each with its title; a message figure when the source did not answer or there is
     nothing in the range."""
     if history.error:
-        return message_figure(f"No charts: {history.error}. They come back when it answers again.")
-    if not any(trace.x for _, traces in history.panels for trace in traces):
-        where = "Prometheus" if history.source == "prometheus" else "KUAE's rollups"
         return message_figure(
-            f"No {history.what} for this node in {where} over {history.window.label}."
+            _("No charts: %(error)s. They come back when it answers again.")
+            % {"error": history.error}
+        )
+    if not any(trace.x for _, traces in history.panels for trace in traces):
+        where = "Prometheus" if history.source == "prometheus" else _("KUAE's rollups")
+        return message_figure(
+            _("No %(what)s for this node in %(where)s over %(range)s.")
+            % {"what": history.what, "where": where, "range": history.window.label}
         )
     data: list[dict[str, Any]] = []
     layout_axes: dict[str, Any] = {}
@@ -205,7 +212,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
         layout_axes["yaxis" if n == 1 else f"yaxis{n}"] = yaxis
         annotations.append(
             {
-                "text": f"<b>{plain(panel.title)}</b> ({plain(panel.unit)})",
+                "text": f"<b>{plain(str(panel.title))}</b> ({plain(str(panel.unit))})",
                 "xref": "paper",
                 "yref": "paper",
                 "x": left,
@@ -220,12 +227,16 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
         # Its exporter cannot publish it (nothing was asked), or nothing came in the range
         # (as a Moore Threads GPU's SM clock): said in the chart, never bare axes.
         gap = (
-            f"not reported by {blind}"
+            _("not reported by %(exporter)s") % {"exporter": blind}
             if blind
-            else f"no readings over {history.window.label}"
+            else _("no readings over %(range)s") % {"range": history.window.label}
             if not readings
-            else f"one reading: {compact(readings[0][1])} {panel.unit} at "
-            f"{dt.datetime.fromtimestamp(readings[0][0], tz=dt.UTC):%H:%M} UTC"
+            else _("one reading: %(value)s %(unit)s at %(time)s UTC")
+            % {
+                "value": compact(readings[0][1]),
+                "unit": panel.unit,
+                "time": f"{dt.datetime.fromtimestamp(readings[0][0], tz=dt.UTC):%H:%M}",
+            }
             if len(readings) == 1
             else ""
         )
@@ -264,7 +275,7 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                         "showlegend": trace.gpu not in seen_gpus,
                         "line": {"color": colour, "width": 1.2},
                         "hovertemplate": (
-                            f"{hover} {plain(panel.unit)}<extra>{plain(trace.name)}</extra>"
+                            f"{hover} {plain(str(panel.unit))}<extra>{plain(trace.name)}</extra>"
                         ),
                     }
                 )
@@ -297,11 +308,11 @@ def gpu_history_figure(history: GPUHistory) -> dict[str, Any]:
                     "y": y,
                     "xaxis": xa,
                     "yaxis": ya,
-                    "name": f"{plain(panel.title)} ({plain(trace.name)})",
+                    "name": f"{plain(str(panel.title))} ({plain(trace.name)})",
                     "showlegend": False,
                     "line": {"color": colour, "width": 1.5},
                     "hovertemplate": (
-                        f"{hover} {plain(panel.unit)}<extra>{plain(trace.name)}</extra>"
+                        f"{hover} {plain(str(panel.unit))}<extra>{plain(trace.name)}</extra>"
                     ),
                 }
             )

@@ -18,7 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
+from apps.common.words import Words
 from apps.fleet.models import Cluster, Node
 from apps.fleet.vendors import vendor_of
 from apps.telemetry.exporters import Exporter, cannot_report, chart_lines, exporter, exporter_for
@@ -37,8 +40,8 @@ class Panel:
 
     key: str
     field: str
-    title: str
-    unit: str
+    title: Words
+    unit: Words
     tozero: bool = False
     hover: str = ""
     ticks: tuple[tuple[int, str], ...] = ()
@@ -48,15 +51,15 @@ class Panel:
 
 
 GPU_PANELS = (
-    Panel("temp_c", "DCGM_FI_DEV_GPU_TEMP", "Temperature", "°C"),
-    Panel("power_w", "DCGM_FI_DEV_POWER_USAGE", "Power", "W"),
-    Panel("sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", "SM clock", "MHz"),
-    Panel("gpu_util", "DCGM_FI_DEV_GPU_UTIL", "Utilisation", "%", bounds=(0, 100)),
-    Panel("mem_used_mib", "DCGM_FI_DEV_FB_USED", "Framebuffer used", "MiB"),
+    Panel("temp_c", "DCGM_FI_DEV_GPU_TEMP", _("Temperature"), "°C"),
+    Panel("power_w", "DCGM_FI_DEV_POWER_USAGE", _("Power"), "W"),
+    Panel("sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", _("SM clock"), "MHz"),
+    Panel("gpu_util", "DCGM_FI_DEV_GPU_UTIL", _("Utilisation"), "%", bounds=(0, 100)),
+    Panel("mem_used_mib", "DCGM_FI_DEV_FB_USED", _("Framebuffer used"), "MiB"),
     Panel(
         "tensor_active",
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        "Tensor activity",
+        _("Tensor activity"),
         "0–1",
         bounds=(0, 1),
     ),
@@ -104,15 +107,21 @@ def window_from(params: Mapping[str, str], *, now: dt.datetime) -> tuple[Window,
     if start_text or end_text:
         start, end = _when(start_text), _when(end_text or now.isoformat())
         if start is None or end is None:
-            problem = "Start and end must be dates and times, such as 2026-01-05T08:00 (UTC)."
+            problem = gettext(
+                "Start and end must be dates and times, such as 2026-01-05T08:00 (UTC)."
+            )
         else:
             end = min(end, now)
             if start >= end:
-                problem = "The start must be before the end (and before now)."
+                problem = gettext("The start must be before the end (and before now).")
             elif end - start > CUSTOM_MAX:
-                problem = f"A custom range may be at most {CUSTOM_MAX.days} days long."
+                problem = gettext("A custom range may be at most %(days)s days long.") % {
+                    "days": CUSTOM_MAX.days
+                }
             elif start < now - CUSTOM_OLDEST:
-                problem = f"A custom range may start at most {CUSTOM_OLDEST.days} days ago."
+                problem = gettext("A custom range may start at most %(days)s days ago.") % {
+                    "days": CUSTOM_OLDEST.days
+                }
             else:
                 label = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M} UTC"
                 return Window("custom", label, start, end, range_step(start, end)), ""
@@ -148,7 +157,7 @@ class GPUHistory:
     panels: list[tuple[Panel, list[Trace]]] = field(default_factory=list)
     note: str = ""
     error: str = ""
-    what: str = "telemetry"  # what a chart with nothing in its range had none of
+    what: Words = _("telemetry")  # what a chart with nothing in its range had none of
     # panel key → the exporter that cannot report it ("not reported by …"; no query asked)
     blind: dict[str, str] = field(default_factory=dict)
 
@@ -284,7 +293,7 @@ def _from_rollups(node: Node, window: Window) -> GPUHistory:
             mean.append(acc_p[2] / acc_p[3] if acc_p else None)
             low.append(acc_p[0] if acc_p else None)
             high.append(acc_p[1] if acc_p else None)
-        history.panels.append((p, [Trace("node mean", x, mean, low=low, high=high)]))
+        history.panels.append((p, [Trace(str(_("node mean")), x, mean, low=low, high=high)]))
     return history
 
 

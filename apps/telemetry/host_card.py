@@ -11,6 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.fleet.models import Node
 from apps.telemetry.host_kinds import HOST_KINDS, HostKind, Source, counter_went_down
 from apps.telemetry.models import HostReading
@@ -34,7 +38,7 @@ class Row:
     and source, and a note beside the subject (a mount the cluster requires: "required")."""
 
     subject: str
-    cells: list[tuple[str, Shown]]  # (the column's heading, the value)
+    cells: list[tuple[Words, Shown]]  # (the column's heading, the value)
     ts: dt.datetime | None
     source: str
     note: str = ""
@@ -47,8 +51,8 @@ class Section:
     of it (the mounts), named when the node never reported the kind."""
 
     kind: HostKind
-    subject_label: str
-    columns: list[str]
+    subject_label: Words
+    columns: list[Words]
     rows: list[Row] = field(default_factory=list)
     cannot: str = ""
     required: list[str] = field(default_factory=list)
@@ -90,7 +94,7 @@ def host_sections(
                 rows = mount_rows(mine, rows, required)
         cannot = ""
         if not rows and exporter_only and not kind.from_node_exporter:
-            cannot = "node_exporter publishes no such series; the node agent reads them"
+            cannot = gettext("node_exporter publishes no such series; the node agent reads them")
         labels = [label for _, label in columns]
         out.append(Section(kind, subject_label, labels, rows, cannot, required))
     return out
@@ -111,44 +115,64 @@ def mount_rows(readings: list[HostReading], rows: list[Row], required: list[str]
         reading, row = by_point.get(point, (None, None))
         current = reading is not None and in_newest_report(reading.ts, newest)
         state = mount_state((reading.values or {}) if reading is not None and current else None)
-        shown = Shown("✓ ok") if state is MountState.OK else Shown(f"✗ {state}", "fail")
+        shown = (
+            Shown("✓ " + gettext("ok"))
+            if state is MountState.OK
+            else Shown(f"✗ {_mount_words(state)}", "fail")
+        )
         if row is None:
             cells = [(label, Shown("—")) for _, label in _MOUNT_COLUMNS]
             row = Row(point, cells, None, "")
-        cells = [(label, shown if label == "State" else cell) for label, cell in row.cells]
-        out.append(Row(row.subject, cells, row.ts, row.source, note="required"))
+        cells = [(label, shown if label == STATE else cell) for label, cell in row.cells]
+        out.append(Row(row.subject, cells, row.ts, row.source, note=gettext("required")))
     for reading, row in zip(readings, rows, strict=True):
         if reading.subject in required:
             continue
         if in_newest_report(reading.ts, newest):
-            state_words = str(mount_state(reading.values or {}))
+            state_words = _mount_words(mount_state(reading.values or {}))
         else:
-            state_words = "not in the latest report"
-        cells = [(label, Shown(state_words) if label == "State" else c) for label, c in row.cells]
+            state_words = gettext("not in the latest report")
+        cells = [(label, Shown(state_words) if label == STATE else c) for label, c in row.cells]
         out.append(Row(row.subject, cells, row.ts, row.source))
     return out
+
+
+MOUNT_WORDS = {
+    MountState.OK: _("ok"),
+    MountState.READ_ONLY: _("read-only"),
+    MountState.DEVICE_ERROR: _("device error"),
+    MountState.MISSING: _("missing"),
+}
+
+
+def _mount_words(state: MountState) -> str:
+    """A mount's state in the page's language."""
+    return str(MOUNT_WORDS.get(state, state))
 
 
 def kinds_in_words(sections: list[Section]) -> str:
     """The kinds' labels as a sentence says them: "memory controllers, mounts, PCIe devices
     and clock" (a label's first letter lowered unless it begins a capitalised word: PCIe)."""
-    words = [
-        s.kind.label if s.kind.label[1:2].isupper() else s.kind.label[:1].lower() + s.kind.label[1:]
-        for s in sections
-    ]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    labels = [str(s.kind.label) for s in sections]
+    words = [label if label[1:2].isupper() else label[:1].lower() + label[1:] for label in labels]
+    if len(words) == 1:
+        return words[0]
+    return gettext("%(some)s and %(last)s") % {
+        "some": gettext(", ").join(words[:-1]),
+        "last": words[-1],
+    }
 
 
 _Build = Callable[[dict[str, Any], dict[str, Any]], dict[str, Shown]]
 
 
-def _plain(kind: HostKind) -> tuple[str, list[tuple[str, str]], _Build]:
+def _plain(kind: HostKind) -> tuple[Words, list[tuple[str, Words]], _Build]:
     """A kind the card has no layout for: its subject and each value as it is."""
 
     def build(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
         return {name: Shown(str(value)) for name, value in values.items()}
 
-    return "Subject", [(v.name, v.label) for v in kind.values], build
+    return gettext("Subject"), [(v.name, v.label) for v in kind.values], build
 
 
 def _count(name: str, values: dict[str, Any], previous: dict[str, Any], tone: str) -> Shown:
@@ -159,7 +183,7 @@ def _count(name: str, values: dict[str, Any], previous: dict[str, Any], tone: st
         return Shown("—")
     text = f"{value:,}"
     if counter_went_down(before, value):
-        return Shown(f"{text} (reset)")
+        return Shown(gettext("%(count)s (reset)") % {"count": text})
     if isinstance(before, int | float) and value > before:
         return Shown(f"{text} (+{value - before:,})", tone)
     return Shown(text)
@@ -175,7 +199,10 @@ def _memory(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown
 def _filesystem(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
     size, avail = values.get("size_bytes"), values.get("avail_bytes")
     if isinstance(size, int | float) and isinstance(avail, int | float) and size > 0:
-        free = Shown(f"{byte_size(avail)} of {byte_size(size)} ({avail / size:.0%})")
+        free = Shown(
+            gettext("%(free)s of %(size)s (%(share)s)")
+            % {"free": byte_size(avail), "size": byte_size(size), "share": f"{avail / size:.0%}"}
+        )
     elif isinstance(avail, int | float):
         free = Shown(byte_size(avail))
     else:
@@ -211,9 +238,13 @@ def _against(value: object, maximum: object, form: str) -> Shown:
         return Shown("—")
     if not isinstance(maximum, int | float):
         return Shown(form.format(value))
+    said = gettext("%(value)s of %(maximum)s") % {
+        "value": form.format(value),
+        "maximum": form.format(maximum),
+    }
     if value < maximum:
-        return Shown(f"◐ {form.format(value)} of {form.format(maximum)}", "warn")
-    return Shown(f"{form.format(value)} of {form.format(maximum)}")
+        return Shown(f"◐ {said}", "warn")
+    return Shown(said)
 
 
 def _clock(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]:
@@ -222,28 +253,42 @@ def _clock(values: dict[str, Any], previous: dict[str, Any]) -> dict[str, Shown]
         "offset": Shown("—" if offset is None else offset_text(offset)),
         "synced": Shown("—")
         if synced is None
-        else (Shown("✓ synchronised") if synced == 1 else Shown("✗ not synchronised", "warn")),
+        else (
+            Shown("✓ " + gettext("synchronised"))
+            if synced == 1
+            else Shown("✗ " + gettext("not synchronised"), "warn")
+        ),
     }
 
 
-_MOUNT_COLUMNS = [("device", "Device"), ("fstype", "Type"), ("free", "Free"), ("state", "State")]
+STATE = _("State")  # the mounts' state column
+_MOUNT_COLUMNS: list[tuple[str, Words]] = [
+    ("device", _("Device")),
+    ("fstype", _("Type")),
+    ("free", _("Free")),
+    ("state", STATE),
+]
 
 # Each kind's layout on the card: the subject's column, the value columns (key, heading)
 # and the builder of a row's cells; a kind not here is shown value by value (`_plain`).
-_CARD: dict[str, tuple[str, list[tuple[str, str]], _Build]] = {
-    "memory": ("Controller", [("ce", "Correctable (CE)"), ("ue", "Uncorrectable (UE)")], _memory),
-    "filesystem": ("Mount point", _MOUNT_COLUMNS, _filesystem),
+_CARD: dict[str, tuple[Words, list[tuple[str, Words]], _Build]] = {
+    "memory": (
+        _("Controller"),
+        [("ce", _("Correctable (CE)")), ("ue", _("Uncorrectable (UE)"))],
+        _memory,
+    ),
+    "filesystem": (_("Mount point"), _MOUNT_COLUMNS, _filesystem),
     "pcie": (
-        "Address",
+        _("Address"),
         [
-            ("role", "Role"),
-            ("width", "Width"),
-            ("speed", "Speed"),
-            ("aer", "AER correctable · non-fatal · fatal"),
+            ("role", _("Role")),
+            ("width", _("Width")),
+            ("speed", _("Speed")),
+            ("aer", _("AER correctable · non-fatal · fatal")),
         ],
         _pcie,
     ),  # fmt: skip
-    "clock": ("Clock", [("offset", "Offset"), ("synced", "Synchronised")], _clock),
+    "clock": (_("Clock"), [("offset", _("Offset")), ("synced", _("Synchronised"))], _clock),
 }
 
 

@@ -13,7 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.common.parse import integer, number
+from apps.common.words import Words
 from apps.telemetry.pcibus import pci_bus_normal
 
 # How a value is read and kept, by its type (`Value.type`):
@@ -37,7 +40,7 @@ class Value:
 
     name: str
     type: str
-    label: str
+    label: Words
     unit: str = ""
     maximum: float = 0.0
     max_length: int = 64
@@ -101,7 +104,7 @@ class HostKind:
     one subject, `example`)."""
 
     slug: str
-    label: str
+    label: Words
     subject: str
     example: str
     read_subject: Callable[[object], str]
@@ -221,7 +224,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
         for kind in (
             HostKind(
                 slug="memory",
-                label="Memory controllers",
+                label=_("Memory controllers"),
                 subject="a memory controller, as EDAC names it",
                 example="mc0",
                 read_subject=memory_controller,
@@ -244,7 +247,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
             ),
             HostKind(
                 slug="filesystem",
-                label="Mounts",
+                label=_("Mounts"),
                 subject="a mount point",
                 example="/checkpoints",
                 read_subject=mount_point,
@@ -288,7 +291,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
             ),
             HostKind(
                 slug="pcie",
-                label="PCIe devices",
+                label=_("PCIe devices"),
                 subject="a device's PCI address",
                 example="0000:17:00.0",
                 read_subject=pci_address,
@@ -314,7 +317,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
             ),
             HostKind(
                 slug="clock",
-                label="Clock",
+                label=_("Clock"),
                 subject="a clock, `system` for the kernel's",
                 example="system",
                 read_subject=clock_name,
@@ -333,7 +336,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
             ),
             HostKind(
                 slug="vmstat",
-                label="Kernel memory events",
+                label=_("Kernel memory events"),
                 subject="`kernel`: the node's kernel, once",
                 example="kernel",
                 read_subject=the_kernel,
@@ -341,7 +344,7 @@ HOST_KINDS: Mapping[str, HostKind] = MappingProxyType(
                     Value(
                         "oom_kill_total",
                         "counter",
-                        "out-of-memory kills",
+                        _("out-of-memory kills"),
                         series="node_vmstat_oom_kill",
                     ),
                 ),

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
+from apps.common.words import Words
 from apps.fleet.models import Node
 from apps.telemetry.host_kinds import SUBJECT_LENGTH
 from apps.telemetry.monitored import event_kinds
@@ -46,16 +49,16 @@ class TelemetryEvent(models.Model):
     )
 
     class Kind(models.TextChoices):
-        XID = "xid", "XID error"
-        ECC_SBE = "ecc_sbe", "ECC single-bit errors grew"
-        ECC_DBE = "ecc_dbe", "ECC double-bit errors grew"
-        NVLINK_CRC = "nvlink_crc", "NVLink CRC errors grew"
-        PCIE_REPLAY = "pcie_replay", "PCIe replays grew"
-        COUNTER_RESET = "counter_reset", "Counter reset"
+        XID = "xid", _("XID error")
+        ECC_SBE = "ecc_sbe", _("ECC single-bit errors grew")
+        ECC_DBE = "ecc_dbe", _("ECC double-bit errors grew")
+        NVLINK_CRC = "nvlink_crc", _("NVLink CRC errors grew")
+        PCIE_REPLAY = "pcie_replay", _("PCIe replays grew")
+        COUNTER_RESET = "counter_reset", _("Counter reset")
 
     class Source(models.TextChoices):
-        EXPORTER = "exporter", "Exporter"
-        KERNEL = "kernel", "Kernel log"
+        EXPORTER = "exporter", pgettext_lazy("event source", "Exporter")
+        KERNEL = "kernel", _("Kernel log")
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
     gpu = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -121,7 +124,7 @@ class TelemetryEvent(models.Model):
         return f"{self.node_id}/{where} {self.kind}={self.value:g} @ {self.at:%Y-%m-%d %H:%M}"
 
     @property
-    def kind_label(self) -> str:
+    def kind_label(self) -> Words:
         """What a person reads for the event's kind."""
         lent = event_kinds().get(self.kind)
         return lent.label if lent else dict(self.Kind.choices).get(self.kind, self.kind)

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.common.lending import Registry
+from apps.common.words import Words
 from apps.telemetry.exporters import cannot_report
 
 
@@ -21,11 +24,11 @@ class Needed:
     """Fields a check needs from every GPU (or every NIC port: `target` "port"), the check
     (slug and words), and why one may never have reported them."""
 
-    label: str
+    label: Words
     metrics: tuple[str, ...]
     check: str
-    check_label: str
-    why: str
+    check_label: Words
+    why: Words
     target: str = "gpu"
 
 
@@ -36,7 +39,7 @@ class EventKind:
     `device/port`; `rank`: names a rank; `node`: the node itself)."""
 
     slug: str
-    label: str
+    label: Words
     target: str
 
 
@@ -64,7 +67,7 @@ class Gap:
 
 # The XID is telemetry's own event (the kernel log's and the exporter's XID gauge): the
 # intake accepts it whatever the checks above declare.
-XID = EventKind("xid", "XID error", "gpu")
+XID = EventKind("xid", _("XID error"), "gpu")
 
 # "needs": list[Needed]; "event_kinds": slug → EventKind (the checks' own, beside the XID).
 _lent = Registry(

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.telemetry.exporters import exporter
 
 # dcgm-exporter field → KUAE's name, from its mapping file (data/exporters/dcgm.csv; AMD's and
@@ -49,25 +52,25 @@ class MetricColumn:
     """A metric as a table column: key, heading, unit and display precision."""
 
     key: str
-    label: str
+    label: Words
     unit: str
     digits: int = 0
 
 
 GPU_COLUMNS = (
-    MetricColumn("gpu_util", "Util", "%"),
+    MetricColumn("gpu_util", _("Util"), "%"),
     MetricColumn("tensor_active", "Tensor", "", 2),
-    MetricColumn("temp_c", "Temp", "°C"),
-    MetricColumn("mem_temp_c", "HBM temp", "°C"),
-    MetricColumn("power_w", "Power", "W"),
-    MetricColumn("sm_clock_mhz", "SM clock", "MHz"),
-    MetricColumn("mem_used_mib", "FB used", "MiB"),
+    MetricColumn("temp_c", _("Temp"), "°C"),
+    MetricColumn("mem_temp_c", _("HBM temp"), "°C"),
+    MetricColumn("power_w", _("Power"), "W"),
+    MetricColumn("sm_clock_mhz", _("SM clock"), "MHz"),
+    MetricColumn("mem_used_mib", _("FB used"), "MiB"),
     MetricColumn("xid", "XID", ""),
     MetricColumn("ecc_sbe_total", "ECC SBE", ""),
     MetricColumn("ecc_dbe_total", "ECC DBE", ""),
     MetricColumn("nvlink_crc_errors", "NVLink CRC", ""),
-    MetricColumn("pcie_replay_total", "PCIe replay", ""),
-    MetricColumn("row_remap_failure", "Remap failed", ""),
+    MetricColumn("pcie_replay_total", _("PCIe replay"), ""),
+    MetricColumn("row_remap_failure", _("Remap failed"), ""),
     MetricColumn("gemm_tflops", "GEMM", "TFLOP/s", 1),
 )
 

@@ -11,6 +11,9 @@ ports not ACTIVE — per node, not per port, and the charts say so.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.fleet.models import Node
 from apps.telemetry.gpu_history import (
     GPUHistory,
@@ -28,7 +31,7 @@ from apps.telemetry.prometheus_source import SourceDown
 from apps.telemetry.promql import MAX_POINTS, port_range_query
 
 
-def _rate(key: str, series: str, title: str) -> Panel:
+def _rate(key: str, series: str, title: Words) -> Panel:
     """A chart of an error counter's growth per second (node_exporter's `series`)."""
     return Panel(key, f"{PREFIX}{series}", title, "/s", tozero=True, hover="%{y:.3g}")
 
@@ -36,33 +39,33 @@ def _rate(key: str, series: str, title: str) -> Panel:
 # The error counters charted, as their growth per second: those that take a port out of
 # service first, then those that warn.
 COUNTER_PANELS = (
-    _rate("link_downed", "link_downed_total", "Link downed"),
+    _rate("link_downed", "link_downed_total", _("Link downed")),
     _rate(
         "local_link_integrity_errors",
         "local_link_integrity_errors_total",
-        "Link integrity errors",
+        _("Link integrity errors"),
     ),
     _rate(
         "excessive_buffer_overrun_errors",
         "excessive_buffer_overrun_errors_total",
-        "Buffer overrun errors",
+        _("Buffer overrun errors"),
     ),
-    _rate("link_error_recovery", "link_error_recovery_total", "Link error recoveries"),
-    _rate("symbol_error", "symbol_error_total", "Symbol errors"),
-    _rate("port_rcv_errors", "port_errors_received_total", "Receive errors"),
-    _rate("port_xmit_discards", "port_discards_transmitted_total", "Transmit discards"),
+    _rate("link_error_recovery", "link_error_recovery_total", _("Link error recoveries")),
+    _rate("symbol_error", "symbol_error_total", _("Symbol errors")),
+    _rate("port_rcv_errors", "port_errors_received_total", _("Receive errors")),
+    _rate("port_xmit_discards", "port_discards_transmitted_total", _("Transmit discards")),
 )
 # Per port from Prometheus: its state as node_exporter numbers it.
 STATE_PANEL = Panel(
     "state",
     f"{PREFIX}state_id",
-    "State",
+    _("State"),
     "",
     hover="%{y:.0f}",
     ticks=tuple(sorted(STATES.items())),
 )
 # Per node from the rollups: the most ports not ACTIVE at once in each bucket.
-NOT_ACTIVE_PANEL = Panel("not_active", "", "Ports not ACTIVE", "ports", tozero=True)
+NOT_ACTIVE_PANEL = Panel("not_active", "", _("Ports not ACTIVE"), _("ports"), tozero=True)
 
 
 def node_port_history(*, node: Node, window: Window) -> GPUHistory:
@@ -75,7 +78,7 @@ def node_port_history(*, node: Node, window: Window) -> GPUHistory:
 
 def _from_prometheus(node: Node, window: Window) -> GPUHistory:
     cluster = node.cluster
-    history = GPUHistory(window, "prometheus", per_gpu=True, what="port series")
+    history = GPUHistory(window, "prometheus", per_gpu=True, what=_("port series"))
     # rate() needs two samples in its range: at least 2 minutes, else the step.
     rate_s = max(window.step_s, 120)
     history.note = (
@@ -116,7 +119,7 @@ def _from_rollups(node: Node, window: Window) -> GPUHistory:
     minutes): each counter's growth over the bucket, summed over the node's ports, per
     second; and the most ports not ACTIVE at once."""
     step = max(ROLLUP_SECONDS, window.step_s)
-    history = GPUHistory(window, "rollups", per_gpu=False, what="port readings")
+    history = GPUHistory(window, "rollups", per_gpu=False, what=_("port readings"))
     history.note = (
         "This cluster has no Prometheus, and KUAE keeps only each port's latest and previous "
         "readings (in the table above): these charts are the node's 5-minute port rollups — "
@@ -147,5 +150,5 @@ def _from_rollups(node: Node, window: Window) -> GPUHistory:
         y: list[float | None] = [merged[slot][i] / step for slot in slots]
         history.panels.append((panel, [Trace(label, x, y)]))
     y_down: list[float | None] = [merged[slot][0] for slot in slots]
-    history.panels.append((NOT_ACTIVE_PANEL, [Trace("node", x, y_down)]))
+    history.panels.append((NOT_ACTIVE_PANEL, [Trace(str(_("node")), x, y_down)]))
     return history

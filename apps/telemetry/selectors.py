@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from apps.fleet.models import Node
 from apps.telemetry.models import NodeRollup, TelemetryEvent
 from apps.telemetry.xids import (
@@ -48,7 +50,7 @@ class EventRow:
     def action_label(self) -> str:
         """The recommended action in words ('' for an event that is no known XID)."""
         action = self.action
-        return "" if action is None else ACTION_LABELS.get(action, action)
+        return "" if action is None else gettext(ACTION_LABELS.get(action, action))
 
     @property
     def out_of_service(self) -> bool:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.utils.translation import gettext_noop
+
 CATALOG_PATH = Path(__file__).with_name("data") / "xid_catalog.csv"
 
 # NVIDIA's immediate-action buckets whose action needs the GPU or the node out of service:
@@ -40,24 +42,27 @@ APPLICATION_LEVEL = frozenset({"RESTART_APP", "IGNORE", "WORKFLOW_XID_45"})
 # Everything else (CHECK_UVM, XID_154 without its message, no bucket at all) is neither: the
 # catalogue asks a person to look.
 
+# In English (stored in check results' messages); a page translates them with gettext.
 ACTION_LABELS = {
-    "RESTART_APP": "Restart the application",
-    "IGNORE": "No action needed",
-    "RESET_GPU": "Reset the GPU",
-    "RESTART_BM": "Reboot the node",
-    "RESTART_VM": "Restart the virtual machine",
-    "CONTACT_SUPPORT": "Contact NVIDIA or the hardware vendor",
-    "WORKFLOW_XID_48": "Reset the GPU or reboot the node (double-bit ECC workflow)",
-    "WORKFLOW_XID_45": "Follow the XID that caused it, if any",
-    "WORKFLOW_NVLINK_ERR": "Reset the GPU or reboot the node (NVLink workflow)",
-    "WORKFLOW_NVLINK5_ERR": "Decode the NVLink sub-code; a fatal one needs a GPU reset",
-    "CHECK_MECHANICALS": "Check the GPU's power cabling and seating",
-    "UPDATE_SWFW": "Update the driver and firmware",
-    "CHECK_UVM": "Check the unified-memory (UVM) driver",
-    "XID_154": "Do what the message says (GPU reset or node reboot)",
-    "DRAIN_P2P": "Drain peer-to-peer traffic",
-    "DRAIN_AND_RESET": "Drain peer-to-peer traffic, then reset the GPU",
-    "": "None given in NVIDIA's catalogue",
+    "RESTART_APP": gettext_noop("Restart the application"),
+    "IGNORE": gettext_noop("No action needed"),
+    "RESET_GPU": gettext_noop("Reset the GPU"),
+    "RESTART_BM": gettext_noop("Reboot the node"),
+    "RESTART_VM": gettext_noop("Restart the virtual machine"),
+    "CONTACT_SUPPORT": gettext_noop("Contact NVIDIA or the hardware vendor"),
+    "WORKFLOW_XID_48": gettext_noop("Reset the GPU or reboot the node (double-bit ECC workflow)"),
+    "WORKFLOW_XID_45": gettext_noop("Follow the XID that caused it, if any"),
+    "WORKFLOW_NVLINK_ERR": gettext_noop("Reset the GPU or reboot the node (NVLink workflow)"),
+    "WORKFLOW_NVLINK5_ERR": gettext_noop(
+        "Decode the NVLink sub-code; a fatal one needs a GPU reset"
+    ),
+    "CHECK_MECHANICALS": gettext_noop("Check the GPU's power cabling and seating"),
+    "UPDATE_SWFW": gettext_noop("Update the driver and firmware"),
+    "CHECK_UVM": gettext_noop("Check the unified-memory (UVM) driver"),
+    "XID_154": gettext_noop("Do what the message says (GPU reset or node reboot)"),
+    "DRAIN_P2P": gettext_noop("Drain peer-to-peer traffic"),
+    "DRAIN_AND_RESET": gettext_noop("Drain peer-to-peer traffic, then reset the GPU"),
+    "": gettext_noop("None given in NVIDIA's catalogue"),
 }
 
 KIND_LABELS = {

@@ -20,23 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 # Templates not yet translated (each still shows English to a Chinese reader).
-PENDING = frozenset(
-    {
-        "health/_job_suspects.html",
-        "health/_node_checks.html",
-        "health/_node_evidence.html",
-        "health/_summary.html",
-        "health/health.html",
-        "health/topology.html",
-        "scheduler/_node_actuations.html",
-        "scheduler/_node_fact.html",
-        "telemetry/_node_charts.html",
-        "telemetry/_node_events.html",
-        "telemetry/_node_gpus.html",
-        "telemetry/_node_host.html",
-        "telemetry/_node_ports.html",
-    }
-)
+PENDING: frozenset[str] = frozenset()
 
 _ENTRY = re.compile(r'^(msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')
 

@@ -66,7 +66,7 @@ def test_posted_readings_warn_with_one_software_bug_incident_and_drain_nothing(
     ada = api("ada")
     client.force_login(users["mia"])
     page = unescape(client.get("/health/").content.decode())
-    assert CHECKS["host_oom"].label in page and "out-of-memory kills (host readings" in page
+    assert str(CHECKS["host_oom"].label) in page and "out-of-memory kills (host readings" in page
     quiet = [(n.hostname, "vmstat", "kernel", {"oom_kill_total": 7}) for n in nodes]
     send(ada, T0, quiet)
     assert check(cluster, "host_oom", T0 + dt.timedelta(seconds=5))["pass"] == len(nodes)

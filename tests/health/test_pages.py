@@ -90,7 +90,7 @@ def test_node_evidence_and_job_suspects_fragments(
     job = checked["job"]
     with django_assert_max_num_queries(10):
         html = client.get(f"/health/jobs/{job.pk}/suspects/").content.decode()
-    assert "h03" in html and "failing heartbeat" in html and "state down" in html
+    assert "h03" in html and "failing Heartbeat" in html and "state down" in html
 
 
 def test_overview_health_line(client, users, checked):

@@ -67,7 +67,7 @@ def test_run_all_says_the_checks_by_their_labels(client, users, cluster, fleet):
     client.force_login(users["otto"])
     html = client.post("/health/run/", {"cluster": "c1"}, follow=True).content.decode()
     said = html.split("Queued ")[1].split("</p>")[0]
-    assert all(kind_label(k) in said for k in SCHEDULED_KINDS)
+    assert all(str(kind_label(k)) in said for k in SCHEDULED_KINDS)
     assert "Silent data corruption" in said and "Job hang" in said
     assert not any(k in said for k in SCHEDULED_KINDS if "_" in k or k == "sdc")
     again = client.post("/health/run/", {"cluster": "c1"}, follow=True).content.decode()

@@ -16,6 +16,10 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING, Any
 
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.health.checks.base import CheckSpec, Context, skip_maintenance
 from apps.health.detectors.findings import NODE
 from apps.health.thresholds import Shared, declared
@@ -71,9 +75,9 @@ else:
 # The kinds beat runs; the on-demand pre-flight (services.job_preflight) is not a plug-in.
 SCHEDULED_KINDS: tuple[str, ...] = tuple(s.kind for s in PLUGINS if s.scheduled)
 PREFLIGHT = "preflight"
-LABELS: dict[str, str] = {**{s.kind: s.label for s in PLUGINS}, PREFLIGHT: "Pre-flight"}
+LABELS: dict[str, Words] = {**{s.kind: s.label for s in PLUGINS}, PREFLIGHT: _("Pre-flight")}
 # Every kind a result or run may carry, for filters, forms and the OpenAPI enum.
-KIND_CHOICES: list[tuple[str, str]] = list(LABELS.items())
+KIND_CHOICES: list[tuple[str, Words]] = list(LABELS.items())
 
 
 def check_for(kind: str) -> CheckSpec:
@@ -83,9 +87,17 @@ def check_for(kind: str) -> CheckSpec:
     return CHECKS[kind]
 
 
-def kind_label(kind: str) -> str:
-    """What a person reads for a check's kind (an unknown slug as words)."""
+def kind_label(kind: str) -> Words:
+    """What a person reads for a check's kind, in the active language (an unknown slug as
+    words)."""
     return LABELS.get(kind) or kind.replace("_", " ").capitalize()
+
+
+def kind_label_english(kind: str) -> str:
+    """A check's kind as words in English, whatever the active language: for what is stored
+    (incident titles, timeline entries), which stays English (docs/pages.md, Language)."""
+    with translation.override(None):
+        return str(kind_label(kind))
 
 
 def lend_to_telemetry() -> None:
@@ -122,6 +134,7 @@ __all__ = [
     "Context",
     "check_for",
     "kind_label",
+    "kind_label_english",
     "lend_to_telemetry",
     "skip_maintenance",
 ]

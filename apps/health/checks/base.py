@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from apps.common.words import Words
 from apps.fleet.models import Cluster
 from apps.health import inputs
 from apps.health.detectors.findings import GPU, Finding, TargetType
@@ -78,7 +79,7 @@ class Context:
         return inputs.result_counts(self.cluster, self.kind, key)
 
 
-def always_monitored(cluster: Cluster) -> str | None:
+def always_monitored(cluster: Cluster) -> Words | None:
     """A check whose inputs every cluster has: never "not monitored"."""
     return None
 
@@ -88,7 +89,7 @@ class CheckSpec:
     """A check plug-in's declarations (see the module's docstring)."""
 
     kind: str
-    label: str
+    label: Words
     # Where it is listed among the checks (the health page, the thresholds, the schedule).
     order: int
     target: TargetType
@@ -102,14 +103,14 @@ class CheckSpec:
     pulls: frozenset[str] = frozenset()
     # Event kinds (name → what a person reads) the telemetry intake accepts for this check,
     # and what such an event belongs to.
-    events: Mapping[str, str] = field(default_factory=dict)
+    events: Mapping[str, Words] = field(default_factory=dict)
     event_target: TargetType = GPU
     # Event kinds that belong to the node itself (a GPU's PCI address, when one is given,
     # places them on that GPU): a driver's fault line that names no GPU index.
-    node_events: Mapping[str, str] = field(default_factory=dict)
+    node_events: Mapping[str, Words] = field(default_factory=dict)
     # Why a cluster's data cannot be judged by this check (None: it can): shown on the
     # health page instead of a pass.
-    not_monitored: Callable[[Cluster], str | None] = always_monitored
+    not_monitored: Callable[[Cluster], Words | None] = always_monitored
     interval_s: int = 60
     # False: declared and shown, but not run on the schedule until its inputs exist.
     scheduled: bool = True

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.clock import CLOCK, clock, clock_target
 from apps.health.detectors.findings import Finding
@@ -18,9 +20,9 @@ from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
 
-KIND, LABEL = "clock", "Clock"
+KIND, LABEL = "clock", _("Clock")
 READING = "clock"  # the kind of host reading it judges
-NOT_MONITORED = (
+NOT_MONITORED = _(
     "no node of this cluster has reported its clock (host readings: kuae-agent run --host, "
     "or node_exporter's timex collector)"
 )
@@ -31,7 +33,7 @@ class ClockLimits(Shared):
     """The clock check's thresholds (docs/checks.md, Thresholds)."""
 
     clock_max_offset_s: float = threshold(
-        0.5, "Clock offset either way over", "s", check=KIND, hi=86_400, above_lo=True
+        0.5, _("Clock offset either way over"), "s", check=KIND, hi=86_400, above_lo=True
     )
 
 

@@ -14,6 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
 
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.fleet.models import Cluster
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
@@ -27,13 +30,13 @@ from apps.telemetry.monitored import Needed
 from apps.telemetry.ports import COUNTERS
 from apps.telemetry.services import Judged, ports_judged
 
-NOT_MONITORED = "no NIC port of this cluster has reported"
+NOT_MONITORED = _("no NIC port of this cluster has reported")
 # Read from a port's hw_counters/, which node_exporter does not publish.
-HW_COUNTERS = (
+HW_COUNTERS = _(
     "node_exporter publishes no hw_counters (not reported by node_exporter); "
     "kuae-agent run --fabric reads them"
 )
-KIND, LABEL = "fabric", "Fabric (NIC ports)"
+KIND, LABEL = "fabric", _("Fabric (NIC ports)")
 
 
 @dataclass(frozen=True)
@@ -42,27 +45,27 @@ class FabricLimits(Shared):
     shares."""
 
     fabric_flaps_per_min: float = threshold(
-        5.0, "Flapping link: link error recoveries a minute over", "/min", check=KIND, hi=10**6
+        5.0, _("Flapping link: link error recoveries a minute over"), "/min", check=KIND, hi=10**6
     )
     fabric_symbol_errors_per_s: float = threshold(
-        10.0, "Symbol errors a second over", "/s", check=KIND, hi=10**9
+        10.0, _("Symbol errors a second over"), "/s", check=KIND, hi=10**9
     )
     fabric_rcv_errors_per_s: float = threshold(
-        10.0, "Receive errors a second over", "/s", check=KIND, hi=10**9
+        10.0, _("Receive errors a second over"), "/s", check=KIND, hi=10**9
     )
     fabric_xmit_discards_per_s: float = threshold(
-        100.0, "Transmit discards a second over", "/s", check=KIND, hi=10**9
+        100.0, _("Transmit discards a second over"), "/s", check=KIND, hi=10**9
     )
     fabric_ack_timeouts_per_s: float = threshold(
-        1.0, "Local ACK timeouts a second over", "/s", check=KIND, hi=10**9
+        1.0, _("Local ACK timeouts a second over"), "/s", check=KIND, hi=10**9
     )
     fabric_rnr_naks_per_s: float = threshold(
-        1.0, "RNR NAK retries a second over", "/s", check=KIND, hi=10**9
+        1.0, _("RNR NAK retries a second over"), "/s", check=KIND, hi=10**9
     )
     fabric_warns_to_fail: int = threshold(
         3,
-        "A port that warned this many times in an hour fails",
-        "warns",
+        _("A port that warned this many times in an hour fails"),
+        _("warns"),
         check=KIND,
         lo=1,
         hi=1_000,
@@ -176,7 +179,7 @@ def run(ctx: Context) -> list[Finding]:
     return findings
 
 
-def not_monitored(cluster: Cluster) -> str | None:
+def not_monitored(cluster: Cluster) -> Words | None:
     """Why the cluster's fabric is not judged: none of its NIC ports ever reported (one
     query); None once one has."""
     return None if Port.objects.filter(node__cluster=cluster).exists() else NOT_MONITORED
@@ -191,23 +194,28 @@ SPEC = CheckSpec(
     categories=(Category.NIC, Category.NETWORK_SWITCH_CABLE),
     run=run,
     needs=(
-        Needed("RNR NAK retries", ("rnr_nak_retry_err",), "fabric", LABEL, HW_COUNTERS, "port"),
+        Needed(_("RNR NAK retries"), ("rnr_nak_retry_err",), "fabric", LABEL, HW_COUNTERS, "port"),
         Needed(
-            "Local ACK timeouts", ("local_ack_timeout_err",), "fabric", LABEL, HW_COUNTERS, "port"
+            _("Local ACK timeouts"),
+            ("local_ack_timeout_err",),
+            "fabric",
+            LABEL,
+            HW_COUNTERS,
+            "port",
         ),
         Needed(
-            "Link down counter",
+            _("Link down counter"),
             ("link_downed",),
             "fabric",
             LABEL,
-            "its source sends no link counters",
+            _("its source sends no link counters"),
             "port",
         ),
     ),
     # The ports' names it reads, from node_exporter's infiniband series (KUAE's names, as
     # apps.telemetry.infiniband maps them; hw_counters' two are not published there).
     pulls=frozenset({"state", "phys_state", "rate_gbps", *COUNTERS}),
-    events={"link_downed": "Port link went down", "port_reset": "Port counters reset"},
+    events={"link_downed": _("Port link went down"), "port_reset": _("Port counters reset")},
     event_target=PORT,
     not_monitored=not_monitored,
 )

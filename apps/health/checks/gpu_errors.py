@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db.models import Count, Q
+from django.utils.translation import gettext_lazy as _
 
 from apps.fleet.models import Cluster, Node
 from apps.health import inputs
@@ -21,9 +22,9 @@ from apps.telemetry.models import TelemetryEvent
 from apps.telemetry.monitored import Needed
 from apps.telemetry.names import COUNTERS
 
-KIND, LABEL = "gpu_errors", "GPU errors (ECC/XID)"
-OFF_BY_DEFAULT = "the exporter's counters file omits it (dcgm-exporter's default leaves it off)"
-NOT_IN_FILE = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+KIND, LABEL = "gpu_errors", _("GPU errors (ECC/XID)")
+OFF_BY_DEFAULT = _("the exporter's counters file omits it (dcgm-exporter's default leaves it off)")
+NOT_IN_FILE = _("the exporter's counters file omits it, or the GPU or its source cannot report it")
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,10 @@ class GpuErrorsLimits(Shared):
     shares."""
 
     link_errors_growth: int = threshold(
-        100, "NVLink CRC or PCIe replay growth per run over", "", check=KIND, hi=10**9
+        100, _("NVLink CRC or PCIe replay growth per run over"), "", check=KIND, hi=10**9
     )
     gpu_missing_runs: int = threshold(
-        2, "A missing GPU fails after this many runs", "runs", check=KIND, lo=1, hi=1_000
+        2, _("A missing GPU fails after this many runs"), _("runs"), check=KIND, lo=1, hi=1_000
     )
 
 
@@ -85,13 +86,13 @@ SPEC = CheckSpec(
     categories=(Category.GPU_HBM, Category.GPU, Category.GPU_SYSTEM_PROCESSOR),
     run=run,
     needs=(
-        Needed("ECC", ("ecc_dbe_total",), KIND, "GPU errors", OFF_BY_DEFAULT),
-        Needed("NVLink CRC", ("nvlink_crc_errors",), KIND, "GPU errors", OFF_BY_DEFAULT),
-        Needed("PCIe replay", ("pcie_replay_total",), KIND, "GPU errors", NOT_IN_FILE),
-        Needed("Row remap", ("row_remap_failure",), KIND, "GPU errors", NOT_IN_FILE),
+        Needed("ECC", ("ecc_dbe_total",), KIND, _("GPU errors"), OFF_BY_DEFAULT),
+        Needed("NVLink CRC", ("nvlink_crc_errors",), KIND, _("GPU errors"), OFF_BY_DEFAULT),
+        Needed(_("PCIe replay"), ("pcie_replay_total",), KIND, _("GPU errors"), NOT_IN_FILE),
+        Needed(_("Row remap"), ("row_remap_failure",), KIND, _("GPU errors"), NOT_IN_FILE),
     ),
     pulls=frozenset({"xid", *COUNTERS, "row_remap_failure", "row_remap_pending"}),
     # The Moore Threads driver's fault lines, as the node agent's kernel-log follower sends
     # them: no catalogue of them is published, so each warns as unknown (docs/xid.md).
-    node_events={MTHREADS_DRIVER: "Moore Threads driver fault"},
+    node_events={MTHREADS_DRIVER: _("Moore Threads driver fault")},
 )

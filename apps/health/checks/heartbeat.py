@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.fleet.models import Cluster, Node
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
@@ -26,8 +28,8 @@ class HeartbeatLimits(Shared):
 
     heartbeat_cluster_share: float = threshold(
         0.10,
-        "Monitoring path down when more nodes are silent than",
-        "share",
+        _("Monitoring path down when more nodes are silent than"),
+        _("share"),
         check=KIND,
         hi=1,
         above_lo=True,
@@ -63,7 +65,7 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=HeartbeatLimits,
-    label="Heartbeat",
+    label=_("Heartbeat"),
     order=10,
     target=NODE,
     categories=(Category.NODE_UNREACHABLE,),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
 from apps.health.detectors.host_memory import MC, host_memory, mc_target
@@ -19,9 +21,9 @@ from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
 
-KIND, LABEL = "host_memory", "Host memory (EDAC)"
+KIND, LABEL = "host_memory", _("Host memory (EDAC)")
 READING = "memory"  # the kind of host reading it judges
-NOT_MONITORED = (
+NOT_MONITORED = _(
     "no node of this cluster has reported its memory controllers (host readings: "
     "kuae-agent run --host, or node_exporter's edac collector)"
 )
@@ -32,7 +34,7 @@ class HostMemoryLimits(Shared):
     """The host memory check's thresholds (docs/checks.md, Thresholds)."""
 
     host_ce_per_hour: float = threshold(
-        100, "Correctable memory errors within an hour over", "/h", check=KIND, hi=10**9
+        100, _("Correctable memory errors within an hour over"), "/h", check=KIND, hi=10**9
     )
 
 

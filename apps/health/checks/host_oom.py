@@ -19,6 +19,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import (
     NODE,
@@ -34,12 +36,12 @@ from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category, Severity
 from apps.telemetry.host_series import pull_name
 
-KIND, LABEL = "host_oom", "Out-of-memory kills"
+KIND, LABEL = "host_oom", _("Out-of-memory kills")
 READING = "vmstat"  # the kind of host reading it judges
 COUNTER = "oom_kill_total"
 # Its own category among the checks', so that no other check's pass resolves its incident.
 KILLED = Outcome(Category.SOFTWARE_BUG, Severity.SEV3)
-NOT_MONITORED = (
+NOT_MONITORED = _(
     "no node of this cluster has reported its out-of-memory kills (host readings: "
     "kuae-agent run --host, or node_exporter's vmstat collector)"
 )
@@ -50,7 +52,7 @@ class HostOomLimits(Shared):
     """The out-of-memory check's thresholds (docs/checks.md, Thresholds)."""
 
     host_oom_kills_per_hour: int = threshold(
-        0, "Out-of-memory kills within an hour over", "/h", check=KIND, hi=10**6
+        0, _("Out-of-memory kills within an hour over"), "/h", check=KIND, hi=10**6
     )
 
 

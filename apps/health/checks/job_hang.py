@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, JobProgress, job_hang
 from apps.health.detectors.findings import JOB
@@ -26,16 +28,16 @@ class JobHangLimits(Shared):
     shares."""
 
     hang_min_s: int = threshold(
-        600, "Hang: no progress for at least", "s", check=KIND, lo=1, hi=86_400
+        600, _("Hang: no progress for at least"), "s", check=KIND, lo=1, hi=86_400
     )
     hang_step_factor: float = threshold(
-        10.0, "Hang: or more than this many step times", "×", check=KIND, lo=1, hi=1_000
+        10.0, _("Hang: or more than this many step times"), "×", check=KIND, lo=1, hi=1_000
     )
     hang_window: int = threshold(
-        50, "Hang: step times in the median", "samples", check=KIND, lo=1, hi=10_000
+        50, _("Hang: step times in the median"), _("samples"), check=KIND, lo=1, hi=10_000
     )
     hang_no_metrics_s: int = threshold(
-        1800, "Hang: a job with no sample after it started", "s", check=KIND, lo=1, hi=604_800
+        1800, _("Hang: a job with no sample after it started"), "s", check=KIND, lo=1, hi=604_800
     )
 
 
@@ -78,7 +80,7 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=JobHangLimits,
-    label="Job hang",
+    label=_("Job hang"),
     order=20,
     target=JOB,
     categories=(Category.HANG,),

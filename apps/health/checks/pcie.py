@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
 from apps.health.detectors.pcie import DEVICE, pcie, pcie_target
@@ -19,9 +21,9 @@ from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
 
-KIND, LABEL = "pcie", "PCIe links and AER"
+KIND, LABEL = "pcie", _("PCIe links and AER")
 READING = "pcie"  # the kind of host reading it judges
-NOT_MONITORED = (
+NOT_MONITORED = _(
     "no node of this cluster has reported its PCIe devices (not reported by node_exporter; "
     "kuae-agent run --host reads them)"
 )
@@ -32,7 +34,7 @@ class PcieLimits(Shared):
     """The PCIe check's thresholds (docs/checks.md, Thresholds)."""
 
     pcie_aer_correctable_per_hour: float = threshold(
-        100, "AER correctable errors of a device within an hour over", "/h", check=KIND, hi=10**9
+        100, _("AER correctable errors of a device within an hour over"), "/h", check=KIND, hi=10**9
     )
 
 

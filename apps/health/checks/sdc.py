@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
@@ -25,7 +26,7 @@ class SdcLimits(Shared):
     shares."""
 
     sdc_round_s: int = threshold(
-        600, "Checksum vote: one probe round lasts", "s", check=KIND, lo=1, hi=86_400
+        600, _("Checksum vote: one probe round lasts"), "s", check=KIND, lo=1, hi=86_400
     )
 
 
@@ -53,7 +54,7 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=SdcLimits,
-    label="Silent data corruption",
+    label=_("Silent data corruption"),
     order=40,
     target=GPU,
     categories=(Category.SILENT_DATA_CORRUPTION,),

@@ -7,6 +7,8 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, slow_node
@@ -25,7 +27,7 @@ class SlowNodeLimits(Shared):
 
     slow_factor: float = threshold(
         1.10,
-        "Slow node: compute time over the job's median",
+        _("Slow node: compute time over the job's median"),
         "×",
         check=KIND,
         lo=1,
@@ -33,17 +35,17 @@ class SlowNodeLimits(Shared):
         above_lo=True,
     )
     slow_samples: int = threshold(
-        20, "Slow node: newest samples per node", "samples", check=KIND, lo=1, hi=10_000
+        20, _("Slow node: newest samples per node"), _("samples"), check=KIND, lo=1, hi=10_000
     )
     slow_min_samples: int = threshold(
-        5, "Slow node: samples a node needs", "samples", check=KIND, lo=1, hi=10_000
+        5, _("Slow node: samples a node needs"), _("samples"), check=KIND, lo=1, hi=10_000
     )
     slow_min_nodes: int = threshold(
-        4, "Slow node: nodes a job needs", "nodes", check=KIND, lo=2, hi=100_000
+        4, _("Slow node: nodes a job needs"), _("nodes"), check=KIND, lo=2, hi=100_000
     )
     gemm_factor: float = threshold(
         0.90,
-        "Slow GPU: GEMM throughput under its model's median",
+        _("Slow GPU: GEMM throughput under its model's median"),
         "×",
         check=KIND,
         hi=1,
@@ -84,7 +86,7 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=SlowNodeLimits,
-    label="Slow node",
+    label=_("Slow node"),
     order=30,
     target=NODE,
     categories=(Category.SLOW_NODE,),

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
+from apps.common.words import Words
 from apps.fleet.models import Cluster
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
@@ -23,8 +26,8 @@ from apps.telemetry.host_series import pull_name
 from apps.telemetry.models import HostReading
 
 FILESYSTEM = "filesystem"  # the host reading's kind (apps/telemetry/host_kinds.py)
-NO_MOUNTS = "no required mounts"
-NOT_REPORTED = "no node of this cluster has reported its filesystems"
+NO_MOUNTS = _("no required mounts")
+NOT_REPORTED = _("no node of this cluster has reported its filesystems")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class StorageLimits(Shared):
     check shares."""
 
     storage_min_free_pct: float = threshold(
-        5.0, "Required mount: free space under", "%", check=KIND, lo=0, hi=100
+        5.0, _("Required mount: free space under"), "%", check=KIND, lo=0, hi=100
     )
 
 
@@ -64,7 +67,7 @@ def run(ctx: Context) -> list[Finding]:
     return storage(filesystems(ctx.cluster), required=required, limits=ctx.limits)
 
 
-def not_monitored(cluster: Cluster) -> str | None:
+def not_monitored(cluster: Cluster) -> Words | None:
     """Why the cluster's storage is not judged: it has no required mounts, or none of its
     nodes ever reported a filesystem (one query); None once one has."""
     if not cluster.required_mounts:
@@ -76,7 +79,7 @@ def not_monitored(cluster: Cluster) -> str | None:
 SPEC = CheckSpec(
     kind=KIND,
     limits=StorageLimits,
-    label="Storage (required mounts)",
+    label=_("Storage (required mounts)"),
     order=110,
     target=MOUNT,
     categories=(Category.STORAGE,),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, thermal
@@ -13,7 +15,7 @@ from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
 
 KIND = "thermal"
-WHY = "the exporter's counters file omits it, or the GPU or its source cannot report it"
+WHY = _("the exporter's counters file omits it, or the GPU or its source cannot report it")
 
 
 @dataclass(frozen=True)
@@ -21,12 +23,12 @@ class ThermalLimits(Shared):
     """The thermal check's thresholds (docs/checks.md, Thresholds), besides those every check
     shares."""
 
-    temp_c: float = threshold(90, "GPU temperature from", "°C", check=KIND, lo=1, hi=150)
+    temp_c: float = threshold(90, _("GPU temperature from"), "°C", check=KIND, lo=1, hi=150)
     mem_temp_c: float = threshold(
-        95, "Memory (HBM) temperature from", "°C", check=KIND, lo=1, hi=150
+        95, _("Memory (HBM) temperature from"), "°C", check=KIND, lo=1, hi=150
     )
     thermal_runs: int = threshold(
-        2, "Too hot in this many runs in a row", "runs", check=KIND, lo=1, hi=1_000
+        2, _("Too hot in this many runs in a row"), _("runs"), check=KIND, lo=1, hi=1_000
     )
 
 
@@ -39,14 +41,14 @@ def run(ctx: Context) -> list[Finding]:
 SPEC = CheckSpec(
     kind=KIND,
     limits=ThermalLimits,
-    label="Thermal",
+    label=_("Thermal"),
     order=60,
     target=GPU,
     categories=(Category.GPU_THERMAL,),
     run=run,
     needs=(
-        Needed("Temperature", ("temp_c",), KIND, "thermal", WHY),
-        Needed("Memory temperature", ("mem_temp_c",), KIND, "thermal", WHY),
+        Needed(_("Temperature"), ("temp_c",), KIND, _("thermal"), WHY),
+        Needed(_("Memory temperature"), ("mem_temp_c",), KIND, _("thermal"), WHY),
     ),
     pulls=frozenset({"temp_c", "mem_temp_c"}),
 )

@@ -13,7 +13,7 @@ register = template.Library()
 @register.filter
 def check_label(kind: str) -> str:
     """`gpu_errors` → 'GPU errors (ECC/XID)'."""
-    return kind_label(kind)
+    return str(kind_label(kind))
 
 
 @register.simple_tag(takes_context=True)

@@ -31,7 +31,7 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # header's language switch names in its own words on every page.
 SAME_IN_CHINESE = frozenset(
     """
-    KUAE Ops API REST JSON CSV PDF ZIP URL UTC GMT ID OK
+    KUAE Ops API REST JSON CSV PDF PNG ZIP URL UTC GMT ID OK
     GPU GPUs NVIDIA AMD Intel Gaudi Moore Threads MTT MUSA CUDA ROCm NCCL RCCL HCCL DCGM NVLink
     NVSwitch InfiniBand IB RoCE NIC NICs HCA PCI PCIe AER EDAC ECC DBE SBE XID SXid CPU CPUs DIMM
     NVMe NFS Lustre GPFS NTP PTP chrony edac vmstat timex OOM CRC ACK RNR NAK BMC IPMI HBM SRAM

@@ -27,7 +27,12 @@ from apps.reports.models import ClusterTargets
 from apps.reports.planning import what_if
 from apps.reports.recovery_parts import RecoveryTimes, weekly_recovery
 from apps.reports.reliability import IncidentTimes, reliability
-from apps.reports.targets import MFU_REFERENCE, MFU_REFERENCE_LABEL, Targets, target_text
+from apps.reports.targets import (
+    MFU_REFERENCE,
+    MFU_REFERENCE_LABEL,
+    Targets,
+    target_words,
+)
 from apps.reports.wall import WallGrid, wall_grid
 
 
@@ -161,7 +166,7 @@ def mfu_lines(cluster: Cluster) -> MfuLines:
     the job page's chart draws them (lent to the jobs app)."""
     floor = targets_for(cluster=cluster).mean_mfu
     return MfuLines(
-        target=Line(floor, f"target {target_text('mean_mfu', floor)}"),
+        target=Line(floor, target_words("mean_mfu", floor)),  # in the page's language
         reference=Line(MFU_REFERENCE, MFU_REFERENCE_LABEL),
     )
 

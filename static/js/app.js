@@ -181,6 +181,54 @@
     return { fg: v("--fg"), muted: v("--muted"), line: v("--line"), card: v("--card"), bg: v("--bg") };
   }
 
+  // Plotly's own words — its toolbar's tips, the month and weekday names on a time axis — in
+  // the page's language (docs/pages.md, Language): a Chinese page registers a zh-CN locale
+  // once and draws every chart with it.
+  var ZH_CN = {
+    moduleType: "locale",
+    name: "zh-CN",
+    dictionary: {
+      "Autoscale": "自动缩放", "Box Select": "矩形框选", "Lasso Select": "套索选择",
+      "Compare data on hover": "悬停时比较数据", "Show closest data on hover": "悬停时显示最近的数据",
+      "Toggle Spike Lines": "切换数据点辅助线", "Toggle show closest data on hover": "切换悬停显示最近的数据",
+      "Double-click on legend to isolate one trace": "双击图例只显示这条曲线",
+      "Double-click to zoom back out": "双击恢复缩放",
+      "Download plot as a png": "下载图表为 PNG", "Download plot as a PNG": "下载图表为 PNG",
+      "Download plot as JSON": "下载图表为 JSON", "Download plot": "下载图表",
+      "Share": "分享", "Share chart": "分享图表", "Share chart...": "分享图表…",
+      "Pan": "平移", "Zoom": "缩放", "Zoom in": "放大", "Zoom out": "缩小",
+      "Reset": "重置", "Reset axes": "重置坐标轴", "Reset view": "重置视图", "Reset views": "重置视图",
+      "Orbital rotation": "轨道旋转", "Turntable rotation": "转台旋转",
+      "Draw line": "画线", "Erase active shape": "删除选中形状",
+      "Produced with Plotly.js": "由 Plotly.js 生成",
+      "Taking snapshot - this may take a few seconds": "正在生成快照，可能需要几秒钟",
+      "Snapshot succeeded": "快照已生成",
+      "Sorry, there was a problem downloading your snapshot!": "抱歉，下载快照时出错！",
+      "trace": "曲线", "min:": "最小值：", "max:": "最大值：", "mean:": "均值：",
+      "median:": "中位数：", "q1:": "下四分位：", "q3:": "上四分位："
+    },
+    format: {
+      days: ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
+      shortDays: ["周日", "周一", "周二", "周三", "周四", "周五", "周六"],
+      months: ["一月", "二月", "三月", "四月", "五月", "六月", "七月", "八月", "九月", "十月",
+               "十一月", "十二月"],
+      shortMonths: ["1月", "2月", "3月", "4月", "5月", "6月", "7月", "8月", "9月", "10月", "11月",
+                    "12月"],
+      date: "%Y-%m-%d",
+      decimal: ".",
+      thousands: ","
+    }
+  };
+  function plotConfig(config) {
+    var lang = (document.documentElement.lang || "").toLowerCase();
+    if (lang.indexOf("zh") !== 0 || !window.Plotly) return config;
+    if (!plotConfig.registered) {
+      window.Plotly.register(ZH_CN);
+      plotConfig.registered = true;
+    }
+    return Object.assign({}, config || {}, { locale: "zh-CN" });
+  }
+
   function themed(layout) {
     var c = palette();
     var axis = { gridcolor: c.line, linecolor: c.line, zerolinecolor: c.line, tickcolor: c.line,
@@ -288,7 +336,7 @@
         el.dataset.drawn = "1";
         el._kuaeFigure = fig;
         fig = fitted(el, fig);
-        return window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+        return window.Plotly.react(el, fig.data, themed(fig.layout), plotConfig(fig.config));
       })
       .then(function () { markLoaded(); rangeFromUrl(el); })
       .catch(function (err) {
@@ -343,7 +391,7 @@
       var fig = el._kuaeFigure;
       if (fig && window.Plotly) {
         fig = fitted(el, fig);
-        window.Plotly.react(el, fig.data, themed(fig.layout), fig.config);
+        window.Plotly.react(el, fig.data, themed(fig.layout), plotConfig(fig.config));
       }
     });
   }
@@ -486,7 +534,7 @@
       fig = fitted(el, fig);
       if (window.Plotly) {
         el.innerHTML = "";
-        window.Plotly.newPlot(el, fig.data, themed(fig.layout), fig.config).then(function () { rangeFromUrl(el); });
+        window.Plotly.newPlot(el, fig.data, themed(fig.layout), plotConfig(fig.config)).then(function () { rangeFromUrl(el); });
       }
     });
     pipelineBanner();

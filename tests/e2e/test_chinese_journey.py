@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.core.management import call_command
-from django.db import models
 
 from apps.accounts.models import User
 from tests.e2e.test_every_page import MODES, SCAN, WIDE, _axe, _pages
 from tests.i18n_check import visible_english
+from tests.i18n_data import stored_words
 
 try:
     import ldap  # noqa: F401  (python-ldap: requirements-ldap.lock)
@@ -57,28 +56,11 @@ def directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings) -> Iter
     server.stop()
 
 
-def data_words() -> set[str]:
-    """Every text the fleet itself holds (hostnames, names, titles, messages people and
-    checks wrote): what a page may show untranslated. Fields with choices are not data: their
-    labels are the page's words."""
-    words: set[str] = set()
-    for model in apps.get_models():
-        fields = [
-            f.attname
-            for f in model._meta.concrete_fields
-            if isinstance(f, models.CharField | models.TextField) and not f.choices
-        ]
-        if fields:
-            for row in model.objects.values_list(*fields).iterator():
-                words.update(v for v in row if v)
-    return words
-
-
 def sign_in(page, base: str, username: str) -> None:  # noqa: ANN001
     page.goto(base + "/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("main")
 
 
@@ -105,7 +87,7 @@ def test_a_directory_operator_reads_every_page_in_chinese(chromium, live_server,
         if pages is None:
             assert User.objects.get(username="ada").role == "operator"
             pages = _pages("operator")
-            known = data_words()
+            known = stored_words()  # the fleet's own text (tests/i18n_data.py)
         for url in pages:
             page.goto(live_server.url + url)
             page.wait_for_load_state("networkidle")

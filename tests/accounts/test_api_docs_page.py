@@ -27,7 +27,7 @@ def test_the_page_is_in_the_app_frame_with_local_assets_and_no_inline_script(cli
     assert '<header class="top">' in html and 'aria-label="Main"' in html  # the app's frame
     assert re.search(r'<a href="/api/docs/" aria-current="page">API</a>', html)
     assert "mia" in html and "Sign out" in html and ">Sign in<" not in html
-    assert '<div id="swagger-ui">' in html
+    assert '<div id="swagger-ui" lang="en" translate="no">' in html
     assert 'href="/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css"' in html
     sources = [re.search(r'src="([^"]+)"', attrs) for attrs, _ in _scripts(html)]
     assert all(sources), "every script is a file: the page CSP allows no inline script"
@@ -67,7 +67,8 @@ def test_public_docs_open_to_anyone_with_a_sign_in_link(client):
     page = client.get("/api/docs/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert '<header class="top">' in html and '<div id="swagger-ui">' in html
+    assert '<header class="top">' in html
+    assert '<div id="swagger-ui" lang="en" translate="no">' in html
     assert '<a class="sign-in" href="/login/?next=/api/docs/">Sign in</a>' in html
     assert "Sign out" not in html and 'role="search"' not in html  # no user menu, no search
     assert client.get("/api/docs/?script=").status_code == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.backends import ModelBackend
@@ -49,6 +50,19 @@ class SignInThrottle:
         if request is not None and hasattr(request, self.RESERVED):
             delattr(request, self.RESERVED)
 
+    def attempt(
+        self, request: HttpRequest | None, name: str, check: Callable[[], object]
+    ) -> User | None:
+        """One throttled attempt for account `name`: reserved before `check` (the backend's
+        own password check) runs, released when it signs a user in; anything else leaves
+        the reservation standing as the failure."""
+        reservation = self.reserve(request, name)
+        user = check()
+        if not isinstance(user, User):
+            return None
+        self.release(request, reservation)
+        return user
+
 
 class ThrottledModelBackend(SignInThrottle, ModelBackend):
     """Django's password check, refused while this (account, address) or the address is
@@ -69,9 +83,10 @@ class ThrottledModelBackend(SignInThrottle, ModelBackend):
         name = username if username is not None else kwargs.get(User.USERNAME_FIELD)
         if name is None:
             return None
-        reservation = self.reserve(request, str(name))
-        user = super().authenticate(request, username, password, **kwargs)
-        if not isinstance(user, User):
-            return None  # the reservation stands as the failure
-        self.release(request, reservation)
-        return user
+        return self.attempt(
+            request,
+            str(name),
+            lambda: super(ThrottledModelBackend, self).authenticate(
+                request, username, password, **kwargs
+            ),
+        )

@@ -49,17 +49,17 @@ class DirectoryBackend(SignInThrottle, LDAPBackend):
         name = username if username is not None else kwargs.get(User.USERNAME_FIELD)
         if name is None or not password:
             return None
-        reservation = self.reserve(request, str(name))
+        return self.attempt(request, str(name), lambda: self._check(request, str(name), password))
+
+    def _check(self, request: HttpRequest | None, name: str, password: str) -> object:
+        """django-auth-ldap's check; a person in no mapped group marks the request for the
+        sign-in page, then stops Django (PermissionDenied, counted as a failure)."""
         try:
-            user = super().authenticate(request, username=str(name), password=password)
+            return super().authenticate(request, username=name, password=password)
         except NoMappedGroup as refusal:
             if request is not None:
                 setattr(request, NO_MAPPED_GROUP, refusal)
-            raise  # PermissionDenied: Django stops here and counts a failure
-        if not isinstance(user, User):
-            return None  # the reservation stands as the failure
-        self.release(request, reservation)
-        return user
+            raise
 
     def authenticate_ldap_user(self, ldap_user: Any, password: str) -> User | None:
         """The directory checked the password and found the user: give them the role their

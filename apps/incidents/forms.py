@@ -22,6 +22,12 @@ from apps.incidents.policy import OPERATOR_FIELDS, status_choices
 from apps.incidents.selectors import nodes_not_of_job
 from apps.jobs.models import Job
 
+
+def _utc_time(label: Any) -> forms.DateTimeField:
+    """One of an incident's optional times, entered in UTC."""
+    return forms.DateTimeField(required=False, label=label, help_text="UTC")
+
+
 # Labels both incident forms use (a page's language; the field names stay the API's).
 OCCURRED = gettext_lazy("Occurred at")
 DETECTED = gettext_lazy("Detected at")
@@ -37,25 +43,15 @@ class IncidentEditForm(forms.Form):
     status = forms.ChoiceField(choices=IncidentStatus.choices, label=gettext_lazy("Status"))
     severity = forms.ChoiceField(choices=Severity.choices, label=gettext_lazy("Severity"))
     category = forms.ChoiceField(choices=Category.choices, label=gettext_lazy("Category"))
-    occurred_at = forms.DateTimeField(required=False, label=OCCURRED, help_text="UTC")
+    occurred_at = _utc_time(OCCURRED)
     detected_at = forms.DateTimeField(required=False, label=DETECTED, help_text=DETECTED_HELP)
-    localized_at = forms.DateTimeField(required=False, label=LOCALISED, help_text="UTC")
-    mitigated_at = forms.DateTimeField(
-        required=False, label=gettext_lazy("Mitigated at"), help_text="UTC"
-    )
-    restarted_at = forms.DateTimeField(
-        required=False, label=gettext_lazy("Restarted at"), help_text="UTC"
-    )
-    restored_at = forms.DateTimeField(
-        required=False, label=gettext_lazy("Restored at"), help_text="UTC"
-    )
-    recovered_at = forms.DateTimeField(required=False, label=RECOVERED, help_text="UTC")
-    caught_up_at = forms.DateTimeField(
-        required=False, label=gettext_lazy("Caught up at"), help_text="UTC"
-    )
-    resolved_at = forms.DateTimeField(
-        required=False, label=gettext_lazy("Resolved at"), help_text="UTC"
-    )
+    localized_at = _utc_time(LOCALISED)
+    mitigated_at = _utc_time(gettext_lazy("Mitigated at"))
+    restarted_at = _utc_time(gettext_lazy("Restarted at"))
+    restored_at = _utc_time(gettext_lazy("Restored at"))
+    recovered_at = _utc_time(RECOVERED)
+    caught_up_at = _utc_time(gettext_lazy("Caught up at"))
+    resolved_at = _utc_time(gettext_lazy("Resolved at"))
     description = forms.CharField(
         required=False, label=DESCRIPTION, widget=forms.Textarea(attrs={"rows": 3})
     )
@@ -96,10 +92,10 @@ class IncidentFileForm(forms.Form):
     severity = forms.ChoiceField(
         choices=Severity.choices, initial=Severity.SEV3, label=gettext_lazy("Severity")
     )
-    occurred_at = forms.DateTimeField(required=False, label=OCCURRED, help_text="UTC")
+    occurred_at = _utc_time(OCCURRED)
     detected_at = forms.DateTimeField(required=False, label=DETECTED, help_text=DETECTED_HELP)
-    localized_at = forms.DateTimeField(required=False, label=LOCALISED, help_text="UTC")
-    recovered_at = forms.DateTimeField(required=False, label=RECOVERED, help_text="UTC")
+    localized_at = _utc_time(LOCALISED)
+    recovered_at = _utc_time(RECOVERED)
     job = forms.CharField(
         required=False,
         max_length=200,

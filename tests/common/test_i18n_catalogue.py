@@ -1,8 +1,6 @@
 """The translations are whole (docs/pages.md, Language): every message in the catalogue has
 its Chinese, the catalogue holds every string the code and templates mark, and no template
-shows English outside a translation tag — but for those still listed in `PENDING`, which
-shrinks as templates are translated (an entry whose template has become clean fails, so the
-list can only get shorter)."""
+shows English outside a translation tag."""
 
 from __future__ import annotations
 
@@ -18,9 +16,6 @@ from tests.i18n_check import TEMPLATES, template_english
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
-
-# Templates not yet translated (each still shows English to a Chinese reader).
-PENDING: frozenset[str] = frozenset()
 
 _ENTRY = re.compile(r'^(msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')
 
@@ -83,7 +78,4 @@ def test_catalogue_holds_every_marked_string(tmp_path: Path) -> None:
 )
 def test_templates_show_no_english_outside_translation_tags(name: str) -> None:
     words = template_english((TEMPLATES / name).read_text(encoding="utf-8"))
-    if name in PENDING:
-        assert words, f"{name} is translated now: take it off PENDING"
-    else:
-        assert not words, f"{name} shows English outside a translation tag: {words[:12]}"
+    assert not words, f"{name} shows English outside a translation tag: {words[:12]}"

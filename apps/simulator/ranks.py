@@ -7,18 +7,22 @@ other rank waits for it in `all_reduce`. Their watchdogs report the stall a minu
 in and again every 5 minutes while it lasts: `hung_ranks_write` writes that history up to
 now, and the demo's tick (`stalls_renew`) goes on re-reporting for as long as the job stays
 hung. Both go through the same validation and services as `POST jobs/{id}/ranks/` and
-`POST ingest/stalls/`.
+`POST ingest/stalls/`, in batches within those doors' bounds (10,000 ranks or reports a
+batch), as a real job's ranks would send them: the largest job of a 102,400-GPU simulation
+has 76,800 ranks.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from apps.jobs.models import Job, Rank
-from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
+from apps.jobs.rank_intake import MAX_RANKS, MAX_REPORTS, parse_rank_batch, parse_stall_batch
 from apps.jobs.ranks import ranks_register, stalls_ingest
+
+T = TypeVar("T")
 
 REPORT_AFTER = dt.timedelta(seconds=60)  # the watchdog's stall window (its floor)
 REREPORT = dt.timedelta(minutes=5)  # then a report every 5 minutes
@@ -90,6 +94,20 @@ def _report(
     }
 
 
+def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """`items` in consecutive slices of at most `size` (a door's bound per batch)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _stalls_send(reports: Sequence[dict[str, Any]], now: dt.datetime) -> None:
+    """Take `reports` as `POST ingest/stalls/` would, a batch of at most MAX_REPORTS at a time."""
+    for batch in batches(reports, MAX_REPORTS):
+        stalls_ingest(
+            reports=parse_stall_batch({"reports": list(batch)}, now=now), user=None, now=now
+        )
+
+
 def hung_ranks_write(
     *,
     job: Job,
@@ -122,7 +140,8 @@ def hung_ranks_write(
         }
         for rank, host in placed
     ]
-    ranks_register(job=job, items=parse_rank_batch({"ranks": ranks}, now=now), now=now)
+    for batch in batches(ranks, MAX_RANKS):
+        ranks_register(job=job, items=parse_rank_batch({"ranks": list(batch)}, now=now), now=now)
     culprit = hosts.index(culprit_host) * gpus_per_node
     written = 0
     at = hang_at + REPORT_AFTER
@@ -133,7 +152,7 @@ def hung_ranks_write(
             )
             for rank, host in placed
         ]
-        stalls_ingest(reports=parse_stall_batch({"reports": reports}, now=now), user=None, now=now)
+        _stalls_send(reports, now)
         written += len(reports)
         at += REREPORT
     return written
@@ -166,6 +185,5 @@ def stalls_renew(*, jobs: Sequence[Job], now: dt.datetime) -> int:
                     since=since or now,
                 )
             )
-    if reports:
-        stalls_ingest(reports=parse_stall_batch({"reports": reports}, now=now), user=None, now=now)
+    _stalls_send(reports, now)
     return len(reports)

@@ -11,10 +11,14 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps.fleet.services import NodeSpec, cluster_create, nodes_register
 from apps.health.services import run_execute, runs_request
 from apps.incidents.models import Incident
 from apps.jobs.models import Job, Rank
+from apps.jobs.rank_intake import MAX_RANKS, MAX_REPORTS
+from apps.jobs.services import job_create
 from apps.simulator.demo import demo_tick
+from apps.simulator.ranks import REPORT_AFTER, hung_ranks_write
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +56,39 @@ def test_the_simulated_hang_names_its_culprit_while_the_demo_runs(tmp_path, sett
     incident.refresh_from_db()
     assert [n.hostname for n in incident.nodes.all()] == [culprit]
     assert "silent" not in (incident.details.get("verdict") or "")
+
+
+def test_a_hung_job_over_one_batch_registers_and_reports_every_rank():
+    """A hung job with more ranks than one batch of `POST jobs/{id}/ranks/` or
+    `POST ingest/stalls/` may carry (the largest job of a 102,400-GPU simulation has 76,800)
+    is written in batches within those bounds, every rank registered and reporting once."""
+    world = MAX_RANKS + 80
+    per_node = 16
+    cluster = cluster_create(
+        name="wide", gpu_model="H100", peak_tflops_per_gpu=989.4, gpus_per_node=per_node
+    )
+    hosts = [f"w{i:04d}" for i in range(world // per_node)]
+    nodes = nodes_register(cluster=cluster, specs=[NodeSpec(hostname=h) for h in hosts])
+    now = timezone.now()
+    job, _ = job_create(
+        cluster=cluster,
+        nodes=nodes,
+        name="wide",
+        status="running",
+        gpu_count=world,
+        started_at=now - dt.timedelta(hours=1),
+    )
+    assert world > MAX_REPORTS
+    written = hung_ranks_write(
+        job=job,
+        hosts=hosts,
+        culprit_host=hosts[3],
+        gpus_per_node=per_node,
+        hang_at=now - REPORT_AFTER,  # one round of reports
+        step=100,
+        now=now,
+    )
+    ranks = Rank.objects.filter(job=job)
+    assert written == world
+    assert ranks.count() == world and not ranks.filter(report_at__isnull=True).exists()
+    assert list(ranks.filter(in_collective=False).values_list("rank", flat=True)) == [3 * per_node]

@@ -16,6 +16,12 @@ grammar and the order of names are those of python-hostlist's `expand_hostlist`:
 commas separate parts; a part is text and bracketed range lists (`[1-3,7]`, not nested),
 the first bracket varying slowest; a range keeps its low end's zero padding; duplicates are
 dropped, the first kept.
+
+The expander is our own rather than python-hostlist's (a test dependency: the oracle of
+tests/common/test_bounds_pure.py): `expand_hostlist` makes the names before checking them,
+against one module-wide cap per part (100,000) and nothing per request, so a short field
+can make millions of names, and deep brackets end in RecursionError; its errors do not say
+which range is wrong (docs/operations.md, Limits).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ class SlurmRest:
             headers["X-SLURM-USER-TOKEN"] = token
         if settings.KUAE_SLURM_USER:
             headers["X-SLURM-USER-NAME"] = settings.KUAE_SLURM_USER
+        transport: httpx.BaseTransport
         if url.startswith("unix:"):
             transport = httpx.HTTPTransport(uds=url.removeprefix("unix:"))
             base = "http://slurmrestd"

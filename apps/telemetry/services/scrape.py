@@ -8,9 +8,11 @@ says or where its URL points:
 
 - it connects only where KUAE_SCRAPE_ALLOW lets it (apps.fleet.destinations): it resolves
   the name itself, checks every address and connects to a checked one — no second lookup
-  a rebinding DNS server could answer differently, no proxy from the environment;
+  a rebinding DNS server could answer differently, no proxy from the environment
+  (apps.fleet.pinned.PinnedBackend, as every pinned client);
 - one deadline covers the whole scrape of a target (name lookup, connect, TLS, headers,
-  body): a server that drips a byte a second is cut off at `timeout_s`;
+  body; the same backend's deadline): a server that drips a byte a second is cut off at
+  `timeout_s`;
 - the answer is streamed and refused past MAX_BYTES, counted before and after
   decompression (a declared Content-Length over it is refused before the body is read),
   and past MAX_LINES before it is parsed;
@@ -25,9 +27,8 @@ import logging
 import ssl
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import httpcore
@@ -38,15 +39,9 @@ from django.utils import timezone
 
 from apps.common.bulk import update_many
 from apps.common.errors import BatchError
-from apps.fleet.destinations import (
-    DestinationRefused,
-    IPAddress,
-    IPNetwork,
-    Unresolvable,
-    checked_addresses,
-    parse_allow,
-)
+from apps.fleet.destinations import DestinationRefused, IPNetwork, Unresolvable, parse_allow
 from apps.fleet.models import Node
+from apps.fleet.pinned import PinnedBackend
 from apps.telemetry.host import HostReadingIn
 from apps.telemetry.intake import TelemetrySample
 from apps.telemetry.ports import PortReading
@@ -85,102 +80,6 @@ class Scrape:
 
 class ScrapeFailed(Exception):
     """A scrape that failed, said in the scraper's words."""
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every read and write ends by the scrape's deadline."""
-
-    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
-        self._inner, self._deadline = inner, deadline
-
-    def _left(self, timeout: float | None) -> float:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise httpcore.ReadTimeout("scrape deadline passed")
-        return left if timeout is None else min(timeout, left)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._left(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._left(timeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        tls = self._inner.start_tls(ssl_context, server_hostname, self._left(timeout))
-        return _DeadlineStream(tls, self._deadline)
-
-    def get_extra_info(self, info: str) -> object:
-        return self._inner.get_extra_info(info)
-
-
-# Name lookups, off the scraping threads (a lookup cannot be cancelled; it is waited for
-# only until the scrape's deadline).
-_RESOLVER = ThreadPoolExecutor(max_workers=32, thread_name_prefix="scrape-dns")
-
-
-class _GuardedBackend(httpcore.NetworkBackend):
-    """Connects only to addresses the destination policy allows, and to the very address
-    it checked; every connection it makes ends by `deadline`."""
-
-    def __init__(self, allow: Sequence[IPNetwork], deadline: float) -> None:
-        self._allow, self._deadline = allow, deadline
-        self._backend = httpcore.SyncBackend()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        error: Exception = httpcore.ConnectError("no address to connect to")
-        for address in self._resolve(host, port):
-            left = self._deadline - time.monotonic()
-            if left <= 0:
-                raise httpcore.ConnectTimeout("scrape deadline passed")
-            try:
-                stream = self._backend.connect_tcp(
-                    str(address),
-                    port,
-                    timeout=left if timeout is None else min(timeout, left),
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except httpcore.ConnectError as exc:
-                error = exc
-                continue
-            return _DeadlineStream(stream, self._deadline)
-        raise error
-
-    def _resolve(self, host: str, port: int) -> list[IPAddress]:
-        """The checked addresses of `host`, by the deadline: the resolver runs in a thread
-        of its own, so a name that takes long to resolve cannot hold the scrape past it."""
-        left = self._deadline - time.monotonic()
-        future = _RESOLVER.submit(checked_addresses, host, port, self._allow)
-        try:
-            return future.result(timeout=max(left, 0))
-        except FutureTimeout as exc:
-            raise httpcore.ConnectTimeout("name resolution passed the scrape deadline") from exc
-
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("the scraper does not use unix sockets")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 class _Body:
@@ -297,7 +196,7 @@ def _fetch(
     try:
         with httpcore.ConnectionPool(
             ssl_context=ssl_context,
-            network_backend=_GuardedBackend(allow, deadline),
+            network_backend=PinnedBackend(allow, deadline),
             max_connections=1,
             retries=0,
         ) as pool:

@@ -1,18 +1,21 @@
 """Real Debian servers for tests, started on free loopback ports and stopped afterwards:
 `prometheus` (or `victoria-metrics`) scraping targets every second, node_exporter's
 collectors (`infiniband`, or `edac`, `filesystem`, `timex`) on fake sysfs, procfs and root
-trees, and a counting proxy that shows what KUAE asks a server. A binary that is absent
-skips its test with a reason, except under CI (`.ci/run` installs them), where it fails."""
+trees, and a counting proxy that shows what KUAE asks a server. A binary (or Python module)
+that is absent skips its test with a reason, except under CI (`.ci/run` installs them),
+where it fails: every program a fixture starts is in its check (`absent`)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
 import httpx
 import pytest
@@ -20,6 +23,33 @@ import pytest
 from tests.support import LoopbackServer, QuietHandler, closed_port, reply
 
 DEADLINE_S = 30.0
+
+
+def absent(reason: str, *, ci: str = ".ci/run installs it") -> NoReturn:
+    """A part the test needs is not here: skip saying `reason`, or fail under CI, which
+    installs every part (`ci` says how), so a part missing there is a fault, not a skip."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI needs what is missing: {reason} ({ci})")
+    pytest.skip(reason, allow_module_level=True)
+
+
+def binaries_or_skip(binaries: Mapping[str, str], *, what: str) -> None:
+    """Skip (fail under CI) unless every program of `binaries` (name → the Debian package
+    that holds it) is on PATH, where the test's processes look for it; the reason names
+    each one missing and the packages that hold them."""
+    missing = [name for name in binaries if shutil.which(name) is None]
+    if missing:
+        packages = " ".join(sorted({binaries[name] for name in missing}))
+        absent(f"no {what} here ({', '.join(missing)}): apt-get install {packages}")
+
+
+def module_or_skip(name: str, *, install: str) -> ModuleType:
+    """The module `name`, imported; absent, the test skips saying how to `install` it, or
+    fails under CI (pytest.importorskip would skip there too)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        absent(f"no {name} here ({error}): {install}", ci="the dev lock installs it")
 
 
 def find_binary(*names: str) -> str | None:
@@ -38,9 +68,7 @@ def debian_binary(*names: str, package: str) -> str:
     or fails under CI."""
     found = find_binary(*names)
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs Debian's {package} (.ci/run installs it)")
-        pytest.skip(f"no {package} here (apt-get install {package})")
+        absent(f"no {package} here (apt-get install {package})")
     return found
 
 

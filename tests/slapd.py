@@ -71,7 +71,8 @@ class Slapd:
 
     def __init__(self, base: Path, people: dict[str, str], groups: dict[str, list[str]]) -> None:
         self.binary = debian_binary("slapd", "/usr/sbin/slapd", package="slapd")
-        debian_binary("ldapmodify", package="ldap-utils")
+        for tool in ("ldapadd", "ldapmodify"):  # what `ldap()` runs
+            debian_binary(tool, package="ldap-utils")
         self.base = base
         (base / "db").mkdir(parents=True, exist_ok=True)
         includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in SCHEMAS)

@@ -36,7 +36,7 @@ from apps.health.limits import Limits
 from apps.health.models import CheckResult, CheckRun
 from apps.incidents.choices import ACTIVE_STATUSES, IncidentStatus, Severity, Source
 from apps.incidents.models import Incident, TimelineEntry
-from apps.incidents.services import incident_note, incident_open, incident_update
+from apps.incidents.services import incident_fold, incident_note, incident_open, incident_update
 from apps.jobs.models import Job
 
 log = logging.getLogger(__name__)
@@ -334,6 +334,10 @@ def _open(
     if parts:  # the GPUs and ports it blames, as a repair names them
         where += f" — {parts}"
     said = _localized(items)
+    seen = xid_seen(items)
+    details: dict[str, object] = {"verdict": said} if said else {}
+    if seen:  # a storm's first run keeps how many lines it folded (docs/checks.md, Storms)
+        details["xid_counts"] = seen
     incident = incident_open(
         cluster=run.cluster,
         title=fit_title(f"{kind_label_english(run.kind)}: {where}"),
@@ -348,13 +352,9 @@ def _open(
         description="\n".join(f.message for f in items[:20]),
         source=Source.HEALTH,
         fingerprint=f"health:{ident}" if scope == "cluster" else "",
-        details={"verdict": said} if said else None,
+        details=details or None,
         actor=f"check:{run.kind}",
     )
-    seen = xid_seen(items)
-    if seen:  # a storm's first run says how many lines it folded (docs/checks.md, Storms)
-        incident.details = {**incident.details, "xid_counts": seen}
-        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
     lines = [said] if said else []
     lines += [
         f"XID {code} seen {times(n)} on {part_words(target)}"
@@ -395,22 +395,16 @@ def _update(
     )
     lines = []
     if added:
-        incident.nodes.add(*[node_objs[h] for h in added])
         lines.append(
             f"also on {', '.join(added)}: "
             + "; ".join(f.message for f in items if f.node in added)[:1000]
         )
     culprits = sorted({h for f in items for h in f.culprits if h in node_objs} - known)
-    if culprits:
-        incident.nodes.add(*[node_objs[h] for h in culprits])
-        if incident.localized_at is None:
-            Incident.objects.filter(pk=incident.pk).update(localized_at=now)
-            incident.localized_at = now
+    details: dict[str, object] = {}
     said = _localized(items)
     if said and (culprits or said != incident.details.get("verdict")):
         lines.append(said)
-        incident.details = {**incident.details, "verdict": said}
-        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
+        details["verdict"] = said
     seen = xid_seen(items)
     if seen:  # a storm folds in: its count grows, and the timeline says by how much
         totals = {t: dict(codes) for t, codes in (incident.details.get("xid_counts") or {}).items()}
@@ -421,8 +415,13 @@ def _update(
                 f"XID {code} seen {n} more time{'s' if n != 1 else ''} on "
                 f"{part_words(target)} ({codes[code]} in all)"
             )
-        incident.details = {**incident.details, "xid_counts": totals}
-        Incident.objects.filter(pk=incident.pk).update(details=incident.details)
+        details["xid_counts"] = totals
+    incident_fold(
+        incident=incident,
+        nodes=[node_objs[h] for h in sorted({*added, *culprits})],
+        details=details,
+        localized_at=now if culprits else None,
+    )
     if lines:
         incident_note(
             incident=incident,

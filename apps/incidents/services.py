@@ -185,6 +185,31 @@ def incident_note(
     )
 
 
+def incident_fold(
+    *,
+    incident: Incident,
+    nodes: Sequence[Node] = (),
+    details: dict[str, object] | None = None,
+    localized_at: dt.datetime | None = None,
+) -> Incident:
+    """Fold a later sighting of an open incident's fault into it, as a check does when it
+    sees the fault again (docs/checks.md, Storms): link `nodes` (those it names already stay),
+    merge `details` into its details, and set `localized_at` if it has none yet (the first
+    time the fault is placed). One UPDATE of the row at most, no timeline line: the caller
+    notes what the sighting means in its own words (`incident_note`)."""
+    if nodes:
+        rows_key_share(Node, [n.pk for n in nodes])  # docs/architecture.md, Locks
+        incident.nodes.add(*nodes)
+    changed: dict[str, object] = {}
+    if details:
+        incident.details = changed["details"] = {**incident.details, **details}
+    if localized_at is not None and incident.localized_at is None:
+        incident.localized_at = changed["localized_at"] = localized_at
+    if changed:
+        Incident.objects.filter(pk=incident.pk).update(**changed)
+    return incident
+
+
 EDITABLE = (
     "title",
     "category",

@@ -9,8 +9,11 @@ from apps.accounts.services import token_issue, user_create_or_update
 from apps.fleet.services import agent_scope_set
 from apps.jobs.models import Checkpoint, JobMetric, JobPhase, NodeStepMetric
 from kuae_agent.report import Reporter
+from tests.binaries import module_or_skip
 
-torch = pytest.importorskip("torch")
+DEV = "make install (the dev lock's training libraries, torch's CPU build)"
+
+torch = module_or_skip("torch", install=DEV)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +75,7 @@ def assert_reported(job, checkpoints: list[int]) -> None:  # noqa: ANN001
 
 
 def test_hugging_face_trainer_reports_steps_and_checkpoints(training_env, job, tmp_path):
-    transformers = pytest.importorskip("transformers")
+    transformers = module_or_skip("transformers", install=DEV)
     from kuae_agent.hf import KuaeCallback
 
     args = transformers.TrainingArguments(
@@ -99,7 +102,7 @@ def test_hugging_face_trainer_reports_steps_and_checkpoints(training_env, job, t
 
 
 def test_lightning_reports_steps_and_checkpoints(training_env, job, tmp_path):
-    lightning = pytest.importorskip("lightning.pytorch")
+    lightning = module_or_skip("lightning.pytorch", install=DEV)
     from kuae_agent.lightning import KuaeCallback
 
     class Module(lightning.LightningModule):
@@ -134,7 +137,7 @@ def test_lightning_reports_steps_and_checkpoints(training_env, job, tmp_path):
 
 
 def test_a_given_reporter_is_used_and_left_open(training_env, job, tmp_path):
-    lightning = pytest.importorskip("lightning.pytorch")
+    lightning = module_or_skip("lightning.pytorch", install=DEV)
     from kuae_agent.lightning import KuaeCallback
 
     rep = Reporter(per_node=False, flush_every_s=0.2)
@@ -153,7 +156,7 @@ def phases(job) -> list[tuple[str, int | None]]:  # noqa: ANN001
 
 
 def test_hugging_face_marks_its_evaluations(training_env, job, tmp_path):
-    transformers = pytest.importorskip("transformers")
+    transformers = module_or_skip("transformers", install=DEV)
     from kuae_agent.hf import KuaeCallback
 
     args = transformers.TrainingArguments(
@@ -185,7 +188,7 @@ def test_hugging_face_marks_its_evaluations(training_env, job, tmp_path):
 
 
 def test_lightning_marks_validation_and_a_restore(training_env, job, tmp_path):
-    lightning = pytest.importorskip("lightning.pytorch")
+    lightning = module_or_skip("lightning.pytorch", install=DEV)
     from kuae_agent.lightning import KuaeCallback
 
     class Module(lightning.LightningModule):

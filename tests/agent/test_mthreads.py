@@ -27,8 +27,9 @@ from kuae_agent.kernellog import EVENTS_PATH, FileLog, XidFollower
 from kuae_agent.mtdriver import parse_mthreads
 from kuae_agent.mtml import MtmlReader, MtmlUnavailable
 from kuae_agent.spool import Spool
+from tests.binaries import module_or_skip
 
-pymtml = pytest.importorskip("pymtml")  # the dev lock installs it (mthreads-ml-py)
+pymtml = module_or_skip("pymtml", install="make install (the dev lock's mthreads-ml-py)")
 
 DATA = Path(__file__).parent / "data"
 TS = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.UTC)

@@ -29,9 +29,10 @@ from apps.health.services import run_execute, runs_request
 from apps.incidents.models import Incident
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job, Rank
+from tests.binaries import module_or_skip
 from tests.support import closed_port
 
-pytest.importorskip("torch.distributed")
+module_or_skip("torch.distributed", install="make install (the dev lock's torch, CPU build)")
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[2]

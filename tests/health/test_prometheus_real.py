@@ -28,7 +28,7 @@ from apps.health.services import run_execute
 from apps.incidents.models import Incident
 from apps.telemetry.gpu_history import GPU_PANELS
 from apps.telemetry.names import DCGM_FIELDS
-from tests.binaries import CountingProxy, debian_binary, find_binary, until
+from tests.binaries import CountingProxy, debian_binary, until
 from tests.binaries import PrometheusServer as Server
 from tests.support import LoopbackServer, QuietHandler, reply
 
@@ -68,20 +68,7 @@ class FakeExporter(LoopbackServer):
         super().__init__(Handler)
 
 
-def _servers() -> list[Any]:
-    out: list[Any] = ["prometheus"]
-    if find_binary("victoria-metrics", "victoria-metrics-prod"):
-        out.append("victoria-metrics")
-    else:
-        out.append(
-            pytest.param(
-                "victoria-metrics", marks=pytest.mark.skip(reason="no victoria-metrics here")
-            )
-        )
-    return out
-
-
-@pytest.fixture(params=_servers())
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
 def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """An exporter, a server scraping it, and a counting proxy in front of the server."""
     kind = request.param

@@ -11,33 +11,40 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.binaries import absent, binaries_or_skip
 
 SCRIPTS = Path(__file__).resolve().parent / "slurm"
-PACKAGES = "slurmctld slurmd slurmdbd slurm-client slurmrestd munge"
+# Every program the lab runs beyond bash and coreutils — slurm/up.sh and down.sh, the helpers
+# below and the tests' `lab.run` — with the Debian package that holds it (test_slurm_lab.py
+# reads them all from the code and fails on one missing here).
+BINARIES = {
+    "munged": "munge",
+    "slurmdbd": "slurmdbd",
+    "slurmctld": "slurmctld",
+    "slurmd": "slurmd",
+    "slurmrestd": "slurmrestd",
+    **{
+        name: "slurm-client"
+        for name in ("sacctmgr", "sinfo", "sbatch", "scontrol", "squeue", "scancel", "sacct")
+    },
+    "mysql": "mariadb-client",  # the accounting database's, on the MariaDB server
+    "ss": "iproute2",  # up.sh waits for the daemons' ports with it
+}
 ACCOUNTING_DB = "kuae_slurm_test"
 
 
 def slurm_or_skip() -> None:
-    """Skip (fail under CI) when Slurm's daemons or MariaDB are not here, or not as root."""
-    missing = [
-        b for b in ("slurmctld", "slurmd", "slurmdbd", "munged", "sinfo") if not shutil.which(b)
-    ]
-    reason = ""
-    if missing:
-        reason = f"no Slurm here ({', '.join(missing)}): apt-get install {PACKAGES}"
-    elif os.geteuid() != 0:
-        reason = "Slurm's daemons run as root here"
-    elif subprocess.run(
+    """Skip (fail under CI) when a program the lab runs is not on PATH (`BINARIES`), when
+    not root, or when MariaDB does not answer on 127.0.0.1."""
+    binaries_or_skip(BINARIES, what="Slurm lab")
+    if os.geteuid() != 0:
+        absent("Slurm's daemons run as root here")
+    if subprocess.run(
         ["mysql", "-h", "127.0.0.1", "-u", "root", "-e", "SELECT 1"],
         capture_output=True,
         check=False,
     ).returncode:
-        reason = "no MariaDB on 127.0.0.1:3306 for slurmdbd"
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the real Slurm tests: {reason} (.ci/run installs them)")
-        pytest.skip(reason)
+        absent("no MariaDB on 127.0.0.1:3306 for slurmdbd (apt-get install mariadb-server)")
 
 
 @dataclass

@@ -34,7 +34,6 @@ from tests.binaries import (
     NodeExporter,
     PrometheusServer,
     debian_binary,
-    find_binary,
     until,
     write_port,
 )
@@ -54,13 +53,7 @@ COUNTERS = {
 RENAMED = "gpu001.dc1.example:9100"  # the second exporter's instance, as a site relabels it
 
 
-def _servers() -> list[Any]:
-    vm = ("victoria-metrics", "victoria-metrics-prod")
-    skip = pytest.mark.skip(reason="no victoria-metrics here")
-    return ["prometheus", pytest.param("victoria-metrics", marks=() if find_binary(*vm) else skip)]
-
-
-@pytest.fixture(params=_servers())
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
 def fabric_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """Two node_exporters (one by its address, one relabelled to a hostname), a server
     scraping both, and a counting proxy in front of the server."""

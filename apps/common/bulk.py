@@ -91,7 +91,7 @@ def insert_ignore_keys(
     made = set()
     with connection.cursor() as cursor:
         for row in rows:
-            cursor.execute(sql, _sqlite_row(row))
+            cursor.execute(sql, _sqlite_row(row))  # type: ignore[arg-type]  # (as executemany's)
             made.update(tuple(r) for r in cursor.fetchall())
     return made
 

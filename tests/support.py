@@ -182,6 +182,30 @@ class ExporterServer(LoopbackServer):
         self.server.sent = 0  # type: ignore[attr-defined]
 
 
+class _Text(QuietHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        body = self.server.text.encode()  # type: ignore[attr-defined]
+        reply(self, 200, body, "text/plain; version=0.0.4")
+
+
+class TextExporter(LoopbackServer):
+    """An exporter answering every GET with `text` (Prometheus's text format), which a test
+    changes between scrapes."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(_Text)
+        self.text = text
+
+    @property
+    def text(self) -> str:
+        """What it answers now."""
+        return self.server.text  # type: ignore[attr-defined,no-any-return]
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self.server.text = value  # type: ignore[attr-defined]
+
+
 def simulate(**options: object) -> None:
     """Run `manage.py simulate` quietly (gpus, days, seed, failure_rate …)."""
     call_command("simulate", stdout=io.StringIO(), stderr=io.StringIO(), **options)

@@ -56,6 +56,50 @@ def insert_ignore(table: str, columns: Sequence[str], rows: Iterable[Sequence[ob
     return inserted
 
 
+def insert_ignore_keys(
+    table: str, columns: Sequence[str], rows: Sequence[Sequence[object]], keys: Sequence[str]
+) -> set[tuple[object, ...]]:
+    """`insert_ignore`, answering the values of the `keys` columns of the rows it inserted
+    (a row it skipped collided with one already there: a concurrent writer's)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("insert_ignore_keys must run inside transaction.atomic()")
+    if not rows:
+        return set()
+    cols, back = ", ".join(columns), ", ".join(keys)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            stage = _copy_to_stage(cursor, "ins", table, columns, rows)
+            cursor.execute(
+                f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} "
+                f"ON CONFLICT DO NOTHING RETURNING {back}"
+            )
+            made = {tuple(row) for row in cursor.fetchall()}
+            cursor.execute(f"TRUNCATE {stage}")
+            return made
+    # SQLite runs one writer at a time: every row is most often inserted, in one executemany
+    # (in a savepoint); when some collided, row by row, as RETURNING is not for executemany.
+    at = [list(columns).index(k) for k in keys]
+    try:
+        with transaction.atomic():
+            if insert_ignore(table, columns, rows) != len(rows):
+                raise _Collided
+        return {tuple(row[i] for i in at) for row in rows}
+    except _Collided:
+        pass
+    marks = ", ".join(["%s"] * len(columns))
+    sql = f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks}) RETURNING {back}"
+    made = set()
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute(sql, _sqlite_row(row))  # type: ignore[arg-type]  # (as executemany's)
+            made.update(tuple(r) for r in cursor.fetchall())
+    return made
+
+
+class _Collided(Exception):
+    """Some rows of an insert collided: undo it (its savepoint) and insert row by row."""
+
+
 def _copy_to_stage(
     cursor: CursorWrapper,
     kind: str,

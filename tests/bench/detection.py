@@ -132,6 +132,8 @@ def run_seed(seed: int, *, end: dt.datetime | None = None) -> Outcome:
 
 
 def _target(f: Fault, job_ids: list[int]) -> str:
+    if f.target:
+        return f.target
     if f.port is not None:
         return f"port:{f.node}/{f.port}"
     if f.gpu is not None:
@@ -190,7 +192,8 @@ def score(
     out = Outcome(script.seed, {kind: Tally() for kind in SCHEDULED_KINDS})
     decoys = {}
     for d in script.decoys:
-        target = _target(Fault(d.label, d.kind, "", d.node, d.gpu, d.job, port=d.port), job_ids)
+        decoy = Fault(d.label, d.kind, "", d.node, d.gpu, d.job, port=d.port, target=d.target)
+        target = _target(decoy, job_ids)
         decoys[d.kind, target] = d.label
     out.decoys = len(decoys)
     expected: dict[tuple[str, str], Fault] = {}

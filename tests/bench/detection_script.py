@@ -15,7 +15,7 @@ import statistics
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.bench.detection_fabric import Fabric
 from tests.bench.detection_sim import (
@@ -42,6 +42,9 @@ from tests.bench.detection_sim import (
     expect,
     iso,
 )
+
+if TYPE_CHECKING:  # imported when the script is built: it reads the simulator's models
+    from tests.bench.detection_host import Host
 
 # --- the GPUs --------------------------------------------------------------------------
 
@@ -137,6 +140,8 @@ class _Builder:
         self._gpu_errors()
         self._thermal()
         self._probes()
+        # The host readings; a host fault on a node of its own, no other check's fault on it.
+        self.host = self._host()
         ticks: list[Tick] = []
         for i in range(TICKS):
             ticks.append(self._tick(i, ticks[-1] if ticks else None))
@@ -147,9 +152,38 @@ class _Builder:
             self.hosts,
             self.jobs,
             ticks,
-            self.faults + self.fabric.faults,
-            self.decoys + self.fabric.decoys,
+            self.faults + self.fabric.faults + self.host.plan.faults,
+            self.decoys + self.fabric.decoys + self.host.plan.decoys,
             drained=self.fabric.drained,
+        )
+
+    def _host(self) -> Host:
+        """The host readings, their faults on nodes no other check's fault is on."""
+        from tests.bench.detection_host import Host
+
+        faults = self.faults + self.fabric.faults
+        quiet = set(self.node_quiet)
+        faulty = quiet | set(self.fabric.drained) | {f.node for f in faults if f.node}
+        decoyed = self.error_nodes | self.fabric.reserved
+        decoyed |= {d.node for d in self.decoys + self.fabric.decoys if d.node}
+        by_job: dict[int | None, set[str]] = {}
+        for f in faults:
+            job = f.job if f.node is None else self._job_of(f.node)
+            if f.category and job is not None:
+                by_job.setdefault(job, set()).add(f.category)
+
+        def categories(host: str) -> set[str]:
+            job = self._job_of(host)
+            return by_job.get(job, set()) if job is not None else set()
+
+        return Host(
+            self.seed,
+            self.hosts,
+            self.exporters,
+            faulty=faulty,
+            decoyed=decoyed,
+            quiet=quiet,
+            categories=categories,
         )
 
     def _job_of(self, host: str) -> int | None:
@@ -546,6 +580,9 @@ class _Builder:
             f"# TYPE {name} gauge\n" + "\n".join(series) + "\n" for name, series in lines.items()
         )
         tick.ports, tick.node_text = self.fabric.tick(i, at, reporting)
+        tick.host, host_text = self.host.tick(i, at, reporting)
+        for host, text in host_text.items():
+            tick.node_text[host] = tick.node_text.get(host, "") + text
         previous = tl.tick(i - 1) if i else None
         for j, job in enumerate(self.jobs):
             batch = [
@@ -558,6 +595,7 @@ class _Builder:
             tick.again = Tick(
                 telemetry=[s for s in before.telemetry if s["node"] in beating],
                 ports=[p for p in before.ports if p["node"] in beating],
+                host=[r for r in before.host if r["node"] in beating],
                 node_text={h: text for h, text in before.node_text.items() if h in beating},
                 events=before.events,
                 metrics=before.metrics,

@@ -102,6 +102,9 @@ class Fault:
     port: str | None = None  # device/port of a NIC port fault
     # A component's incident (`switch:NAME`) instead of one per job or node.
     component: str = ""
+    # The result's target where it is a part of a node of a host check's own
+    # (`mc:HOST/mc0`, `mount:HOST:/checkpoints`, `clock:HOST`; tests/bench/detection_host.py).
+    target: str = ""
 
 
 # docs/checks.md, per rule a fault trips: the check, its result, the incident's category (None:
@@ -119,6 +122,13 @@ RULES: dict[str, tuple[str, str, str | None, str | None, bool]] = {
     "port_down": ("fabric", "fail", "nic", "sev2", True),
     "port_warn": ("fabric", "warn", "nic", "sev3", False),
     "leaf": ("fabric", "fail", "network_switch_cable", "sev2", True),
+    "host_ue": ("host_memory", "fail", "host_memory", "sev2", True),
+    "host_ce": ("host_memory", "warn", "host_memory", "sev3", False),
+    "pcie_fail": ("pcie", "fail", "", "sev2", True),  # the device's: gpu or nic
+    "pcie_warn": ("pcie", "warn", "", "sev3", False),
+    "mount_fail": ("storage", "fail", "storage", "sev2", True),
+    "clock": ("clock", "warn", "other", "sev3", False),
+    "oom": ("host_oom", "warn", "software_bug", "sev3", False),
 }
 
 
@@ -134,6 +144,7 @@ def expect(
     port: str | None = None,
     component: str = "",
     interrupts: bool | None = None,
+    target: str = "",
 ) -> Fault:
     """A fault that trips `rule` (RULES), with what docs/checks.md says comes of it
     (`interrupts` overrides the rule's: a component's incident interrupts the job on its
@@ -143,7 +154,19 @@ def expect(
     if interrupts is not None:
         interrupting = interrupts
     return Fault(
-        label, kind, status, node, gpu, job, incident, severity, interrupting, note, port, component
+        label,
+        kind,
+        status,
+        node,
+        gpu,
+        job,
+        incident,
+        severity,
+        interrupting,
+        note,
+        port,
+        component,
+        target,
     )
 
 
@@ -157,6 +180,7 @@ class Decoy:
     gpu: int | None = None
     job: int | None = None
     port: str | None = None
+    target: str = ""  # a host check's own target (Fault.target)
 
 
 @dataclass
@@ -189,6 +213,7 @@ class Tick:
     exposition: str = ""  # dcgm-exporter text a relay scraped from the exporter hosts
     ports: list[dict[str, Any]] = field(default_factory=list)  # the agents' `ports`
     node_text: dict[str, str] = field(default_factory=dict)  # node_exporter text by host
+    host: list[dict[str, Any]] = field(default_factory=list)  # the agents' `host` readings
     again: Tick | None = None  # the previous tick's batches, re-sent first (a lost answer)
 
 
@@ -220,6 +245,7 @@ class World:
     def __init__(self, script: Script) -> None:
         from apps.fleet.services import NodeSpec, cluster_create, node_set_state, nodes_register
         from apps.jobs.services import job_create
+        from apps.simulator.host import REQUIRED_MOUNTS
 
         self.script = script
         self.cluster = cluster_create(
@@ -228,6 +254,9 @@ class World:
             peak_tflops_per_gpu=PEAK_TFLOPS,
             gpus_per_node=GPUS,
         )
+        # The mounts the simulator's nodes have and `storage` judges (docs/checks.md, `storage`).
+        self.cluster.required_mounts = list(REQUIRED_MOUNTS)
+        self.cluster.save(update_fields=["required_mounts"])
         in_service = script.timeline.end - dt.timedelta(days=30)
         nodes = nodes_register(
             cluster=self.cluster,
@@ -263,13 +292,13 @@ class World:
         from apps.fleet.services import nodes_touch_bulk
         from apps.jobs.intake import parse_metric_batch
         from apps.jobs.services import job_metrics_ingest
+        from apps.telemetry.host import parse_telemetry_with_host
         from apps.telemetry.intake import parse_event_batch
-        from apps.telemetry.ports import parse_telemetry_with_ports
         from apps.telemetry.prometheus import parse_dcgm, parse_exposition
         from apps.telemetry.services import (
             events_ingest,
+            telemetry_batch_ingest,
             telemetry_ingest,
-            telemetry_with_ports_ingest,
         )
 
         tick = self.script.ticks[i]
@@ -277,20 +306,28 @@ class World:
         for batches, sent in ((tick.again, i - 1), (tick, i)):
             if batches is None:
                 continue
-            if batches.telemetry or batches.ports or batches.node_text:
-                # The agents' batches, NIC ports beside GPU samples (`kuae-agent run --fabric`).
-                samples, readings = (
-                    parse_telemetry_with_ports(
-                        {"samples": batches.telemetry, "ports": batches.ports}, now=received
+            if batches.telemetry or batches.ports or batches.host or batches.node_text:
+                # The agents' batches, NIC ports and host readings beside GPU samples
+                # (`kuae-agent run --fabric --host`).
+                samples, readings, host = (
+                    parse_telemetry_with_host(
+                        {
+                            "samples": batches.telemetry,
+                            "ports": batches.ports,
+                            "host": batches.host,
+                        },
+                        now=received,
                     )
-                    if batches.telemetry or batches.ports
-                    else ([], [])
+                    if batches.telemetry or batches.ports or batches.host
+                    else ([], [], [])
                 )
                 # node_exporter's text of the other nodes, one `?node=` post each.
                 scraped_at = self.script.timeline.tick(sent)
-                for host, text in batches.node_text.items():
-                    readings += parse_exposition(text, ts=scraped_at, node=host)[1]
-                telemetry_with_ports_ingest(samples=samples, readings=readings, now=received)
+                for name, text in batches.node_text.items():
+                    _, ports, read = parse_exposition(text, ts=scraped_at, node=name)
+                    readings += ports
+                    host += read
+                telemetry_batch_ingest(samples=samples, readings=readings, host=host, now=received)
             if batches.exposition:
                 # The relay stamps what it scraped with the scrape time (`?ts=`).
                 scraped = parse_dcgm(batches.exposition, ts=self.script.timeline.tick(sent))

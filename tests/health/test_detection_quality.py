@@ -7,22 +7,23 @@ import datetime as dt
 
 import pytest
 
-from apps.health.checks import PLUGINS, SCHEDULED_KINDS
+from apps.health.checks import SCHEDULED_KINDS
+from apps.simulator.host import HOST_FAULTS
 from tests.bench.detection import run_seed
 from tests.bench.detection_script import script_for
 from tests.bench.detection_sim import WIDE_SCENARIOS
 
 SEEDS = (0, 1)
-# The host checks (docs/checks.md, Host checks: those that pull a kind of host reading) have
-# no scripted fault in the bench yet: their end-to-end tests (tests/health/test_host_checks.py,
-# test_host_oom.py) stand for it.
-NOT_SCRIPTED = {s.kind for s in PLUGINS if any(p.startswith("host:") for p in s.pulls)}
 
 
 def test_the_seeds_cover_every_kind_and_every_fault() -> None:
     end = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
     scripts = [script_for(seed, end) for seed in SEEDS]
-    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS) - NOT_SCRIPTED
+    # Every scheduled check, host checks included: a new check fails here until it has one.
+    assert {f.kind for s in scripts for f in s.faults} == set(SCHEDULED_KINDS)
+    # Every host fault of the simulator's table, where its row says it is found.
+    host_faults = {(f.kind, f.status, f.label) for s in scripts for f in s.faults if f.target}
+    assert host_faults >= {(h.check, h.result, h.words.split(":")[0]) for h in HOST_FAULTS}
     scenarios = {job.scenario for s in scripts for job in s.jobs}
     assert scenarios >= {*WIDE_SCENARIOS, "node_only", "hang_node_only", "starting"} - {"healthy"}
     assert {f.label for s in scripts for f in s.faults} >= {
@@ -47,6 +48,7 @@ def test_the_seeds_cover_every_kind_and_every_fault() -> None:
         "flapping link, 3 warnings within an hour",
         "symbol errors > 10/s",
         "bad leaf switch (its ports DOWN on ≥ 3 nodes)",
+        "clock offset beyond ±0.5 s",
     }
     assert {d.label for s in scripts for d in s.decoys} >= {
         "progress just under the hang limit",
@@ -66,12 +68,23 @@ def test_the_seeds_cover_every_kind_and_every_fault() -> None:
         "link error recoveries at exactly 5/min",
         "NIC port missing for one run",
         "port DOWN on a node already drained",
+        "90 correctable memory errors within an hour",
+        "90 AER correctable errors within an hour",
+        "an idle GPU's link at 2.5 GT/s, x16",
+        "clock not synchronised for one run",
+        "clock offset 0.4–0.49 s",
+        "/scratch at 5.5–7% free",
+        "out-of-memory counter reset (a reboot)",
     }
     # Both intake paths carry ports: the agents' `ports`, naming their leaf switch, and
     # node_exporter's text; a bad leaf's ports name one switch.
     ticks = [t for s in scripts for t in s.ticks]
     assert any(p.get("switch") for t in ticks for p in t.ports)
     assert any("node_infiniband_state_id" in text for t in ticks for text in t.node_text.values())
+    # … and host readings: the agents' `host` (PCIe among them), node_exporter's series.
+    assert {r["kind"] for t in ticks for r in t.host} == {"memory", "filesystem", "pcie", "clock",
+                                                          "vmstat"}  # fmt: skip
+    assert any("node_timex_sync_status" in text for t in ticks for text in t.node_text.values())
     for s in scripts:
         leaf = {f.component for f in s.faults if f.component}
         assert len(leaf) == 1 and len({f.node for f in s.faults if f.component}) >= 3

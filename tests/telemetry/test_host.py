@@ -285,9 +285,11 @@ def test_the_ingest_costs_the_same_queries_for_ten_readings_or_a_thousand(
     with django_assert_max_num_queries(20) as large:
         assert post(ada, host=batch(1000, T0, "b")).status_code == 202
     assert len(large.captured_queries) == len(small.captured_queries)
-    with django_assert_max_num_queries(20) as again:  # all stored: nothing to make
+    # All stored: nothing to make, one bulk update (a new subject's first reading is written
+    # by its insert, with no update after it: no more statements than that).
+    with django_assert_max_num_queries(20) as again:
         answer = post(ada, host=batch(1000, T0 + dt.timedelta(minutes=1), "b")).json()
-    assert answer["host"] == 1000 and len(again.captured_queries) < len(large.captured_queries)
+    assert answer["host"] == 1000 and len(again.captured_queries) <= len(large.captured_queries)
     assert HostReading.objects.count() == 1011
 
 

@@ -62,10 +62,13 @@ def write_edac(sysfs: Path, controller: int, *, ce: int, ue: int) -> None:
         (where / name).write_text(f"{value}\n")
 
 
-def host_exporter(base: Path) -> NodeExporter:
-    """node_exporter's edac, filesystem and timex collectors on trees under `base`: one
-    memory controller (5 correctable, 0 uncorrectable), the mounts of MOUNTS as
-    `/proc/1/mounts` says them, the directories statfs reads under the root tree."""
+def host_exporter(
+    base: Path, collectors: tuple[str, ...] = ("edac", "filesystem", "timex")
+) -> NodeExporter:
+    """node_exporter's edac, filesystem and timex collectors (or those of `collectors`) on
+    trees under `base`: one memory controller (5 correctable, 0 uncorrectable), the mounts
+    of MOUNTS as `/proc/1/mounts` says them, the directories statfs reads under the root
+    tree."""
     sysfs, procfs, rootfs = base / "sys", base / "proc", base / "root"
     write_edac(sysfs, 0, ce=5, ue=0)
     (procfs / "1").mkdir(parents=True)
@@ -75,7 +78,7 @@ def host_exporter(base: Path) -> NodeExporter:
     return NodeExporter(
         sysfs,
         base / "node_exporter.log",
-        collectors=("edac", "filesystem", "timex"),
+        collectors=collectors,
         procfs=procfs,
         rootfs=rootfs,
     )

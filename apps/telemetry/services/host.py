@@ -14,7 +14,7 @@ import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.common.bulk import insert_ignore, update_many
+from apps.common.bulk import insert_ignore_keys, update_many
 from apps.common.errors import BatchError
 from apps.common.limits import HOST_SUBJECTS_PER_NODE
 from apps.fleet.models import Node
@@ -76,33 +76,35 @@ def host_ingest(
         return HostIngestResult(0, 0, skipped)
     stored = _stored(node_ids.values())
     _check_bound(by_subject, stored)
+    applied = stale = 0
     new = sorted(key for key in by_subject if key not in stored)
     if new:
-        # Made first without a reading (INSERT … ON CONFLICT DO NOTHING, in key order), then
-        # read again locked: a concurrent batch making the same subject waits on the unique
-        # index and then finds it, and each batch applies its readings on top of the other's
-        # (as the NIC ports are made: apps/telemetry/services/ports.py).
-        insert_ignore(
+        # A new subject is made with its readings (INSERT … ON CONFLICT DO NOTHING, in key
+        # order): one statement for a node's first batch, no update. One a concurrent batch
+        # made first waits on the unique index, is skipped, and is read again locked, this
+        # batch's readings applied on top of the other's (as the NIC ports are made:
+        # apps/telemetry/services/ports.py).
+        firsts = {key: _apply(by_subject[key], None, {}) for key in new}
+        made = insert_ignore_keys(
             HostReading._meta.db_table,
             ("node_id", "kind", "subject", *_COLUMNS),
-            [(*key, None, "{}", "{}", None, "") for key in new],
+            [(*key, *_row(row)) for key, (row, _, _) in firsts.items() if row is not None],
+            ("node_id", "kind", "subject"),
         )
-        stored = _stored(node_ids.values())
+        for key in new:
+            if key in made:
+                _, done, old = firsts[key]
+                applied, stale = applied + done, stale + old
+                del by_subject[key]
+        if len(made) < len(new):
+            stored = _stored(node_ids.values())
     changed = []
-    applied = stale = 0
     for key, items in by_subject.items():
         pk, _, _, _, ts, values = stored[key]
-        latest: tuple[dt.datetime | None, dict, dict, dt.datetime | None, str] | None = None
-        for _, reading in sorted(items, key=lambda item: item[1].ts):
-            if ts is not None and reading.ts <= ts:
-                stale += 1
-                continue
-            latest = (reading.ts, reading.values, values or {}, ts, reading.source)
-            ts, values = reading.ts, reading.values
-            applied += 1
-        if latest is not None:
-            at, new_values, prev_values, prev_ts, source = latest
-            changed.append((pk, at, _json(new_values), _json(prev_values), prev_ts, source))
+        row, done, old = _apply(items, ts, values)
+        applied, stale = applied + done, stale + old
+        if row is not None:
+            changed.append((pk, *_row(row)))
     update_many(HostReading._meta.db_table, ("id",), _COLUMNS, changed)
     if seen:  # last: the nodes' rows are locked after the readings', as in every intake path
         Node.objects.filter(pk__in=sorted(set(node_ids.values()))).update(
@@ -128,6 +130,34 @@ def telemetry_batch_ingest(
     with transaction.atomic():
         result = host_ingest(readings=host, now=now, seen=False)
         return (*telemetry_with_ports_ingest(samples=samples, readings=readings, now=now), result)
+
+
+# A subject's new row: its latest reading's ts, values, the previous values and ts, source.
+_Row = tuple[dt.datetime, dict, dict, dt.datetime | None, str]
+
+
+def _apply(
+    items: Sequence[tuple[int, HostReadingIn]], ts: dt.datetime | None, values: dict | None
+) -> tuple[_Row | None, int, int]:
+    """A subject's readings on top of its stored `ts` and `values` (None and {} for a new
+    one): its new row (None when no reading is newer), how many were applied, how many
+    stale (not newer than the subject's high-water mark)."""
+    row: _Row | None = None
+    applied = stale = 0
+    for _, reading in sorted(items, key=lambda item: item[1].ts):
+        if ts is not None and reading.ts <= ts:
+            stale += 1
+            continue
+        row = (reading.ts, reading.values, values or {}, ts, reading.source)
+        ts, values = reading.ts, reading.values
+        applied += 1
+    return row, applied, stale
+
+
+def _row(row: _Row) -> tuple[object, ...]:
+    """A subject's new row as the bulk writes take it (values as JSON text)."""
+    at, latest, prev, prev_ts, source = row
+    return (at, _json(latest), _json(prev), prev_ts, source)
 
 
 def _stored(node_ids: Iterable[int]) -> dict[_Key, tuple]:

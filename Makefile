@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 DEMO_ENV := KUAE_DEMO=1 DJANGO_HTTPS=0 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 
-.PHONY: run test lint bench bench-scale fuzz load lock clean
+.PHONY: run test test-quick lint bench bench-scale fuzz load lock clean
 
 # Every dependency, transitive ones included, from the hash-checked development lock (the
 # runtime's plus the test tools); then the project and its node agent (agent/, the
@@ -89,6 +89,12 @@ test: $(VENV)/.installed $(AXE) $(OIDC_PROVIDER) $(MO)
 	  echo "--- embedded default (SQLite, filesystem broker): the tests marked embedded ---"; \
 	  env -u DATABASE_URL -u CELERY_BROKER_URL $(PYTEST) -m embedded; \
 	fi
+
+## test-quick: the development loop: the suite but the tests marked `slow` (real peers,
+## workers, browsers and subprocesses: tests/conftest.py SLOW), on the embedded default
+## unless DATABASE_URL is set; `make test` (and CI) runs everything
+test-quick: $(VENV)/.installed $(MO)
+	$(PYTEST) -m "not slow"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

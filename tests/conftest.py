@@ -118,16 +118,46 @@ EMBEDDED = {
 }
 
 
+# The modules marked `slow`, besides every browser test (tests/e2e) and the fault tests
+# (tests/faults): those that start real peers, workers or subprocesses (docs/operations.md,
+# Developing: `make test-quick` leaves them out; `make test` and CI run them all).
+SLOW = {
+    "tests/accounts/test_ldap_signin.py": "a real slapd per test",
+    "tests/oidc/test_signin_flow.py": "a real OpenID provider (Node.js) and a live server",
+    "tests/agent/test_agent.py": "kuae-agent against a live server",
+    "tests/agent/test_report.py": "the Reporter against a live server, through outages",
+    "tests/agent/test_callbacks.py": "Hugging Face and Lightning training loops",
+    "tests/agent/test_stacks.py": "real py-spy on real Python processes",
+    "tests/agent/test_watchdog.py": "ranks' watchdogs in subprocesses",
+    "tests/health/test_hang_gloo.py": "a real torch.distributed job (gloo) that hangs",
+    "tests/health/test_prometheus_real.py": "a real Prometheus and node_exporter",
+    "tests/health/test_host_checks_prometheus.py": "a real Prometheus and node_exporter",
+    "tests/health/test_fabric_real.py": "a real node_exporter on fake sysfs trees",
+    "tests/health/test_cluster_queues.py": "real Celery workers",
+    "tests/health/test_queue_part.py": "real Celery workers",
+    "tests/health/test_detection_quality.py": "simulated fleets, scripted faults, several seeds",
+    "tests/incidents/test_alertmanager_real.py": "a real Alertmanager",
+    "tests/incidents/test_alerts_out_real.py": "a real Alertmanager and Celery worker",
+    "tests/scheduler/test_slurm_real.py": "a real two-node Slurm",
+    "tests/telemetry/test_node_exporter_host.py": "a real node_exporter on fake trees",
+    "tests/telemetry/test_prometheus_ports.py": "a real Prometheus and node_exporter",
+    "tests/test_celery_worker.py": "real Celery workers and beat",
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects (and pytest-django orders the rest)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the EMBEDDED modules' tests `embedded`. Within a module, the tests that read
-    `module_rows` take the module's last places: the rows stay until the module ends, and a
-    test that expects an empty database must not meet them."""
+    """Mark the EMBEDDED modules' tests `embedded`, the SLOW ones and SLOW_FIRST's `slow`.
+    Within a module, the tests that read `module_rows` take the module's last places: the
+    rows stay until the module ends, and a test that expects an empty database must not
+    meet them."""
     places: dict[str, list[int]] = {}
     for index, item in enumerate(items):
         module = item.nodeid.split("::")[0]
         if module in EMBEDDED:
             item.add_marker(pytest.mark.embedded)
+        if module in SLOW or module.startswith(SLOW_FIRST):
+            item.add_marker(pytest.mark.slow)
         places.setdefault(module, []).append(index)
     for indexes in places.values():
         tests = [items[i] for i in indexes]

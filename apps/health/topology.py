@@ -258,12 +258,12 @@ def quiet_data(kind: str, rows: list[tuple[ComponentRow, str]]) -> dict:
     opened (docs/pages.md, Node grids): each its name, its nodes as a hostlist (every tile
     a plain one), and the index of its head — the class of its name and its line of
     counts, rendered here once for each different line."""
-    heads: dict[tuple, int] = {}
+    heads: dict[tuple[int, ...], int] = {}
     rendered: list[list[str]] = []
     out: list[list[object]] = []
     for row, hosts in rows:
         # a quiet component's line says only how many nodes and ports, by verdict
-        seen = (len(row.tiles), tuple(sorted(row.ports.items())))
+        seen = (len(row.tiles), *(row.ports.get(v, 0) for v in PORT_VERDICTS))
         if seen not in heads:
             heads[seen] = len(rendered)
             cls = "mono"

@@ -7,10 +7,14 @@ import functools
 import gzip
 import http.server
 import io
+import json
+import re
 import socket
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -246,3 +250,86 @@ def heartbeating_fleet(cluster, api, *, count: int, prefix: str, per_rack: int, 
         answer = agent.post(f"/api/v1/nodes/{node.hostname}/heartbeat/", {}, format="json")
         assert answer.status_code == 204
     return {"nodes": nodes, "job": job, "agent": agent}
+
+
+@dataclass(frozen=True)
+class GridTile:
+    """A node tile as an operator sees it: sent as a link, or drawn by the page's script."""
+
+    host: str
+    classes: str
+    title: str
+    href: str
+    drawn: bool
+
+
+_RACK = re.compile(r'<div class="rack"(?: data-hosts="([^"]*)" data-tiles="([^"]*)")?>(.*?)</div>')
+_SENT = re.compile(r'<a class="([^"]*)" href="([^"]*)" title="([^"]*)">')
+
+
+def grid_tiles(html: str) -> list[GridTile]:
+    """Every tile of a page's node grids (docs/pages.md, Node grids), in order: those sent as
+    links as they are, and those the page's script draws from a rack's hostlist and
+    characters with the page's words (static/js/app.js's drawRack, in Python)."""
+    from apps.common.hostnames import Hostlists
+
+    found = re.search(r'data-tile-words="([^"]*)"', html)
+    words = json.loads(unescape(found.group(1))) if found else {}
+    out: list[GridTile] = []
+    for hosts, codes, body in _RACK.findall(html):
+        sent = [
+            GridTile(hostname_of(href), unescape(c), unescape(t), href, drawn=False)
+            for c, href, t in _SENT.findall(body)
+        ]
+        if not hosts:
+            out += sent
+            continue
+        names = Hostlists().expand(hosts)
+        expanded = re.sub(r"(\d+)(\D)", lambda m: m.group(2) * int(m.group(1)), codes)
+        for name, code in zip(names, expanded, strict=True):
+            if code == "!":
+                out.append(sent.pop(0))
+                continue
+            busy, stale = code == "+", words.get("unverified", "")
+            classes = "tile state-healthy" + (" busy" if busy else "")
+            classes += " unverified" if stale else ""
+            title = f"{name} · {words['healthy']}" + (words["in_job"] if busy else "")
+            title += f" · {stale}" if stale else ""
+            out.append(GridTile(name, classes, title, f"{words['prefix']}{name}/", drawn=True))
+    return out
+
+
+def hostname_of(href: str) -> str:
+    """`/nodes/r001n03/` → `r001n03`."""
+    return href.rstrip("/").rsplit("/", 1)[-1]
+
+
+_COMPONENT = re.compile(
+    r'data-component="([^"]+)"|<script id="quiet-[\w-]+" type="application/json">(.*?)</script>'
+)
+
+
+def topology_components(html: str) -> dict[str, str]:
+    """The topology page's components in page order, each key (`switch:leaf-07`) → "shown"
+    (drawn by the server) or "quiet" (in its kind's closed line, drawn by the page's script
+    when opened: docs/pages.md, Node grids)."""
+    out: dict[str, str] = {}
+    for key, data in _COMPONENT.findall(html):
+        if key:
+            out[key] = "shown"
+            continue
+        quiet = json.loads(data)
+        for name, *_ in quiet["rows"]:
+            out[f"{quiet['kind']}:{name}"] = "quiet"
+    return out
+
+
+def topology_quiet_lines(html: str) -> list[str]:
+    """The lines of counts the topology page's quiet components share (their heads' HTML)."""
+    return [
+        line
+        for data in re.findall(
+            r'<script id="quiet-[\w-]+" type="application/json">(.*?)</script>', html
+        )
+        for _, line in json.loads(data)["heads"]
+    ]

@@ -11,10 +11,12 @@ from types import SimpleNamespace
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from apps.accounts.permissions import role_required
+from apps.common import node_grid
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
 from apps.fleet.page_cluster import page_cluster
@@ -204,10 +206,74 @@ def cluster_link_words(cluster: Cluster | None) -> str:
     (one query)."""
     if cluster is None:
         return LINK_WORDS["nvidia"]
-    rows = GPU.objects.filter(node__cluster=cluster).values_list("vendor", "model").distinct()
+    # order_by(): the GPUs' own ordering would make every GPU distinct
+    rows = (
+        GPU.objects.filter(node__cluster=cluster)
+        .values_list("vendor", "model")
+        .order_by()
+        .distinct()
+    )
     found = {vendor_of(v, m) for v, m in rows}
     vendors = [v for v in VENDORS if v in found]
     return " / ".join(link_word(v) for v in vendors) or LINK_WORDS["nvidia"]
+
+
+def _section(kind: str, label: object, rows: list[ComponentRow], selected: str) -> SimpleNamespace:
+    """A kind's section: the components to look at drawn in full, the quiet ones (but the
+    one the address selects) as one closed line whose data the page's script draws."""
+    calm: list[tuple[ComponentRow, str]] = []
+    shown: list[ComponentRow] = []
+    for row in rows:
+        hosts = None
+        if quiet(row) and row.key != selected:
+            hosts = node_grid.hostlist([t.hostname for t in row.tiles])
+        if hosts is None:
+            shown.append(row)
+        else:
+            calm.append((row, hosts))
+    return SimpleNamespace(
+        kind=kind,
+        label=label,
+        total=len(rows),
+        rows=shown,
+        quiet=len(calm),
+        quiet_id=f"quiet-{kind}",
+        quiet_json=node_grid.json_script(quiet_data(kind, calm), f"quiet-{kind}") if calm else "",
+    )
+
+
+def quiet(row: ComponentRow) -> bool:
+    """Whether the component has nothing to look at: no open incident, every node healthy
+    with no reason given (a tile the page's script draws: apps/common/node_grid.py), no port
+    failing, unchecked or warning."""
+    return (
+        row.incident is None
+        and all(node_grid.plain(t) for t in row.tiles)
+        and row.port_worst not in PORT_NAMED
+    )
+
+
+def quiet_data(kind: str, rows: list[tuple[ComponentRow, str]]) -> dict:
+    """The quiet components of a kind as the page's script draws them when their line is
+    opened (docs/pages.md, Node grids): each its name, its nodes as a hostlist (every tile
+    a plain one), and the index of its head — the class of its name and its line of
+    counts, rendered here once for each different line."""
+    heads: dict[tuple[int, ...], int] = {}
+    rendered: list[list[str]] = []
+    out: list[list[object]] = []
+    for row, hosts in rows:
+        # a quiet component's line says only how many nodes and ports, by verdict
+        seen = (len(row.tiles), *(row.ports.get(v, 0) for v in PORT_VERDICTS))
+        if seen not in heads:
+            heads[seen] = len(rendered)
+            cls = "mono"
+            if row.port_count:
+                cls += " port-worst"
+                cls += f" res-{row.port_worst}" if row.port_worst != "unjudged" else ""
+            line = render_to_string("health/_component_line.html", {"r": row}).strip()
+            rendered.append([cls, line])
+        out.append([row.name, hosts, heads[seen]])
+    return {"kind": kind, "heads": rendered, "rows": out}
 
 
 @role_required()
@@ -217,14 +283,18 @@ def topology_page(request: HttpRequest) -> HttpResponse:
     kinds = topology(cluster) if cluster else {}
     words = cluster_link_words(cluster)
     headings = {**HEADINGS, "nvlink_domain": _("%(links)s domains") % {"links": words}}
+    selected = request.GET.get("component", "")
     return render(
         request,
         "health/topology.html",
         {
             "cluster": cluster,
             "clusters": names,
-            "sections": [(kind, headings[kind], kinds.get(kind, [])) for kind in blast.KINDS],
-            "selected": request.GET.get("component", ""),
+            "sections": [
+                _section(kind, headings[kind], kinds.get(kind, []), selected)
+                for kind in blast.KINDS
+            ],
+            "selected": selected,
             "link_words": words,
             "states": list(NodeState),
             "placed": sum(len(rows) for rows in kinds.values()),

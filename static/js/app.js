@@ -76,6 +76,116 @@
     next.focus();
   }
 
+  // The node grids' compact racks (docs/pages.md, Node grids; apps/common/node_grid.py):
+  // a rack's names as a Slurm hostlist and a character a node — "." a healthy tile, "+" one
+  // in a job, "!" the next tile the server sent as a link; "13." is thirteen "." — drawn
+  // here as the links the server would have sent, in the rack's order, with the page's
+  // words (its [data-tile-words]).
+  function hostlistNames(list) {
+    var names = [];
+    (list.match(/[^,\[]*(\[[^\]]*\][^,\[]*)*/g) || []).forEach(function (part) {
+      if (!part) return;
+      var m = /^([^\[]*)\[([^\]]*)\](.*)$/.exec(part);
+      if (!m) { names.push(part); return; }
+      m[2].split(",").forEach(function (range) {
+        var ends = range.split("-"), width = ends[0].length;
+        var lo = Number(ends[0]), hi = Number(ends.length > 1 ? ends[1] : ends[0]);
+        for (var n = lo; n <= hi; n++) {
+          var digits = String(n);
+          while (digits.length < width) digits = "0" + digits;
+          names.push(m[1] + digits + m[3]);
+        }
+      });
+    });
+    return names;
+  }
+
+  function tileCodes(text) {
+    return text.replace(/(\d+)(\D)/g, function (all, n, code) { return new Array(Number(n) + 1).join(code); });
+  }
+
+  function tileWords() {
+    var el = document.querySelector("[data-tile-words]");
+    try { return el ? JSON.parse(el.getAttribute("data-tile-words")) : null; } catch (e) { return null; }
+  }
+
+  function drawRack(rack, words) {
+    var names = hostlistNames(rack.getAttribute("data-hosts"));
+    var codes = tileCodes(rack.getAttribute("data-tiles"));
+    var sent = Array.prototype.slice.call(rack.querySelectorAll("a.tile"));
+    var drawn = document.createDocumentFragment();
+    for (var i = 0; i < codes.length && i < names.length; i++) {
+      var code = codes.charAt(i);
+      if (code === "!") { if (sent.length) drawn.appendChild(sent.shift()); continue; }
+      var a = document.createElement("a"), busy = code === "+";
+      a.className = "tile state-healthy" + (busy ? " busy" : "") + (words.unverified ? " unverified" : "");
+      a.href = words.prefix + encodeURIComponent(names[i]) + "/";
+      a.title = names[i] + " · " + words.healthy + (busy ? words.in_job : "") +
+        (words.unverified ? " · " + words.unverified : "");
+      drawn.appendChild(a);
+    }
+    rack.appendChild(drawn);
+    rack.removeAttribute("data-tiles");
+  }
+
+  function drawGrids(root) {
+    var words = tileWords();
+    if (!words) return;
+    (root || document).querySelectorAll(".rack[data-tiles]").forEach(function (rack) { drawRack(rack, words); });
+  }
+
+  // The topology's components with nothing wrong are one closed line a kind; opening it
+  // draws them from the page's data (docs/pages.md, Node grids).
+  function quietRows(details) {
+    if (details.getAttribute("data-drawn")) return;
+    details.setAttribute("data-drawn", "1");
+    var data = JSON.parse(document.getElementById(details.getAttribute("data-quiet")).textContent);
+    var box = details.querySelector(".quiet-rows"), html = [];
+    data.rows.forEach(function (row) {
+      var head = data.heads[row[2]], key = data.kind + ":" + row[0];
+      var div = document.createElement("div"), name = document.createElement("b");
+      div.id = key;
+      div.setAttribute("data-component", key);
+      name.className = head[0];
+      name.textContent = row[0];
+      div.appendChild(name);
+      div.insertAdjacentHTML("beforeend", " " + head[1]);
+      var grid = document.createElement("div"), rack = document.createElement("div");
+      grid.className = "grid";
+      rack.className = "rack";
+      rack.setAttribute("data-hosts", row[1]);
+      rack.setAttribute("data-tiles", hostlistNames(row[1]).length + ".");  // every tile plain
+      grid.appendChild(rack);
+      div.appendChild(grid);
+      html.push(div);
+    });
+    html.forEach(function (div) { box.appendChild(div); });
+    drawGrids(box);
+    rovingTiles();
+  }
+
+  function quietComponents() {
+    document.querySelectorAll("details[data-quiet]").forEach(function (details) {
+      details.addEventListener("toggle", function () { if (details.open) quietRows(details); });
+      if (details.open) quietRows(details);
+    });
+    quietTarget();
+    window.addEventListener("hashchange", quietTarget);
+  }
+
+  // An address naming a quiet component (#switch:leaf-07) opens its kind's line.
+  function quietTarget() {
+    var key = decodeURIComponent(window.location.hash.slice(1));
+    if (!key || document.getElementById(key)) return;
+    document.querySelectorAll("details[data-quiet]").forEach(function (details) {
+      if (key.indexOf(details.getAttribute("data-kind") + ":") !== 0) return;
+      details.open = true;
+      quietRows(details);
+      var target = document.getElementById(key);
+      if (target) target.scrollIntoView();
+    });
+  }
+
   // On a page that refreshes itself, data older than two refresh periods is said in a
   // full-width banner (a wall screen whose network went away must not look current).
   function staleBanner(age) {
@@ -132,7 +242,7 @@
   function refreshPanel(el) {
     return fetch(el.getAttribute("data-refresh"), { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
-      .then(function (html) { el.innerHTML = html; dataLine(el); markLoaded(); tickRelative(el); rovingTiles(); });
+      .then(function (html) { el.innerHTML = html; drawGrids(el); dataLine(el); markLoaded(); tickRelative(el); rovingTiles(); });
   }
 
   // The overview's "data from" line sits in the page's head, outside the polled panels; each
@@ -405,7 +515,13 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         els.forEach(function (el) {
           var fresh = doc.getElementById(el.id);
-          if (fresh && fresh.innerHTML !== el.innerHTML) { el.innerHTML = fresh.innerHTML; tickRelative(el); }
+          // compared with what the server sent last, not with the tiles drawn from it
+          var sent = el._kuaeSent === undefined ? el.innerHTML : el._kuaeSent;
+          if (fresh && fresh.innerHTML !== sent) {
+            el.innerHTML = el._kuaeSent = fresh.innerHTML;
+            drawGrids(el);
+            tickRelative(el);
+          }
         });
         rovingTiles();
         markLoaded();
@@ -539,6 +655,9 @@
     });
     pipelineBanner();
     var live = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));
+    live.forEach(function (el) { el._kuaeSent = el.innerHTML; });
+    drawGrids();
+    quietComponents();
     if (live.length) {
       poll(function () { return refreshLive(live); }, Number(live[0].getAttribute("data-live") || 20));
     }

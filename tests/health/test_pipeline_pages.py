@@ -12,6 +12,7 @@ from apps.health.checks import SCHEDULED_KINDS, kind_label
 from apps.health.models import CheckRun
 from apps.health.services import run_execute, runs_execute_now, schedules_ensure
 from tests.health.test_pipeline import _done, _fresh
+from tests.support import grid_tiles
 
 pytestmark = pytest.mark.django_db
 
@@ -132,8 +133,10 @@ def test_healthy_nodes_on_stale_heartbeat_evidence_look_unverified(client, users
     _stale_heartbeat(cluster)
     client.force_login(users["mia"])
     html = client.get("/?cluster=c1").content.decode()
-    assert "tile state-healthy" in html and "unverified: checks stale 10 min" in html
-    assert html.count(" unverified") >= 16  # every healthy tile, in class and title
+    healthy = [t for t in grid_tiles(html) if "state-healthy" in t.classes]
+    assert len(healthy) == 16  # every healthy tile, in class and title
+    assert all(" unverified" in t.classes for t in healthy)
+    assert all(t.title.endswith(" · unverified: checks stale 10 min") for t in healthy)
     html = client.get("/nodes/?cluster=c1").content.decode()
     assert "Healthy (unverified: checks stale 10 min)" in html
 
@@ -145,9 +148,9 @@ def test_health_page_grid_shows_unverified_nodes_with_a_legend(client, users, cl
     client.force_login(users["mia"])
     html = client.get("/health/?cluster=c1").content.decode()
     grid = html.split('id="live-grid"')[1].split("</section>")[0]
-    tiles = [t for t in grid.split("<a ")[1:] if "state-healthy" in t]
-    assert tiles and all(" unverified" in t.split(">")[0] for t in tiles)
-    assert all("unverified: checks stale 10 min" in t for t in tiles)
+    tiles = [t for t in grid_tiles(grid) if "state-healthy" in t.classes]
+    assert tiles and all(" unverified" in t.classes for t in tiles)
+    assert all("unverified: checks stale 10 min" in t.title for t in tiles)
     legend = html.split('id="live-legend"')[1].split("</ul>")[0]
     assert "healthy, unverified: checks stale 10 min" in legend
     # the overview's legend says it too

@@ -8,7 +8,7 @@ import pytest
 
 from apps.fleet.models import Node
 from apps.jobs.models import Job
-from tests.support import simulate
+from tests.support import grid_tiles, simulate
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,10 @@ def test_overview_shows_kpis_grid_jobs(browser, sim, django_assert_max_num_queri
     html = response.content.decode()
     assert response.status_code == 200
     assert "<nav" in html and "<main" in html
-    assert html.count('<a class="tile state-') == Node.objects.count() == 64
+    tiles = grid_tiles(html)
+    in_order = Node.objects.order_by("rack", "hostname").values_list("hostname", flat=True)
+    assert [t.host for t in tiles] == list(in_order)  # every node once, rack by rack
+    assert len(tiles) == 64 and all(t.href == f"/nodes/{t.host}/" for t in tiles)
     flagship = Job.objects.get(external_id="sim-0")
     assert flagship.name in html and "GPUs allocated" in html and "MFU now" in html
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from urllib.parse import quote
@@ -15,6 +16,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 from markdown_it import MarkdownIt
 
+from apps.common import node_grid
 from apps.common.timeutil import ago
 
 register = template.Library()
@@ -96,46 +98,94 @@ def glyph(state: str) -> str:
     return STATE_GLYPHS.get(state, "")
 
 
-@register.simple_tag
-def node_tiles(tiles: list, busy: bool | None = None, unverified: str | None = None) -> str:
-    """One rack's node tiles (state colour and glyph, worst check result, busy mark, hover
-    text), built in one pass: 1,280 tiles through template tags took most of a page's time.
-    Tiles have `hostname` and `state`, and may have `reason`, `busy`, `worst`, `why`;
-    `busy` given here applies to every tile. `unverified` (e.g. "unverified: checks stale
-    4 min") marks every healthy tile as shown on stale evidence
-    (docs/operations.md, Watching the watcher): a hatched look and the words in its
-    title, not a state."""
-    prefix = reverse("node-list")
-    parts = []
-    # The words of a title, in the page's language, looked up once for the rack: a node
-    # state's label (its slug capitalised, as the states' choices say it), a result's word.
-    words: dict[str, str] = {}
-    in_a_job = " · " + gettext("in a job")
+class _Titles:
+    """The words of a grid's tile titles in the page's language, each looked up once: a node
+    state's label (its slug capitalised, as the states' choices say it), a result's word,
+    " · in a job"; and where a node's page is."""
 
-    def said(word: str, *, state: bool = False) -> str:
-        if word not in words:
-            words[word] = gettext(word.capitalize() if state else word)
-        return words[word]
+    def __init__(self) -> None:
+        self.words: dict[str, str] = {}
+        self.in_a_job = " · " + gettext("in a job")
+        self.prefix = reverse("node-list")
 
-    for t in tiles:
+    def said(self, word: str, *, state: bool = False) -> str:
+        """The word (a state's label when `state`) in the page's language."""
+        if word not in self.words:
+            self.words[word] = gettext(word.capitalize() if state else word)
+        return self.words[word]
+
+    def link(self, t: object, busy: bool | None, unverified: str | None) -> str:
+        """One node's tile as a link to its page (state colour and glyph, worst check
+        result, busy mark, hover text), every value escaped."""
+        hostname, state = t.hostname, t.state  # type: ignore[attr-defined]
         reason, why = getattr(t, "reason", ""), getattr(t, "why", "")
         worst = getattr(t, "worst", "pass")
         in_job = getattr(t, "busy", False) if busy is None else busy
-        title = f"{t.hostname} · {said(t.state, state=True)}" + (f" · {reason}" if reason else "")
-        title += (f" · {said(worst)}: {why}" if why else "") + (
-            in_a_job if busy is None and in_job else ""
+        title = f"{hostname} · {self.said(state, state=True)}" + (f" · {reason}" if reason else "")
+        title += (f" · {self.said(worst)}: {why}" if why else "") + (
+            self.in_a_job if busy is None and in_job else ""
         )
-        classes = f"tile state-{t.state}" + (" busy" if in_job else "")
+        classes = f"tile state-{state}" + (" busy" if in_job else "")
         classes += f" worst-{worst}" if worst != "pass" else ""
-        if unverified and t.state == "healthy":
+        if unverified and state == "healthy":
             classes += " unverified"
             title += f" · {unverified}"
-        mark = "!" if worst == "fail" else STATE_GLYPHS.get(t.state, "")
-        parts.append(
-            f'<a class="{escape(classes)}" href="{prefix}{quote(t.hostname)}/" '
+        mark = "!" if worst == "fail" else STATE_GLYPHS.get(state, "")
+        return (
+            f'<a class="{escape(classes)}" href="{self.prefix}{quote(hostname)}/" '
             f'title="{escape(title)}">{escape(mark)}</a>'
         )
-    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+@register.simple_tag
+def node_rack(
+    tiles: list, name: str = "", busy: bool | None = None, unverified: str | None = None
+) -> str:
+    """One rack of a node grid in its compact form (apps/common/node_grid.py; docs/pages.md,
+    Node grids): its nodes' names as a hostlist and a character each, from which the page's
+    script draws the plain tiles, and the tiles that need attention as links. Tiles have
+    `hostname` and `state`, and may have `reason`, `busy`, `worst`, `why`; `busy` given here
+    applies to every tile. `unverified` (e.g. "unverified: checks stale 4 min") marks every
+    healthy tile as shown on stale evidence (docs/operations.md, Watching the watcher): a
+    hatched look and the words in its title, not a state. A rack whose names make no
+    hostlist is sent whole."""
+    titles = _Titles()
+    codes, sent = [], []
+    for t in tiles:
+        if node_grid.plain(t):
+            in_job = getattr(t, "busy", False) if busy is None else busy
+            codes.append(node_grid.BUSY if in_job else node_grid.PLAIN)
+        else:
+            codes.append(node_grid.SENT)
+            sent.append(titles.link(t, busy, unverified))
+    hosts = node_grid.hostlist([t.hostname for t in tiles]) if len(sent) < len(tiles) else None
+    if hosts is None:
+        sent = [titles.link(t, busy, unverified) for t in tiles]
+        data = ""
+    else:
+        data = f' data-hosts="{hosts}" data-tiles="{node_grid.runs("".join(codes))}"'
+    label = format_html('<span class="rack-name">{}</span>', name) if name else ""
+    return mark_safe(f'<div class="rack"{data}>{label}{"".join(sent)}</div>')  # noqa: S308
+
+
+@register.simple_tag
+def tile_words(unverified: str | None = None, in_a_job: bool = False) -> str:
+    """The words of the tiles the page's script draws, in the page's language, once a page
+    (docs/pages.md, Node grids): the healthy state's label, " · in a job" where a tile marked
+    busy says so (the overview), the unverified words, and where a node's page is."""
+    words = {
+        "healthy": gettext("Healthy"),
+        "in_job": " · " + gettext("in a job") if in_a_job else "",
+        "unverified": unverified or "",
+        "prefix": reverse("node-list"),
+    }
+    return format_html('<span hidden data-tile-words="{}"></span>', json.dumps(words))
+
+
+@register.filter
+def plain_tiles(racks: list) -> int:
+    """How many tiles of a grid's racks ((rack, tiles) pairs) the page's script draws."""
+    return node_grid.plain_count(racks)
 
 
 _TICKED = re.compile(r"`([^`\n]{1,300})`")

@@ -2,8 +2,9 @@
 
 A page shows what apps above its own know — the node page (fleet) shows the node's
 maintenance windows, its repair, its GPUs' telemetry, charts and events, and its checks;
-the overview (reports) the windows in progress, the reliability page (reports) the repeat
-offenders — yet its app may not import them:
+the job page (jobs) the job's effective rate, its incidents and its nodes ranked by
+suspicion; the overview (reports) the windows in progress, the reliability page (reports)
+the repeat offenders — yet its app may not import them:
 dependencies point one way, and a template tag that reaches up is the same import in
 disguise. So each page names a slot here; the app that knows lends a panel to it from its
 `AppConfig.ready()` (a template and a function that reads the panel's context, as
@@ -30,6 +31,8 @@ NODE_BODY = "node_body"
 NODE_FOOT = "node_foot"  # the node page, last, after its history, jobs and Slurm: `node`
 NODE_FACTS = "node_facts"  # the node page's list of facts, a `<div><dt>…<dd>…</div>` each: `node`
 NODE_BELOW = "node_below"  # the node page, after its state history and jobs: `node`
+JOB = "job"  # the job page, after its progress chart: `job` (a jobs Job)
+JOB_BELOW = "job_below"  # the job page, after its ranks card: `job`
 OVERVIEW = "overview"  # the overview's polled panels, above the node grid: `cluster`
 RELIABILITY = "reliability"  # the reliability page, after the lemon nodes: `cluster`
 SUBJECTS: dict[str, frozenset[str]] = {
@@ -38,6 +41,8 @@ SUBJECTS: dict[str, frozenset[str]] = {
     NODE_FOOT: frozenset({"node"}),
     NODE_FACTS: frozenset({"node"}),
     NODE_BELOW: frozenset({"node"}),
+    JOB: frozenset({"job"}),
+    JOB_BELOW: frozenset({"job"}),
     OVERVIEW: frozenset({"cluster"}),
     RELIABILITY: frozenset({"cluster"}),
 }
@@ -63,6 +68,8 @@ _lent = Registry(
         NODE_FOOT: "the telemetry app",
         NODE_FACTS: "the scheduler app",
         NODE_BELOW: "the scheduler app",
+        JOB: "the reports and incidents apps",
+        JOB_BELOW: "the health app",
         OVERVIEW: "the maintenance app",
         RELIABILITY: "the repairs app",
     },

@@ -11,7 +11,8 @@ class HealthConfig(AppConfig):
 
     def ready(self) -> None:
         """Lend telemetry what the checks need of it (`apps.telemetry.monitored`), the node
-        page (fleet) its check results, and the alerts out (incidents) the watchdog."""
+        page (fleet) its check results, the job page (jobs) its nodes ranked by suspicion,
+        and the alerts out (incidents) the watchdog."""
         from apps.health.alert_watchdog import watchdog_alerts
         from apps.health.checks import lend_to_telemetry
         from apps.health.panels import panels_lend

@@ -16,6 +16,7 @@ class IncidentsConfig(AppConfig):
         )
         from apps.incidents.alerts_soon import connect
         from apps.incidents.conditions import job_incidents, node_incidents
+        from apps.incidents.panels import panels_lend
         from apps.incidents.recovery import job_recorded, mitigation_follow, road_check_many
         from apps.incidents.selectors import job_interruptions
         from apps.jobs import readers as job_readers
@@ -29,5 +30,6 @@ class IncidentsConfig(AppConfig):
             progressed=job_recorded,
             restarted=road_check_many,
         )
+        panels_lend()  # the job page's incidents card
         transitions.follow(name="incidents.mitigation", follower=mitigation_follow)
         connect()  # an incident's alert goes out when it commits, not on the next tick

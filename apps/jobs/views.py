@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from apps.accounts.permissions import role_required
+from apps.common import panels
 from apps.common.listing import list_page
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster
@@ -63,8 +64,10 @@ def job_list_page(request: HttpRequest) -> HttpResponse:
 @role_required()
 def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
     """A job: what stops it (a banner linking the incident), facts, progress chart (MFU,
-    throughput, loss), its incidents and their cost, checkpoints, time in the run not spent
-    training (phases), nodes, scheduler attempts."""
+    throughput, loss), its ranks, checkpoints, time in the run not spent training (phases),
+    nodes, scheduler attempts; and the cards the apps above lend (`common/panels.py`) —
+    after the chart its effective rate (reports) and its incidents and their cost
+    (incidents), after the ranks its nodes ranked by suspicion (health)."""
     job = get_object_or_404(Job.objects.select_related("cluster"), pk=pk)
     health = job_incidents([job.pk])[job.pk]
     # While a rank reports a stall, the ranks (who the hang waits on) come first.
@@ -87,6 +90,8 @@ def job_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
             "attempts": list(job.attempts.order_by("-key")[:20]),
             "attempt_count": job.attempts.count(),
             "ranks_first": ranks_first,
+            "panels": panels.render(slot=panels.JOB, request=request, job=job),
+            "panels_below": panels.render(slot=panels.JOB_BELOW, request=request, job=job),
             "now": timezone.now(),
         },
     )

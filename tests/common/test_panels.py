@@ -26,6 +26,10 @@ def test_the_apps_above_lend_their_panels_at_start_up():
         panels.NODE_FOOT: ["telemetry/_node_events.html"],
         panels.NODE_FACTS: ["scheduler/_node_fact.html"],
         panels.NODE_BELOW: ["scheduler/_node_actuations.html"],
+        # The job page: the effective rate and the incidents after its chart, the nodes
+        # ranked by suspicion after its ranks.
+        panels.JOB: ["reports/_job_effective_card.html", "incidents/_job_incidents_card.html"],
+        panels.JOB_BELOW: ["health/_job_suspects_card.html"],
         panels.OVERVIEW: ["maintenance/_overview_windows.html"],
         panels.RELIABILITY: ["repairs/_offenders.html"],
     }

@@ -176,9 +176,10 @@ def tile_words(unverified: str | None = None, in_a_job: bool = False) -> str:
     words = {
         "healthy": gettext("Healthy"),
         "in_job": " · " + gettext("in a job") if in_a_job else "",
-        "unverified": unverified or "",
         "prefix": reverse("node-list"),
     }
+    if unverified:  # absent on fresh evidence: the page then says nothing of it
+        words["unverified"] = unverified
     return format_html('<span hidden data-tile-words="{}"></span>', json.dumps(words))
 
 

@@ -26,6 +26,7 @@ from apps.common.downsample import downsample_indices
 from apps.common.sql import epoch_seconds
 from apps.jobs.choices import JobStatus
 from apps.jobs.hang import STALL_STEPS, RankView, Verdict, judge, stall_window
+from apps.jobs.hang_inputs import STEP_TIME_WINDOW, rank_view
 from apps.jobs.mfu import mfu_of
 from apps.jobs.models import (
     Checkpoint,
@@ -202,9 +203,6 @@ def checkpoint_cost_mean(*, cluster_id: int, since: dt.datetime) -> float | None
 
 # --- Ranks and the hang verdict (docs/checks.md, `job_hang`) -------------------------------
 
-# A job's per-node step times count for its stall window when this close to its progress.
-STEP_TIME_WINDOW = dt.timedelta(minutes=30)
-
 _RANK_COLUMNS = (
     "rank",
     "world_size",
@@ -296,21 +294,7 @@ def job_ranks(job: Job, attempt: int | None = None) -> JobRanks:
     )
     stack_ids = sorted({r["stack_id"] for r in rows if r["stack_id"] is not None})
     stacks = dict(RankStack.objects.filter(pk__in=stack_ids).values_list("digest", "frames"))
-    views = [
-        RankView(
-            rank=r["rank"],
-            node=r["node__hostname"],
-            report_at=r["report_at"],
-            resumed_at=r["resumed_at"],
-            last_step=r["last_step"],
-            in_collective=r["in_collective"],
-            frame=r["stack__frame"] or "",
-            collective=r["stack__collective"] or "",
-            stalled_since=r["stalled_since"],
-            first_report_at=r["first_report_at"],
-        )
-        for r in rows
-    ]
+    views = [rank_view(r) for r in rows]
     return JobRanks(attempt, rows, stacks, views)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,39 @@ class IncidentTimes:
 
 def _overlap(a0: dt.datetime, a1: dt.datetime, b0: dt.datetime, b1: dt.datetime) -> float:
     return max(0.0, (min(a1, b1) - max(a0, b0)).total_seconds())
+
+
+Window = tuple[dt.datetime, dt.datetime]
+
+
+@dataclass(frozen=True)
+class InService:
+    """The nodes' time in service as the figures read it: the first node's `in_service_at`
+    (None: no node) and, for each window [start, end) asked for, its end clipped to now,
+    the node-seconds of the window that lie in [in_service_at, now) (docs/formulas.md,
+    Reliability). A cluster's is summed in the database (apps/reports/selectors.py), not
+    node by node here."""
+
+    earliest: dt.datetime | None
+    node_seconds: Mapping[Window, float]
+
+
+def clipped(windows: Iterable[Window], now: dt.datetime) -> list[Window]:
+    """Each window with its end clipped to `now`, as the figures count it."""
+    return [(start, min(end, now)) for start, end in windows]
+
+
+def in_service_of(
+    times: Sequence[dt.datetime], windows: Iterable[Window], now: dt.datetime
+) -> InService:
+    """`InService` from every node's `in_service_at`, one by one (for a few nodes)."""
+    return InService(
+        earliest=min(times, default=None),
+        node_seconds={
+            (start, end): sum(_overlap(start, end, t, now) for t in times)
+            for start, end in clipped(windows, now)
+        },
+    )
 
 
 def _mean_minutes(values: list[float]) -> float | None:
@@ -73,19 +106,22 @@ def reliability(
     end: dt.datetime,
     now: dt.datetime,
     incidents: Sequence[IncidentTimes],
-    in_service: Sequence[dt.datetime],
+    in_service: InService | Sequence[dt.datetime],
     job_nodes: int = 128,
 ) -> dict[str, Any]:
-    """The reliability figures for window [start, end) (an end in the future is clipped to now)."""
+    """The reliability figures for window [start, end) (an end in the future is clipped to now),
+    given the nodes' time in service (or each node's `in_service_at`)."""
+    if not isinstance(in_service, InService):
+        in_service = in_service_of(in_service, [(start, end)], now)
     end = min(end, now)
     in_window = [i for i in incidents if i.interrupts_job and start <= i.failed_at < end]
     unexpected = [i for i in in_window if not i.planned]
     planned = [i for i in in_window if i.planned]
-    earliest = min(in_service, default=None)
+    earliest = in_service.earliest
     counted_from = earliest if earliest is not None and start < earliest < end else start
     hours = max(0.0, (end - counted_from).total_seconds()) / HOUR
     n = len(unexpected)
-    node_seconds = sum(_overlap(start, end, t, now) for t in in_service)
+    node_seconds = in_service.node_seconds[(start, end)]
     node_failures = sum(1 for i in unexpected if i.names_nodes)
     node_mtbf = node_seconds / HOUR / node_failures if node_failures else None
     counts = Counter(i.category for i in unexpected)

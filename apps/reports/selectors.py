@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models import Count, Exists, FloatField, Min, OuterRef, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
+from apps.common.dbfuncs import Epoch
 from apps.common.weeks import WEEK, week_label, week_start
 from apps.fleet.models import Cluster, Node
 from apps.fleet.selectors import GpuAccount, StateCount, gpu_account, state_counts
@@ -26,7 +27,7 @@ from apps.jobs.selectors import checkpoint_cost_mean, running_jobs, running_node
 from apps.reports.models import ClusterTargets
 from apps.reports.planning import what_if
 from apps.reports.recovery_parts import RecoveryTimes, weekly_recovery
-from apps.reports.reliability import IncidentTimes, reliability
+from apps.reports.reliability import IncidentTimes, InService, Window, clipped, reliability
 from apps.reports.targets import (
     MFU_REFERENCE,
     MFU_REFERENCE_LABEL,
@@ -174,16 +175,14 @@ def mfu_lines(cluster: Cluster) -> MfuLines:
 def reliability_report(
     *, cluster: Cluster, start: dt.datetime, end: dt.datetime, now: dt.datetime, job_nodes: int
 ) -> dict[str, object]:
-    """docs/formulas.md, Reliability, for one cluster: its incidents and nodes in two queries, the
-    maths in `apps.reports.reliability`."""
+    """docs/formulas.md, Reliability, for one cluster: its incidents and its nodes' time in
+    service in two queries, the maths in `apps.reports.reliability`."""
     report = reliability(
         start=start,
         end=end,
         now=now,
         incidents=_incident_times(cluster, start, end),
-        in_service=list(
-            Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
-        ),
+        in_service=nodes_in_service(cluster, [(start, end)], now),
         job_nodes=job_nodes,
     )
     report["cluster"] = cluster.name
@@ -225,9 +224,34 @@ def node_mtbf_hours(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -
     )
     if not failures:
         return None
-    in_service = Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True)
-    seconds = sum(max(0.0, (now - max(start, t)).total_seconds()) for t in in_service)
+    seconds = nodes_in_service(cluster, [(start, now)], now).node_seconds[(start, now)]
     return seconds / 3600 / failures
+
+
+def nodes_in_service(cluster: Cluster, windows: list[Window], now: dt.datetime) -> InService:
+    """The cluster's nodes' time in service in each window (docs/formulas.md, Reliability),
+    summed in one query whatever the number of nodes: a window [s, e) (e clipped to now)
+    holds e − s of each node in service by s, e − in_service_at of each that came in
+    within it, nothing of the others."""
+    windows = clipped(windows, now)
+    sums: dict[str, Any] = {"earliest": Min("in_service_at")}
+    for k, (start, end) in enumerate(windows):
+        if end <= start:
+            continue
+        sums[f"before{k}"] = Count("id", filter=Q(in_service_at__lte=start))
+        sums[f"within{k}"] = Sum(
+            Value(end.timestamp(), output_field=FloatField()) - Epoch("in_service_at"),
+            filter=Q(in_service_at__gt=start, in_service_at__lt=end),
+        )
+    row = Node.objects.filter(cluster=cluster).aggregate(**sums)
+    seconds = {}
+    for k, (start, end) in enumerate(windows):
+        if end <= start:
+            seconds[(start, end)] = 0.0
+            continue
+        before = row[f"before{k}"] * (end - start).total_seconds()
+        seconds[(start, end)] = before + (row[f"within{k}"] or 0.0)
+    return InService(earliest=row["earliest"], node_seconds=seconds)
 
 
 def _incident_times(cluster: Cluster, start: dt.datetime, end: dt.datetime) -> list[IncidentTimes]:
@@ -260,10 +284,10 @@ def weekly_reliability(
     `last` (default: this week), in two queries."""
     first = (last or week_start(now)) - (weeks - 1) * WEEK
     incidents = _incident_times(cluster, first, now)
-    in_service = list(Node.objects.filter(cluster=cluster).values_list("in_service_at", flat=True))
+    starts = [first + k * WEEK for k in range(weeks)]
+    in_service = nodes_in_service(cluster, [(start, start + WEEK) for start in starts], now)
     out = []
-    for k in range(weeks):
-        start = first + k * WEEK
+    for start in starts:
         week = reliability(
             start=start,
             end=start + WEEK,

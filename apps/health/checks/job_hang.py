@@ -15,9 +15,9 @@ from apps.health.detectors.job_hang import judged
 from apps.health.suspects import job_suspects
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
-from apps.jobs.hang import Verdict
-from apps.jobs.models import Job, Rank
-from apps.jobs.selectors import job_step_times, job_verdict
+from apps.jobs.hang import STALL_STEPS, judge, stall_window
+from apps.jobs.hang_inputs import rank_states, rank_views_of, steps_of_jobs
+from apps.jobs.models import Job
 
 KIND = "job_hang"
 
@@ -41,34 +41,48 @@ class JobHangLimits(Shared):
     )
 
 
-def job_progress(jobs: list[Job], window: int) -> list[JobProgress]:
+def job_progress(jobs: list[Job], times: dict[int, list[float]], window: int) -> list[JobProgress]:
     """Each running job's progress (kept on the job at intake) and the step times of its
-    newest `window` samples: job-wide ones through the (job, ts) index, else — for a job
-    whose ranks report only per node — its per-node samples near its progress."""
-    out = []
-    for job in jobs:
-        times = job_step_times(job, window)  # the jobs app's reading, oldest first
-        out.append(
-            JobProgress(job.pk, job.name, job.started_at, job.progress_at, job.progress_step, times)
+    newest `window` samples (`times`: each job's newest ones, oldest first)."""
+    return [
+        JobProgress(
+            job.pk,
+            job.name,
+            job.started_at,
+            job.progress_at,
+            job.progress_step,
+            times.get(job.pk, [])[-window:],
         )
-    return out
+        for job in jobs
+    ]
 
 
 def run(ctx: Context) -> list[Finding]:
     """Each running job's newest progress and recent step times, judged; then, for a job
-    whose ranks registered, what the ranks' stall reports say."""
-    progress = job_progress(ctx.jobs, ctx.limits.hang_window)
-    findings = job_hang(progress, now=ctx.now, limits=ctx.limits)
-    with_ranks = set(
-        Rank.objects.filter(job__in=[j.pk for j in ctx.jobs]).values_list("job_id", flat=True)
-    )
-    if not with_ranks:
+    whose ranks registered and that hangs or has a rank reporting a stall, what the ranks'
+    stall reports say. A fixed number of queries over all the cluster's running jobs (the
+    step times, the ranks in brief, the ranks of the jobs judged), plus the evidence
+    against the nodes of a job that hangs with no minority of ranks to blame."""
+    window = ctx.limits.hang_window
+    times = steps_of_jobs(ctx.jobs, max(window, STALL_STEPS))
+    findings = job_hang(job_progress(ctx.jobs, times, window), now=ctx.now, limits=ctx.limits)
+    states = rank_states([j.pk for j in ctx.jobs])
+    if not states:
         return findings
-    jobs = {j.pk: j for j in ctx.jobs if j.pk in with_ranks}
-    verdicts: dict[int, Verdict] = {pk: job_verdict(job, ctx.now) for pk, job in jobs.items()}
+    # A job that passes and whose ranks report no stall keeps its finding as it is (the
+    # verdict is not due): only the others' ranks are read.
+    judged_jobs = {
+        f.job for f in findings if f.job in states and (f.status != "pass" or states[f.job].stalled)
+    }
+    views = rank_views_of({pk: states[pk].attempt for pk in judged_jobs if pk is not None})
+    jobs = {j.pk: j for j in ctx.jobs}
     out = []
     for f in findings:
-        verdict = verdicts.get(f.job) if f.job is not None else None
+        verdict = None
+        if f.job in views:
+            job = jobs[f.job]
+            stall_s = stall_window(times.get(job.pk, [])[-STALL_STEPS:])
+            verdict = judge(views[f.job], progress_at=job.progress_at, stall_s=stall_s, now=ctx.now)
         evidence: list[str] = []
         hung = verdict is not None and (verdict.due or f.status != "pass")
         if f.job is not None and verdict is not None and hung and not verdict.minority:

@@ -11,4 +11,9 @@ class AccountsConfig(AppConfig):
             schema,
             scoping,  # its registry, filled by the fleet, checked at start-up
             sessions,
+            token_cache,
         )
+        from apps.accounts.models import ApiToken, User
+
+        # A remembered token is forgotten when what makes it live changes in this process.
+        token_cache.forget_on(ApiToken, User)

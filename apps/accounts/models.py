@@ -12,6 +12,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts import token_cache
 from apps.accounts.choices import Role
 
 
@@ -55,6 +56,7 @@ class User(AbstractUser):
             ApiToken.objects.filter(user=self, revoked_at__isnull=True).update(
                 revoked_at=timezone.now()
             )
+            token_cache.forget_all()  # what this process remembers (its post_save came first)
 
 
 def hash_token(raw: str) -> str:

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from apps.accounts import token_cache
 from apps.accounts.choices import Role
 from apps.accounts.models import ApiToken, User
 
@@ -46,7 +47,10 @@ def token_issue(*, user: User) -> str:
 
 
 def token_revoke(*, user: User) -> int:
-    """Revoke every live token of `user`; returns how many were revoked."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
+    """Revoke every live token of `user`; returns how many were revoked (this process
+    forgets the tokens it remembered at once: apps/accounts/token_cache.py)."""
+    revoked = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )
+    token_cache.forget_all()
+    return revoked

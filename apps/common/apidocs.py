@@ -38,7 +38,10 @@ and a browsable Swagger UI is at `/api/docs/` (both for signed-in users unless t
 `python manage.py create_user NAME --role ROLE` prints a fresh token as its last line.
 Tokens are stored hashed; an admin revokes one by setting its "revoked at" in the Django
 admin (*API tokens*). Browsers use the session of the sign-in page instead. No
-credentials → **401**; a role that may not call the endpoint → **403**.
+credentials → **401**; a role that may not call the endpoint → **403**. The stall intake
+(`POST ingest/stalls/`, a report from every rank of a hung job within a minute) remembers a
+live token for 5 seconds in each server process, so a token revoked, or its account or
+scope changed, is refused there within 5 seconds (at once by the process that changed it).
 
 **Roles.** Each endpoint below says who may call it:
 

@@ -27,7 +27,7 @@ from apps.jobs.models import Checkpoint, Job, JobPhase
 from apps.jobs.peaks import attach_peaks
 from apps.jobs.phase_intake import parse_phase_batch
 from apps.jobs.rank_intake import parse_rank_batch, parse_stall_batch
-from apps.jobs.ranks import ranks_register, stalls_ingest
+from apps.jobs.ranks import ranks_register
 from apps.jobs.readers import job_incidents
 from apps.jobs.scope import (
     job_for_write,
@@ -68,6 +68,7 @@ from apps.jobs.services import (
     job_phases_record,
     job_update,
 )
+from apps.jobs.stall_store import stalls_store
 
 JOB_WRITERS = OPERATORS | AGENTS
 
@@ -482,6 +483,8 @@ class StallIngestView(APIView):
     roles = {"POST": AGENTS}
     agent_scoped = True
     parser_classes = [FastJSONParser]
+    # A burst: every rank of a hung job within a minute (docs/api.md, Conventions).
+    remember_tokens = True
 
     @extend_schema(
         description="One stall report as the body, or `{reports: [...]}` (1 to 10,000). A "
@@ -490,7 +493,9 @@ class StallIngestView(APIView):
         "report (`world_size` from it, else the largest known). An unknown job or node is "
         "a 400 naming it (`reports[i].job`; a single report's `job`); an agent token only "
         "for jobs on its nodes, and a node's token only for ranks the current attempt has on "
-        "its nodes (or none yet).",
+        "its nodes (or none yet). Stored without waiting for the database's disk flush: a "
+        "crash of the database server may lose the last moment's reports, which the "
+        "watchdog re-sends within 5 minutes (docs/operations.md, Measured load).",
         request=StallBatchSerializer,
         responses={202: AcceptedSerializer},
     )
@@ -498,5 +503,5 @@ class StallIngestView(APIView):
         now = timezone.now()
         reports = parse_stall_batch(request.data, now=now)
         batch = isinstance(request.data, dict) and "reports" in request.data
-        accepted = stalls_ingest(reports=reports, user=request.user, now=now, batch=batch)
+        accepted = stalls_store(reports=reports, user=request.user, now=now, batch=batch)
         return Response({"accepted": accepted}, status=status.HTTP_202_ACCEPTED)

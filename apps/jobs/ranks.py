@@ -16,7 +16,9 @@ A stall report updates its rank's row in the current attempt (registering the ra
 it is not there), unless it is not newer than the row's newest report (or older than the
 process): a duplicate, accepted and ignored, so a retried batch is stored once. Stacks are
 stored once each, by digest. One batch costs a handful of statements whatever its size:
-the rank rows read and updated in bulk (apps/common/bulk.py), one INSERT of new stacks.
+the rank rows read and updated in bulk (apps/common/bulk.py), one INSERT of new stacks. A
+single report of a registered rank, what a hung job's ranks send, is stored before this
+path by apps/jobs/stall_store.py in one read and one write, under the same rules.
 """
 
 from __future__ import annotations
@@ -306,7 +308,7 @@ def _fill(row: _Registration, it: RankItem, node_id: int) -> None:
 # --- Stall reports -----------------------------------------------------------------------
 
 
-_REPORT_COLUMNS = (
+REPORT_COLUMNS = (
     "report_at",
     "first_report_at",
     "stalled_since",
@@ -319,7 +321,7 @@ _REPORT_COLUMNS = (
 
 
 @dataclass(slots=True)
-class _Live:
+class Live:
     """A rank row's newest report while a batch of reports is applied."""
 
     id: int
@@ -405,14 +407,14 @@ def stalls_ingest(
     attempts = current_attempts(sorted(by_job))
     for job_id, mine in by_job.items():  # a node's token: only ranks registered on its nodes
         require_own_ranks(user, jobs[job_id], [r.rank for r in mine], attempt=attempts.get(job_id))
-    live: list[_Live] = []
+    live: list[Live] = []
     for job_id, mine in by_job.items():
         job = jobs[job_id]
         live += _job_rows(job, mine, attempts.get(job_id), node_ids, now)
     _stacks_store(live)
     _update(
-        _REPORT_COLUMNS,
-        [(r.id, *(getattr(r, c) for c in _REPORT_COLUMNS)) for r in live if r.changed],
+        REPORT_COLUMNS,
+        [(r.id, *(getattr(r, c) for c in REPORT_COLUMNS)) for r in live if r.changed],
     )
     return len(reports)
 
@@ -434,13 +436,13 @@ _LIVE_COLUMNS = (
 
 def _read_live(
     job_id: int, attempt: int, ranks: Sequence[int], *, lock: bool = True
-) -> dict[int, _Live]:
+) -> dict[int, Live]:
     """rank → its row in the attempt; `lock`: locked (on PostgreSQL) until the batch
     commits."""
     rows = among(Rank.objects.filter(job_id=job_id, attempt=attempt), "rank", ranks)
     if lock:
         rows = rows.select_for_update()
-    return {rank: _Live(pk, *rest) for pk, rank, *rest in rows.values_list(*_LIVE_COLUMNS)}
+    return {rank: Live(pk, *rest) for pk, rank, *rest in rows.values_list(*_LIVE_COLUMNS)}
 
 
 def _job_rows(
@@ -449,7 +451,7 @@ def _job_rows(
     attempt: int | None,
     node_ids: dict[tuple[int, str], int],
     now: dt.datetime,
-) -> list[_Live]:
+) -> list[Live]:
     """The job's reports applied to its rank rows of the current attempt (registering
     the ranks that have none); returns the rows."""
     ranks = sorted({r.rank for r in reports})
@@ -498,7 +500,7 @@ def _largest_world(job: Job, attempt: int) -> int:
     return int(known["w"] or job.gpu_count or 1)
 
 
-def _stacks_store(rows: Sequence[_Live]) -> None:
+def _stacks_store(rows: Sequence[Live]) -> None:
     """Give each row's new stack its id: the stored one of its digest, or one INSERT of
     all the stacks not stored yet."""
     stacks = {r.stack.digest: r.stack for r in rows if r.changed and r.stack is not None}
@@ -507,15 +509,7 @@ def _stacks_store(rows: Sequence[_Live]) -> None:
     ids = dict(among(RankStack.objects.all(), "digest", sorted(stacks)).values_list("digest", "pk"))
     missing = [s for d, s in stacks.items() if d not in ids]
     if missing:
-        RankStack.objects.bulk_create(
-            [
-                RankStack(
-                    digest=s.digest, frames=s.as_json(), frame=s.frame, collective=s.collective
-                )
-                for s in missing
-            ],
-            ignore_conflicts=True,  # stored meanwhile by another batch: that row is the same
-        )
+        stacks_insert(missing)
         ids.update(
             among(RankStack.objects.all(), "digest", [s.digest for s in missing]).values_list(
                 "digest", "pk"
@@ -524,3 +518,15 @@ def _stacks_store(rows: Sequence[_Live]) -> None:
     for r in rows:
         if r.changed and r.stack is not None:
             r.stack_id = ids[r.stack.digest]
+
+
+def stacks_insert(stacks: Sequence[Stack]) -> None:
+    """Store `stacks` (one INSERT); one stored meanwhile by another batch is left as it is:
+    its row is the same."""
+    RankStack.objects.bulk_create(
+        [
+            RankStack(digest=s.digest, frames=s.as_json(), frame=s.frame, collective=s.collective)
+            for s in stacks
+        ],
+        ignore_conflicts=True,
+    )

@@ -493,9 +493,7 @@ class StallIngestView(APIView):
         "report (`world_size` from it, else the largest known). An unknown job or node is "
         "a 400 naming it (`reports[i].job`; a single report's `job`); an agent token only "
         "for jobs on its nodes, and a node's token only for ranks the current attempt has on "
-        "its nodes (or none yet). Stored without waiting for the database's disk flush: a "
-        "crash of the database server may lose the last moment's reports, which the "
-        "watchdog re-sends within 5 minutes (docs/operations.md, Measured load).",
+        "its nodes (or none yet) (docs/operations.md, Measured load).",
         request=StallBatchSerializer,
         responses={202: AcceptedSerializer},
     )

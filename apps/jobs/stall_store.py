@@ -12,10 +12,8 @@ rule lets through costs those two statements (one for a duplicate); one that som
 refuses, or about a rank the current attempt does not have, is answered by the batch path,
 which then refuses or registers it exactly as it does any batch — nothing is written before.
 
-A stall report's commit does not wait for PostgreSQL to flush it to disk
-(`synchronous_commit = off` for its transaction): a crash of the database server may lose
-the last moment's reports (never part of one), which the watchdog re-sends within 5 minutes
-while the stall lasts (docs/operations.md, Measured load).
+Its commit waits for PostgreSQL's disk flush like every other write: an accepted report is
+never lost to a crash of the database server (docs/operations.md, Measured load).
 """
 
 from __future__ import annotations
@@ -59,9 +57,6 @@ def stalls_store(
     """Store a validated body of stall reports, all or nothing, as `stalls_ingest` does
     (same answers, same refusals); returns how many were accepted. A single report (not
     `batch`) of a rank the current attempt has takes the one-read path."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
     if not batch and len(reports) == 1 and _store_one(reports[0], scope_of(user)):
         return 1
     return stalls_ingest(reports=reports, user=user, now=now, batch=batch)

@@ -119,8 +119,8 @@ EMBEDDED = {
 
 
 # The modules marked `slow`, besides every browser test (tests/e2e) and the fault tests
-# (tests/faults): those that start real peers, workers or subprocesses (docs/operations.md,
-# Developing: `make test-quick` leaves them out; `make test` and CI run them all).
+# (tests/faults): those that start real peers, workers or subprocesses. `make test-quick`
+# leaves them out (the README, Developing); `make test` and CI run them all.
 SLOW = {
     "tests/accounts/test_ldap_signin.py": "a real slapd per test",
     "tests/oidc/test_signin_flow.py": "a real OpenID provider (Node.js) and a live server",

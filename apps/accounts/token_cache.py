@@ -1,5 +1,5 @@
-"""API tokens remembered for a few seconds, for the intakes that take bursts (docs/api.md,
-Conventions: a stall report from every rank of a job within a minute).
+"""API tokens remembered for a few seconds, for the intakes that take bursts
+(docs/api.md, Conventions: a stall report from every rank of a job within a minute).
 
 A token's user, with its scope (read with it: apps/accounts/scoping.py), is kept per
 process for `TTL_S` seconds after the query that found it live, keyed by the token's hash

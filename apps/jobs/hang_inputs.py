@@ -1,8 +1,9 @@
-"""What the hang verdict reads of every running job of a cluster at once (docs/checks.md,
-`job_hang`): a fixed number of queries whatever the number of jobs, ranks or nodes — the
-recent step times of all the jobs, which of them have ranks and a rank that reports a
-stall, and the ranks of the jobs asked for. The one-job readings the job page makes are
-`apps.jobs.selectors` (job_step_times, job_ranks), which these give the same answers as."""
+"""What the hang verdict reads of every running job of a cluster at once
+(docs/checks.md, `job_hang`): a fixed number of queries whatever the number of jobs,
+ranks or nodes — the recent step times of all the jobs, which of them have ranks and a
+rank that reports a stall, and the ranks of the jobs asked for. The one-job readings the
+job page makes are `apps.jobs.selectors` (job_step_times, job_ranks), which these give
+the same answers as."""
 
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def rank_states(job_ids: Sequence[int]) -> dict[int, RankState]:
         .annotate(stalled=Exists(stalled))
         .values_list("pk", "top", "stalled")
     )
-    return {pk: RankState(int(attempt), bool(s)) for pk, attempt, s in rows}
+    return {pk: RankState(int(attempt), bool(stall)) for pk, attempt, stall in rows}
 
 
 # A rank's times, read as Unix seconds: a hung job of 10,000 ranks has 40,000 of them, and

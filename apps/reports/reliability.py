@@ -47,9 +47,9 @@ Window = tuple[dt.datetime, dt.datetime]
 class InService:
     """The nodes' time in service as the figures read it: the first node's `in_service_at`
     (None: no node) and, for each window [start, end) asked for, its end clipped to now,
-    the node-seconds of the window that lie in [in_service_at, now) (docs/formulas.md,
-    Reliability). A cluster's is summed in the database (apps/reports/selectors.py), not
-    node by node here."""
+    the node-seconds of the window that lie in [in_service_at, now)
+    (docs/formulas.md, Reliability). A cluster's is summed in the database
+    (apps/reports/selectors.py), not node by node here."""
 
     earliest: dt.datetime | None
     node_seconds: Mapping[Window, float]

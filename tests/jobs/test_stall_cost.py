@@ -1,5 +1,5 @@
 """What a single stall report costs, and that its short path keeps every rule of the batch
-path (apps/jobs/stall_store.py; docs/api.md, `POST ingest/stalls/`): a burst of 10,000
+path (apps/jobs/stall_store.py; docs/api.md, `POST /api/v1/ingest/stalls/`): a burst of 10,000
 reports, one a rank, is taken within a minute because each is one read and one write."""
 
 from __future__ import annotations

@@ -141,14 +141,14 @@ class _Titles:
 def node_rack(
     tiles: list, name: str = "", busy: bool | None = None, unverified: str | None = None
 ) -> str:
-    """One rack of a node grid in its compact form (apps/common/node_grid.py; docs/pages.md,
-    Node grids): its nodes' names as a hostlist and a character each, from which the page's
-    script draws the plain tiles, and the tiles that need attention as links. Tiles have
-    `hostname` and `state`, and may have `reason`, `busy`, `worst`, `why`; `busy` given here
-    applies to every tile. `unverified` (e.g. "unverified: checks stale 4 min") marks every
-    healthy tile as shown on stale evidence (docs/operations.md, Watching the watcher): a
-    hatched look and the words in its title, not a state. A rack whose names make no
-    hostlist is sent whole."""
+    """One rack of a node grid in its compact form (apps/common/node_grid.py;
+    docs/pages.md, Node grids): its nodes' names as a hostlist and a character each, from
+    which the page's script draws the plain tiles, and the tiles that need attention as
+    links. Tiles have `hostname` and `state`, and may have `reason`, `busy`, `worst`,
+    `why`; `busy` given here applies to every tile. `unverified` (e.g. "unverified:
+    checks stale 4 min") marks every healthy tile as shown on stale evidence
+    (docs/operations.md, Watching the watcher): a hatched look and the words in its title,
+    not a state. A rack whose names make no hostlist is sent whole."""
     titles = _Titles()
     codes, sent = [], []
     for t in tiles:

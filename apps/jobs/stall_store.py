@@ -25,29 +25,40 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.fleet.models import Node
 from apps.fleet.scope import Scope, scope_of
+from apps.jobs.models import Job, Rank, RankStack
 from apps.jobs.rank_intake import MAX_WORLD, StallReport
 from apps.jobs.ranks import REPORT_COLUMNS, Live, stacks_insert, stalls_ingest
 
+# The tables, named by their models (a renamed table breaks this at once, as ModelSql does).
+_TABLES = {
+    "rank": Rank._meta.db_table,
+    "job": Job._meta.db_table,
+    "job_nodes": Job.nodes.through._meta.db_table,
+    "node": Node._meta.db_table,
+    "stack": RankStack._meta.db_table,
+}
 # The rank's row as `Live` holds it, then what the rules need (`_allowed`).
 _READ = """
 SELECT r.id, r.started_at, r.report_at, r.first_report_at, r.stalled_since, r.last_step,
        r.stalled_s, r.in_collective, r.stack_id, r.resumed_at,
        j.cluster_id, j.gpu_count, n.hostname,
-       (SELECT named.id FROM fleet_node named
+       (SELECT named.id FROM {node} named
          WHERE named.cluster_id = j.cluster_id AND named.hostname = %s)
-       {ours}
-  FROM jobs_rank r JOIN jobs_job j ON j.id = r.job_id JOIN fleet_node n ON n.id = r.node_id
+       {{ours}}
+  FROM {rank} r JOIN {job} j ON j.id = r.job_id JOIN {node} n ON n.id = r.node_id
  WHERE r.job_id = %s AND r.rank = %s
-   AND r.attempt = (SELECT MAX(top.attempt) FROM jobs_rank top WHERE top.job_id = %s)
-"""
+   AND r.attempt = (SELECT MAX(top.attempt) FROM {rank} top WHERE top.job_id = %s)
+""".format(**_TABLES)
 # For a node's token: whether the job runs on one of its nodes (apps/jobs/scope.py).
-_OURS = """, EXISTS (SELECT 1 FROM jobs_job_nodes jn JOIN fleet_node own ON own.id = jn.node_id
-                  WHERE jn.job_id = %s AND own.hostname IN ({names}))"""
+_OURS = """, EXISTS (SELECT 1 FROM {job_nodes} jn JOIN {node} own ON own.id = jn.node_id
+                  WHERE jn.job_id = %s AND own.hostname IN ({{names}}))""".format(**_TABLES)
 _LIVE = len(REPORT_COLUMNS) + 2  # id, started_at, then the report's columns
 _DATETIMES = {1, 2, 3, 4, 9}  # started_at, report_at, first_report_at, stalled_since, resumed_at
 _SETS = ", ".join(f"{c} = %s" for c in REPORT_COLUMNS if c != "stack_id")
-_STACK_ID = "(SELECT s.id FROM jobs_rankstack s WHERE s.digest = %s)"
+_STACK_ID = f"(SELECT s.id FROM {_TABLES['stack']} s WHERE s.digest = %s)"
+_UPDATE = f"UPDATE {_TABLES['rank']} SET {_SETS}"
 
 
 @transaction.atomic
@@ -134,11 +145,11 @@ def _write(row: Live) -> None:
     ]
     with connection.cursor() as cursor:
         if row.stack is None:
-            sql = f"UPDATE jobs_rank SET {_SETS}, stack_id = %s WHERE id = %s"
+            sql = f"{_UPDATE}, stack_id = %s WHERE id = %s"
             cursor.execute(sql, [*values, row.stack_id, row.id])
             return
         digest = row.stack.digest
-        sql = f"UPDATE jobs_rank SET {_SETS}, stack_id = {_STACK_ID} WHERE id = %s"
+        sql = f"{_UPDATE}, stack_id = {_STACK_ID} WHERE id = %s"
         guarded = f"{sql} AND EXISTS {_STACK_ID}"
         cursor.execute(guarded, [*values, digest, row.id, digest])
         if cursor.rowcount == 0:

@@ -12,14 +12,15 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from django.core.management import call_command
+from django.db import connection
 
 # The team's real-world samples, kept in the repository (tests/data/README.md says where
 # each comes from), so a clone tests on its own.
@@ -168,6 +169,29 @@ class _Exporter(QuietHandler):
             self.end_headers()
             return
         reply(self, 200, body, "text/plain; version=0.0.4")
+
+
+def side_by_side(send: Callable[[Any], Any], batches: Sequence[Any]) -> list[Any]:
+    """`send(batch)` for each batch at once, a thread each (named "earlier", "later", …),
+    each closing its own database connection; what each answered, or the exception it
+    raised (for the race tests: two intakes writing the same row)."""
+    results: list[Any] = [None] * len(batches)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = send(batches[i])
+        except Exception as exc:  # noqa: BLE001 — the caller's assertion shows it
+            results[i] = exc
+        finally:
+            connection.close()
+
+    names = ("earlier", "later", *(f"writer{i}" for i in range(2, len(batches))))
+    threads = [threading.Thread(target=run, args=(i,), name=names[i]) for i in range(len(batches))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
 
 
 def closed_port() -> int:

@@ -22,6 +22,7 @@ import apps.telemetry.services.host as host_services
 from apps.telemetry.host import HostReadingIn
 from apps.telemetry.models import HostReading
 from apps.telemetry.services import host_ingest
+from tests.support import side_by_side
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -55,24 +56,7 @@ def test_two_batches_making_one_new_subject_keep_both_readings(nodes, monkeypatc
         [HostReadingIn("gpu000", "memory", "mc0", T0, {"ce_total": 1, "ue_total": 0})],
         [HostReadingIn("gpu000", "memory", "mc0", T0 + dt.timedelta(seconds=30), {"ce_total": 4})],
     ]
-    results: list[Any] = [None, None]
-
-    def send(i: int) -> None:
-        try:
-            results[i] = host_ingest(readings=batches[i])
-        except Exception as exc:  # noqa: BLE001 — shown in the assertion below
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [
-        threading.Thread(target=send, args=(i,), name=name)
-        for i, name in enumerate(("earlier", "later"))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    results = side_by_side(lambda batch: host_ingest(readings=batch), batches)
     assert [(r.applied, r.stale) for r in results] == [(1, 0), (1, 0)], results
     reading = HostReading.objects.get()
     assert (reading.ts, reading.values) == (T0 + dt.timedelta(seconds=30), {"ce_total": 4})

@@ -22,6 +22,7 @@ import apps.telemetry.services.ports as port_services
 from apps.telemetry.models import Port
 from apps.telemetry.ports import PortReading
 from apps.telemetry.services import ports_ingest
+from tests.support import side_by_side
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -64,24 +65,7 @@ def test_two_batches_making_one_new_port_keep_both_readings(nodes, monkeypatch):
             )
         ],
     ]
-    results: list[Any] = [None, None]
-
-    def send(i: int) -> None:
-        try:
-            results[i] = ports_ingest(readings=batches[i])
-        except Exception as exc:  # noqa: BLE001 — shown in the assertion below
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [
-        threading.Thread(target=send, args=(i,), name=name)
-        for i, name in enumerate(("earlier", "later"))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    results = side_by_side(lambda batch: ports_ingest(readings=batch), batches)
     assert [(r.applied, r.stale) for r in results] == [(1, 0), (1, 0)], results
     port = Port.objects.get()
     assert (port.ts, port.state, port.counters) == (

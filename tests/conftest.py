@@ -186,6 +186,19 @@ def _cold_cache() -> None:
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts in the default language: a page request activates its reader's
+    language in the thread that served it (Django's LocaleMiddleware and ours do not undo
+    it), and a later test on this worker that words a status outside a request would
+    otherwise speak Chinese (seen in CI: the pipeline banner's words after a zh-hans page)."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 @pytest.fixture(scope="module")
 def module_rows(django_db_setup, django_db_blocker) -> Iterator[Callable[..., object]]:  # noqa: ANN001
     """`module_rows(write, **options)` writes rows that every test of a module reads, once

@@ -65,17 +65,24 @@ def test_every_sample_arrives_exactly_once_through_an_outage(live_server, job, t
         env={},
         **FAST,
     )
-    outage = {60: "503", 110: "lost", 160: "hang", 210: "refuse", 260: "up"}
-    n = 300
-    slowest = 0.0
-    for step in range(n):
-        proxy.mode = outage.get(step, proxy.mode)
+    # up for 60 steps, then each fault for 50 steps and until a request has met it (on a
+    # loaded machine a hung request and the retry's backoff can outlast a fixed window), then
+    # up again until step 300
+    faults = ["503", "lost", "hang", "refuse", "up"]
+    since, step, slowest = 60, 0, 0.0
+    while step < 300 or faults:
+        assert step < 3000, proxy.seen
+        if faults and step >= since and (proxy.mode == "up" or proxy.seen[proxy.mode]):
+            proxy.mode, since = faults.pop(0), step + 50
         started = time.perf_counter()
-        rep.step(step, step_time_s=0.02, tokens_per_s=1e5, loss=2.0 - step / n, compute_s=0.015)
+        loss = 2.0 - min(step, 299) / 300
+        rep.step(step, step_time_s=0.02, tokens_per_s=1e5, loss=loss, compute_s=0.015)
         if step == 150:
             rep.checkpoint(step, saved_at=time.time() - 2.5, blocking_s=2.5, size_bytes=10**9)
         slowest = max(slowest, time.perf_counter() - started)
         time.sleep(0.02)
+        step += 1
+    n = step
     assert rep.flush(20.0)
     rep.close()
     assert steps_stored(job) == list(range(n))  # each once, none missing

@@ -90,6 +90,9 @@ def test_switches_by_port_health(chromium, live_server, setup, width):  # noqa: 
     # the switches with nothing wrong (leaf-00's ports pass, leaf-03's not judged yet) wait
     # in one closed line, drawn when it is opened (docs/pages.md, Node grids)
     page.locator("details[data-quiet='quiet-switch'] summary").click()
+    # the line is drawn on its toggle event, after the click returns (one task: once it is
+    # marked drawn, every row is there)
+    page.wait_for_selector("details[data-quiet='quiet-switch'][data-drawn]", state="attached")
     rows = page.locator("section[aria-labelledby='switch-h'] [data-component]")
     order = [rows.nth(i).get_attribute("data-component") for i in range(rows.count())]
     assert order == ["switch:leaf-02", "switch:leaf-01", "switch:leaf-00", "switch:leaf-03"]

@@ -89,6 +89,7 @@ def report(sizes: list[dict], seconds: float) -> None:
         size["fleet"] = {label: {"value": v, "queries": None} for label, v in size["build"].items()}
     table("Fleet built and parts measured", sizes, "fleet")
     table("Telemetry sweep, 128 nodes per request (HTTP API)", sizes, "sweep")
+    table("Checks, each kind's first run after the fleet appears (ms)", sizes, "first")
     table("Checks, one run of each kind (ms), steady state", sizes, "checks")
     for size in sizes:
         found = "; ".join(

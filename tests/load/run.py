@@ -6,6 +6,11 @@ for every node every 15 s (12 metrics per GPU, the way per-node agents do, or ba
 relay with --nodes-per-request) while 20 browsers poll the overview panel and the health
 line every 20 s, as the page does. Prints sustained intake, whether each 15 s round finished
 within its 15 s, overview latency percentiles, and errors. Asserts nothing.
+
+`--stall-burst` instead hangs a 10,000-rank job (its ranks registered through the API) and
+posts every rank's stall report as its own request, as the ranks' watchdogs do within a
+minute, from 32 connections at once; it prints how long the server took to accept them all,
+the errors, and how many ranks the database then holds a report of.
 """
 
 from __future__ import annotations
@@ -225,6 +230,126 @@ async def _browsers(url: str, session: str, seconds: float, stats: dict) -> None
     await asyncio.gather(*(one(k) for k in range(20)))
 
 
+BURST_RANKS = 10_000
+WAIT_STACK = [  # innermost last, as the Reporter's watchdog sends it
+    {"file": "/work/train.py", "function": "train_step", "line": 88},
+    {
+        "file": "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+        "function": "all_reduce",
+        "line": 2501,
+    },
+]
+
+
+def _burst_job(env: dict[str, str], hosts: list[str]) -> int:
+    """A running job on `hosts` whose progress stopped 70 s ago; its id."""
+    script = (
+        "import datetime as dt\n"
+        "from django.utils import timezone\n"
+        "from apps.fleet.models import Node\n"
+        "from apps.jobs.choices import JobStatus\n"
+        "from apps.jobs.models import Job\n"
+        f"hosts = {hosts!r}\n"
+        "nodes = Node.objects.filter(hostname__in=hosts)\n"
+        "now = timezone.now()\n"
+        f"job = Job.objects.create(cluster=nodes[0].cluster, name='stall-burst',"
+        f" gpu_count={BURST_RANKS}, status=JobStatus.RUNNING,"
+        " started_at=now - dt.timedelta(hours=1), progress_at=now - dt.timedelta(seconds=70),"
+        " progress_step=41_217, last_step_time_s=1.0)\n"
+        "job.nodes.set(nodes)\n"
+        "print(job.pk)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def _reported(env: dict[str, str], job: int) -> int:
+    """How many of the job's ranks hold a stall report."""
+    script = (
+        "from apps.jobs.models import Rank\n"
+        f"print(Rank.objects.filter(job_id={job}, report_at__isnull=False).count())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+async def _stall_burst(url: str, token: str, job: int, hosts: list[str]) -> dict:
+    """Register the job's ranks (10 requests of 1,000), then post every rank's stall report
+    as its own request from 32 connections; the burst's figures."""
+    per_node = -(-BURST_RANKS // len(hosts))
+    where = [hosts[r // per_node] for r in range(BURST_RANKS)]
+    headers = {"Authorization": f"Token {token}"}
+    limits = httpx.Limits(max_connections=32)
+    now = dt.datetime.now(dt.UTC)
+    started = (now - dt.timedelta(hours=1)).isoformat()
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits) as c:
+        for i in range(0, BURST_RANKS, 1000):
+            ranks = [
+                {
+                    "rank": r,
+                    "world_size": BURST_RANKS,
+                    "node": where[r],
+                    "local_rank": r % 8,
+                    "started_at": started,
+                }
+                for r in range(i, min(BURST_RANKS, i + 1000))
+            ]
+            r = await c.post(f"/api/v1/jobs/{job}/ranks/", json={"ranks": ranks})
+            r.raise_for_status()
+        ts = dt.datetime.now(dt.UTC).isoformat()
+        errors: list[str] = []
+        retried: list[str] = []
+        took: list[float] = []
+        sem = asyncio.Semaphore(32)
+
+        async def report(rank: int) -> None:
+            body = {
+                "job": job,
+                "node": where[rank],
+                "ts": ts,
+                "rank": rank,
+                "last_step": 41_216,
+                "stalled_s": 60.0,
+                "stack": WAIT_STACK,
+                "in_collective": True,
+            }
+            async with sem:
+                t = time.monotonic()
+                for attempt in range(2):
+                    try:
+                        r = await c.post("/api/v1/ingest/stalls/", json=body)
+                        if r.status_code != 202:
+                            errors.append(f"{r.status_code} {r.text[:80]}")
+                        break
+                    except httpx.TransportError as exc:
+                        # a kept-alive connection gunicorn closed as it was reused: sent again,
+                        # as the Reporter does (a report sent twice is stored once)
+                        if attempt:
+                            errors.append(type(exc).__name__)
+                        else:
+                            retried.append(type(exc).__name__)
+                took.append(time.monotonic() - t)
+
+        t0 = time.monotonic()
+        await asyncio.gather(*(report(r) for r in range(BURST_RANKS)))
+        wall = time.monotonic() - t0
+    return {"wall": wall, "errors": errors, "retried": retried, "took": took}
+
+
 def _pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] * 1000 if len(values) > 1 else float("nan")
 
@@ -237,6 +362,9 @@ def main() -> None:
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes")
     parser.add_argument("--web-threads", type=int, default=4, help="threads per process")
+    parser.add_argument(
+        "--stall-burst", action="store_true", help="a 10,000-rank job's stall reports instead"
+    )
     args = parser.parse_args()
     env = _env(args.broker)
     logdir = Path("/tmp/kuae-load")
@@ -253,6 +381,9 @@ def main() -> None:
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
+        if args.stall_burst:
+            _burst_main(env, url, token, hosts, args)
+            return
         stats: dict = {
             "requests": 0,
             "values": 0,
@@ -293,6 +424,27 @@ def main() -> None:
         f"p95 {_pct(stats['pages'], 95):.0f} ms, max {max(stats['pages'], default=0) * 1000:.0f} ms"
         f"  (goal p95 ≤ 300 ms)\n"
         f"  health line: p95 {_pct(stats['health'], 95):.0f} ms; page errors {stats['page_errors']}"
+    )
+
+
+def _burst_main(
+    env: dict[str, str], url: str, token: str, hosts: list[str], args: argparse.Namespace
+) -> None:
+    """Run and print the stall burst (the server already up)."""
+    job = _burst_job(env, hosts)
+    burst = asyncio.run(_stall_burst(url, token, job, hosts))
+    stored = _reported(env, job)
+    took = burst["took"]
+    print(
+        f"\nStall burst: {BURST_RANKS:,} single stall reports from 32 connections at once, "
+        f"gunicorn {args.web_workers} × {args.web_threads} threads, Celery workers and beat "
+        f"running, on {os.cpu_count()} cores (the load generator included)\n"
+        f"  all accepted in {burst['wall']:.1f} s ({BURST_RANKS / burst['wall']:,.0f} a second)"
+        f"   goal: within 60 s\n"
+        f"  per request: p50 {_pct(took, 50):.0f} ms, p95 {_pct(took, 95):.0f} ms; errors "
+        f"{len(burst['errors'])} {sorted(set(burst['errors']))[:3]}; sent again after a "
+        f"closed connection {len(burst['retried'])}\n"
+        f"  ranks holding a report in the database afterwards: {stored:,} of {BURST_RANKS:,}"
     )
 
 

@@ -104,6 +104,7 @@ EMBEDDED = {
     "tests/telemetry/test_gpu_charts.py": "GPU ranking's byte-order collation, rollup charts",
     "tests/health/test_detection_quality.py": "check inputs: JSON values and epochs from SQLite",
     "tests/health/test_blast.py": "check inputs per node",
+    "tests/health/test_candidates.py": "candidates chosen in SQL: JSON numbers, targets",
     "tests/jobs/test_api.py": "step metrics: epoch SQL, NaN kept as text, retention",
     "tests/reports/test_plain_words.py": "error pages for values SQLite cannot bind",
     "tests/scheduler/test_intake.py": "bulk updates from Slurm's accounting",

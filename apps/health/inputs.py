@@ -4,19 +4,30 @@ alone needs is loaded beside it, in its plug-in module (docs/checks.md, Writing 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.db.models import (
+    Case,
+    CharField,
+    Exists,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Concat
 
-from apps.common.dbfuncs import Epoch, from_epoch
+from apps.common.dbfuncs import Epoch, JsonNumber, from_epoch
 from apps.fleet.choices import NodeState
 from apps.fleet.models import GPU, Cluster, Node
 from apps.health.blast import KINDS, Place
-from apps.health.choices import RunStatus
-from apps.health.detectors import (
-    GpuLatest,
-)
+from apps.health.choices import ResultStatus, RunStatus
+from apps.health.detectors import GpuLatest, NodeGpus
 from apps.health.models import CheckResult, CheckRun
 from apps.jobs.models import Job
 from apps.jobs.selectors import running_jobs as jobs_running
@@ -47,8 +58,13 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
     read out of the JSON in SQL as text and the times as Unix seconds: at 100,000 GPUs,
     shipping each GPU's whole document or parsing each timestamp's text took most of a
     check's time."""
+    return _latest(cluster, GPU.objects.filter(node__cluster=cluster), keys)
+
+
+def _latest(cluster: Cluster, gpus: QuerySet[GPU], keys: tuple[str, ...]) -> list[GpuLatest]:
+    """`gpus_latest` of the GPUs `gpus` selects."""
     columns = [KT(f"metrics__{k}") for k in keys]
-    rows = GPU.objects.filter(node__cluster=cluster).values_list(
+    rows = gpus.values_list(
         "node__hostname",
         "index",
         "model",
@@ -70,6 +86,82 @@ def gpus_latest(cluster: Cluster, keys: tuple[str, ...] = ()) -> list[GpuLatest]
         )
         for hostname, index, model, updated, probe, source, *values in rows
     ]
+
+
+def gpu_target_sql() -> Concat:
+    """A GPU row's result target (`gpu:HOST/INDEX`, as `findings.gpu_target` makes it) in
+    SQL."""
+    return Concat(
+        Value("gpu:"),
+        "node__hostname",
+        Value("/"),
+        Cast("index", CharField()),
+        output_field=CharField(),
+    )
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What a check's run must judge of the cluster's GPUs (docs/checks.md, Candidates):
+    those not `unchanged`, loaded; and how many were, counted only (each would pass
+    again with the message its stored pass already has, so nothing of it is written)."""
+
+    gpus: list[GpuLatest]
+    unchanged: int
+
+
+@dataclass(frozen=True)
+class NodeCandidates:
+    """`Candidates` of a check that judges nodes: those loaded, and how many were not."""
+
+    nodes: list[NodeGpus]
+    unchanged: int
+
+
+def gpus_candidates(
+    cluster: Cluster,
+    kind: str,
+    keys: tuple[str, ...],
+    *,
+    passing: Q,
+    message: str,
+    fresh_after: dt.datetime | None = None,
+    named: Collection[str] = (),
+    skip_hosts: Collection[str] = (),
+) -> Candidates:
+    """The cluster's GPUs `kind` must judge, chosen in SQL: every GPU but those whose values
+    meet `passing` (a condition on the annotations `v_<key>`, each key's value as a JSON
+    number, else NULL) and whose stored result of `kind` is a pass with `message` — they
+    would pass again, unchanged. A GPU whose target is in `named` (one an event names) is
+    always judged; with `fresh_after`, GPUs whose values are older are neither judged nor
+    counted (the detector skips them). The unchanged ones on `skip_hosts` (nodes under
+    maintenance) are not counted: their findings would have been dropped. Two statements,
+    whatever the number of healthy GPUs; the rows read are the candidates'.
+
+    The detector then judges the candidates as it judged every GPU: a GPU past a threshold,
+    one whose stored result is not that pass (a warning to clear, a streak to end), one with
+    no result yet (a new GPU), one whose values it cannot compare in SQL (text, missing)."""
+    stored = CheckResult.objects.filter(
+        cluster=cluster,
+        kind=kind,
+        target=OuterRef("target"),
+        status=ResultStatus.PASS,
+        message=message,
+    )
+    same = passing & Q(Exists(stored))
+    if named:
+        same &= ~Q(target__in=list(named))
+    gpus = GPU.objects.filter(node__cluster=cluster)
+    if fresh_after is not None:
+        gpus = gpus.filter(updated_at__gte=fresh_after)
+    gpus = gpus.annotate(
+        target=gpu_target_sql(),
+        **{f"v_{k}": JsonNumber("metrics", k) for k in keys},
+    ).annotate(unchanged=Case(When(same, then=Value(True)), default=Value(False)))
+    counted = gpus.filter(unchanged=True)
+    if skip_hosts:
+        counted = counted.exclude(node__hostname__in=list(skip_hosts))
+    return Candidates(_latest(cluster, gpus.filter(unchanged=False), keys), counted.count())
 
 
 def _json_value(value: object) -> Any:

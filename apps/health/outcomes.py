@@ -13,9 +13,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 import orjson
+from django.db import IntegrityError
 from django.db.models import Max, Q
 
-from apps.common.bulk import among, update_many
+from apps.common.bulk import among, insert_ignore, update_many
 from apps.fleet.choices import NodeState, StateSource
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import node_set_state
@@ -101,18 +102,22 @@ def _store_results(
     now: dt.datetime,
 ) -> list[d.Finding]:
     """Upsert each target's result; return the findings that turned to pass."""
+    stored = CheckResult.objects.filter(cluster=run.cluster, kind=run.kind)
+    if len(findings) <= AMONG_AT_MOST:
+        # A run that judged only its candidates (docs/checks.md, Candidates) reads only
+        # their results, not the whole fleet's.
+        stored = among(stored, "target", [f.target for f in findings])
     existing = {
         target: (pk, status, message)
-        for target, pk, status, message in CheckResult.objects.filter(
-            cluster=run.cluster, kind=run.kind
-        ).values_list("target", "pk", "status", "message")
+        for target, pk, status, message in stored.values_list("target", "pk", "status", "message")
     }
     # Only results whose verdict or message changed are written: most of 10,000 GPUs pass
     # unchanged minute after minute, and their `at` stays when that pass was set (the
     # kind's last run time is on the run). Non-pass messages carry live figures, so they
     # are refreshed every run. Their times are read for those alone: at 100,000 GPUs,
     # reading every result's two timestamps took longer than the rest of storing them.
-    new, changed, cleared = [], [], []
+    new: list[tuple[object, ...]] = []
+    changed, cleared = [], []
     for f in findings:
         message = f.message[:2000]
         if f.target in existing:
@@ -124,19 +129,19 @@ def _store_results(
             changed.append((pk, status, message, f))
         else:
             new.append(
-                CheckResult(
-                    cluster=run.cluster,
-                    kind=run.kind,
-                    target=f.target,
-                    node_id=nodes[f.node][0] if f.node in nodes else None,
-                    job_id=f.job,
-                    status=f.status,
-                    message=message,
-                    details=_clean(f.details),
-                    at=now,
-                    run=run,
-                    since=now,
-                    last_fail_at=now if f.status == ResultStatus.FAIL else None,
+                (
+                    run.cluster_id,
+                    run.kind,
+                    f.target,
+                    nodes[f.node][0] if f.node in nodes else None,
+                    f.job,
+                    f.status,
+                    message,
+                    orjson.dumps(_clean(f.details)).decode(),
+                    now,
+                    run.pk,
+                    now,
+                    now if f.status == ResultStatus.FAIL else None,
                 )
             )
     times = _result_times([pk for pk, *_ in changed])
@@ -147,7 +152,12 @@ def _store_results(
         details = orjson.dumps(_clean(f.details)).decode()
         same_since = since if status == f.status else now
         updates.append((pk, f.status, message, details, now, run.pk, same_since, last_fail))
-    CheckResult.objects.bulk_create(new, batch_size=2000)
+    # A first run writes a pass for every GPU: COPY (PostgreSQL) or one executemany
+    # (SQLite), not the ORM's objects — at 100,000 GPUs those took most of the run. The run
+    # holds its cluster's row, so no other run inserts these targets meanwhile; a row that
+    # still collided fails the run (as the ORM's insert did), never is quietly dropped.
+    if new and insert_ignore(CheckResult._meta.db_table, RESULT_COLUMNS, new) != len(new):
+        raise IntegrityError(f"{run.kind}: a result was stored by another writer meanwhile")
     update_many(
         CheckResult._meta.db_table,
         ("id",),
@@ -155,6 +165,25 @@ def _store_results(
         updates,
     )
     return cleared
+
+
+# Up to this many findings, a run reads only their targets' stored results; more (a first
+# run, a whole fleet judged) read the kind's results at once, which is then cheaper.
+AMONG_AT_MOST = 5_000
+RESULT_COLUMNS = (
+    "cluster_id",
+    "kind",
+    "target",
+    "node_id",
+    "job_id",
+    "status",
+    "message",
+    "details",
+    "at",
+    "run_id",
+    "since",
+    "last_fail_at",
+)
 
 
 def _result_times(

@@ -202,6 +202,7 @@ def run_execute(*, run_id: int, now: dt.datetime | None = None) -> CheckRun | No
             )
             for write in ctx.writes:
                 write()
+            counts["pass"] += ctx.unchanged
             return counts
 
         counts = apply()

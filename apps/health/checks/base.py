@@ -44,6 +44,9 @@ class Context:
     # What the run must write besides its findings (what it judged, for the next run): done
     # in the transaction that applies them, so a run that fails writes neither.
     writes: list[Callable[[], object]] = field(default_factory=list)
+    # Targets the run passed unchanged without loading them (docs/checks.md, Candidates):
+    # counted among the run's passes, nothing written for them.
+    unchanged: int = 0
 
     @cached_property
     def jobs(self) -> list[Job]:

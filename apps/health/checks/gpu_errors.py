@@ -4,18 +4,27 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Case, CharField, Count, Exists, F, OuterRef, Q, Value, When
+from django.db.models.functions import Concat
 from django.utils.translation import gettext_lazy as _
 
 from apps.fleet.models import Cluster, Node
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
+from apps.health.choices import ResultStatus
 from apps.health.detectors import Finding, GpuEvent, NodeGpus, gpu_errors
 from apps.health.detectors.findings import GPU
-from apps.health.detectors.gpu_errors import MTHREADS_DRIVER
+from apps.health.detectors.gpu_errors import (
+    EVERY_GPU,
+    MTHREADS_DRIVER,
+    NOTHING_NEW,
+    blinding_sources,
+)
 from apps.health.inputs import IN_SERVICE
+from apps.health.models import CheckResult
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.models import TelemetryEvent
@@ -63,16 +72,71 @@ def node_gpus(cluster: Cluster, fresh_after: dt.datetime) -> list[NodeGpus]:
     ]
 
 
+def node_gpus_candidates(
+    cluster: Cluster, fresh_after: dt.datetime, skip_hosts: Collection[str] = ()
+) -> inputs.NodeCandidates:
+    """`node_gpus` of the nodes to judge: not those with every GPU reporting (or none: the
+    heartbeat check's) whose stored result is the pass "every GPU reporting" — they would
+    pass again unchanged, and are counted (those on `skip_hosts` not)."""
+    stored = CheckResult.objects.filter(
+        cluster=cluster,
+        kind=KIND,
+        target=Concat(Value("node:"), OuterRef("hostname"), output_field=CharField()),
+        status=ResultStatus.PASS,
+        message=EVERY_GPU,
+    )
+    nodes = (
+        Node.objects.filter(cluster=cluster, state__in=IN_SERVICE)
+        .annotate(reporting=Count("gpus", filter=Q(gpus__updated_at__gte=fresh_after)))
+        .annotate(
+            unchanged=Case(
+                When(
+                    (Q(reporting=0) | Q(reporting__gte=F("gpu_count"))) & Q(Exists(stored)),
+                    then=Value(True),
+                ),
+                default=Value(False),
+            )
+        )
+    )
+    counted = nodes.filter(unchanged=True)
+    if skip_hosts:
+        counted = counted.exclude(hostname__in=list(skip_hosts))
+    return inputs.NodeCandidates(
+        [
+            NodeGpus(hostname, gpu_count, reporting)
+            for hostname, gpu_count, reporting in nodes.filter(unchanged=False).values_list(
+                "hostname", "gpu_count", "reporting"
+            )
+        ],
+        counted.count(),
+    )
+
+
 def run(ctx: Context) -> list[Finding]:
     """The events since the previous run, the remap failures, and which GPUs each node
-    still reports, judged."""
+    still reports, judged. A GPU no event names, with no remap failure, whose exporter can
+    report what the check needs and whose stored result is the pass "nothing new" would
+    pass again unchanged: it is counted, not loaded (docs/checks.md, Candidates)."""
     since = inputs.previous_run_start(ctx.cluster, ctx.kind, ctx.now)
     fresh_after = ctx.now - dt.timedelta(seconds=ctx.limits.heartbeat_s)
+    events = gpu_events(ctx.cluster, since)
+    picked = inputs.gpus_candidates(
+        ctx.cluster,
+        ctx.kind,
+        ("row_remap_failure",),
+        passing=(Q(v_row_remap_failure__isnull=True) | Q(v_row_remap_failure=0))
+        & ~Q(source__in=blinding_sources()),
+        message=NOTHING_NEW,
+        named={e.target for e in events},
+        skip_hosts=ctx.in_maintenance,
+    )
+    nodes = node_gpus_candidates(ctx.cluster, fresh_after, ctx.in_maintenance)
+    ctx.unchanged += picked.unchanged + nodes.unchanged
     return gpu_errors(
-        gpu_events(ctx.cluster, since),
-        inputs.gpus_latest(ctx.cluster, ("row_remap_failure",)),
+        events,
+        picked.gpus,
         limits=ctx.limits,
-        nodes=node_gpus(ctx.cluster, fresh_after),
+        nodes=nodes.nodes,
         missing_runs=ctx.streaks("missing_runs"),
     )
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from apps.health import inputs
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors import Finding, thermal
 from apps.health.detectors.findings import GPU
+from apps.health.detectors.thermal import WITHIN
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
@@ -33,9 +36,22 @@ class ThermalLimits(Shared):
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Every GPU's latest temperatures and how many runs in a row each was hot."""
-    gpus = inputs.gpus_latest(ctx.cluster, ("temp_c", "mem_temp_c"))
-    return thermal(gpus, now=ctx.now, limits=ctx.limits, hot_runs=ctx.streaks("hot_runs"))
+    """The latest temperatures of the GPUs to judge and how many runs in a row each was hot.
+    A fresh GPU under both limits whose stored result is the pass "within limits" would
+    pass again unchanged (its streak is 0): it is counted, not loaded
+    (docs/checks.md, Candidates)."""
+    limits = ctx.limits
+    picked = inputs.gpus_candidates(
+        ctx.cluster,
+        ctx.kind,
+        ("temp_c", "mem_temp_c"),
+        passing=Q(v_temp_c__lt=limits.temp_c, v_mem_temp_c__lt=limits.mem_temp_c),
+        message=WITHIN,
+        fresh_after=ctx.now - dt.timedelta(seconds=limits.heartbeat_s),
+        skip_hosts=ctx.in_maintenance,
+    )
+    ctx.unchanged += picked.unchanged
+    return thermal(picked.gpus, now=ctx.now, limits=limits, hot_runs=ctx.streaks("hot_runs"))
 
 
 SPEC = CheckSpec(

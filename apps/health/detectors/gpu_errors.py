@@ -29,7 +29,7 @@ from apps.health.detectors.findings import (
 from apps.health.detectors.gpus import GpuLatest
 from apps.health.detectors.xid import classify_xid
 from apps.incidents.choices import Category, Severity
-from apps.telemetry.exporters import cannot_report
+from apps.telemetry.exporters import cannot_report, exporters
 
 if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
     from apps.health.checks.gpu_errors import GpuErrorsLimits
@@ -50,6 +50,19 @@ LINK = Outcome(Category.GPU, Severity.SEV3, node_state=NodeState.SUSPECT)
 # What the check cannot pass a GPU without (docs/checks.md, Blind results): a GPU whose
 # exporter can never report one of these is `error`, "not checked", rather than passing.
 BLINDING = (("ECC", ("ecc_dbe_total",)), ("link errors", ("nvlink_crc_errors",)))
+
+
+# A GPU with nothing new: what the plug-in's candidates query takes as passing unchanged.
+NOTHING_NEW = "no new XID, ECC or link error"
+EVERY_GPU = "every GPU reporting"  # a node's, likewise
+
+
+def blinding_sources() -> list[str]:
+    """The exporters (a GPU's `source`) whose GPUs are `error` rather than passing when
+    nothing is found (`_blind`): their GPUs are always judged."""
+    return [
+        e.slug for e in exporters() if any(cannot_report(e.slug, names) for _, names in BLINDING)
+    ]
 
 
 # A Moore Threads driver's fault line from the kernel log (the node agent's follower).
@@ -128,7 +141,7 @@ def gpu_errors(
             continue  # what it can see decides, a fail or a warn over being blind
         blind = _blind(gpu)
         if blind is None:
-            out.append(passed(KIND, target, "no new XID, ECC or link error", node=gpu.node))
+            out.append(passed(KIND, target, NOTHING_NEW, node=gpu.node))
         else:
             out.append(blind)
     out.extend(_missing(nodes, limits, missing_runs or {}))
@@ -241,5 +254,5 @@ def _missing(
             message = f"{n.reporting} of {n.gpu_count} GPUs reporting; fails if it lasts"
             out.append(passed(KIND, target, message, details, node=n.hostname))
         else:
-            out.append(passed(KIND, target, "every GPU reporting", details, node=n.hostname))
+            out.append(passed(KIND, target, EVERY_GPU, details, node=n.hostname))
     return out

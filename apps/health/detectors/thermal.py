@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
 
 KIND = "thermal"
 HOT = Outcome(Category.GPU_THERMAL, Severity.SEV4)
+# A GPU that reports both temperatures, under the limits: what the plug-in's candidates
+# query takes as passing unchanged (checks/thermal.py).
+WITHIN = "within limits"
 
 
 def thermal(
@@ -60,7 +63,7 @@ def thermal(
             message = "no temperature reported: not checked"
             out.append(passed(KIND, target, message, details, node=gpu.node))
         else:
-            message = "within limits" + _not_reported(gpu, temp, mem)
+            message = WITHIN + _not_reported(gpu, temp, mem)
             out.append(passed(KIND, target, message, details, node=gpu.node))
     return out
 

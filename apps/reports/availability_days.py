@@ -1,5 +1,5 @@
-"""GPU availability of a window from day sums kept by beat (docs/formulas.md, GPU
-availability: how the sums are kept), so a report does not walk every node's state history.
+"""GPU availability of a window from day sums kept by beat, so a report does not walk every
+node's state history (docs/formulas.md, GPU availability: how the sums are kept).
 
 A summed day holds each node's unavailable microseconds in it (`NodeDayDown`, only nodes with
 some); the window's days that are not summed, or stale (a change back-filled before the day's

@@ -90,8 +90,8 @@ class ClusterTargets(models.Model):
 
 
 class AvailabilityDay(models.Model):
-    """A cluster's UTC day whose node downtime is summed in NodeDayDown (docs/formulas.md,
-    GPU availability: how the sums are kept), by beat once the day is over. `through_change`
+    """A cluster's UTC day whose node downtime is summed in NodeDayDown by beat once the day
+    is over (docs/formulas.md, GPU availability: how the sums are kept). `through_change`
     is the newest NodeStateChange id when it was summed: a change written later with a time
     before the day's end (a back-fill) makes the day stale, read from the history again until
     beat sums it anew."""

@@ -54,6 +54,12 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         # Unacknowledged sev1/sev2 past KUAE_ESCALATE_SEV*_MIN: escalated once each.
         "escalate-incidents": {"task": "apps.incidents.tasks.escalate", "schedule": 30.0},
         "refresh-snapshots": {"task": "apps.reports.tasks.refresh_snapshots", "schedule": 60.0},
+        # Each finished UTC day's node downtime, summed once for the reports' availability
+        # (docs/formulas.md, GPU availability); back-filled days are summed again.
+        "seal-availability-days": {
+            "task": "apps.reports.tasks.seal_availability_days",
+            "schedule": crontab(minute=13),
+        },
         # Monday morning: last week's report to KUAE_REPORT_EMAILS (once per cluster and week).
         "weekly-report": {
             "task": "apps.reports.tasks.send_weekly_reports",

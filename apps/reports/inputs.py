@@ -130,15 +130,21 @@ def job_runs(
     end: dt.datetime,
     with_mfu: bool = True,
     only: int | None = None,
+    peaks: dict[int, float | None] | None = None,
 ) -> list[JobRun]:
     """Every job (or job `only`) that ran in [start, end) with its interruptions,
-    checkpoints and (when asked) its step-time-weighted mean MFU over the window."""
+    checkpoints and (when asked) its step-time-weighted mean MFU over the window. `peaks`,
+    when given, holds jobs' peaks already read (`job_peaks`, which counts every GPU of a
+    job's nodes) and receives those read here: a page showing two weeks reads each once."""
     jobs = _jobs_in(cluster, start, end, only)
     ids = [j["id"] for j in jobs]
     interruptions = _interruptions(ids, start, end)
     checkpoints = _checkpoints(ids, start, end)
     tps = mean_tokens_per_s(ids, start, end) if with_mfu else {}
-    peaks = job_peaks(cluster, ids) if with_mfu else {}
+    if peaks is None:
+        peaks = {}
+    if with_mfu and (missing := [i for i in ids if i not in peaks]):
+        peaks.update(job_peaks(cluster, missing))
     out = []
     for j in jobs:
         factor = mfu_factor(
@@ -162,11 +168,16 @@ def job_runs(
     return out
 
 
-def node_histories(*, cluster: Cluster, start: dt.datetime, end: dt.datetime) -> list[NodeHistory]:
-    """Every node of the cluster with its state at `start` and its changes in (start, end)."""
+def node_histories(
+    *, cluster: Cluster, start: dt.datetime, end: dt.datetime, where: Q | None = None
+) -> list[NodeHistory]:
+    """Every node of the cluster (or those of them `where` selects) with its state at
+    `start` and its changes in (start, end)."""
+    chosen = Node.objects.filter(cluster=cluster)
+    if where is not None:
+        chosen = chosen.filter(where)
     nodes = (
-        Node.objects.filter(cluster=cluster)
-        .annotate(
+        chosen.annotate(
             at_start=Subquery(
                 NodeStateChange.objects.filter(node=OuterRef("pk"), at__lte=start)
                 .order_by("-at", "-id")

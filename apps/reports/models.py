@@ -87,3 +87,41 @@ class ClusterTargets(models.Model):
             availability=self.availability,
             mean_mfu=self.mfu,
         )
+
+
+class AvailabilityDay(models.Model):
+    """A cluster's UTC day whose node downtime is summed in NodeDayDown by beat once the day
+    is over (docs/formulas.md, GPU availability: how the sums are kept). `through_change`
+    is the newest NodeStateChange id when it was summed: a change written later with a time
+    before the day's end (a back-fill) makes the day stale, read from the history again until
+    beat sums it anew."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    through_change = models.BigIntegerField()
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "day"], name="availability_day_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.day}"
+
+
+class NodeDayDown(models.Model):
+    """A node's unavailable time in one summed UTC day, in microseconds (only days with
+    some), within its time in service as its `in_service_at` then was."""
+
+    node = models.ForeignKey("fleet.Node", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    down_us = models.BigIntegerField()
+    in_service_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "day"], name="node_day_down_unique")]
+        indexes = [models.Index(fields=["day"], name="node_day_down_day")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.day} {self.down_us} µs"

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from apps.common.weeks import WEEK, parse_week, week_start
 from apps.fleet.models import Cluster
+from apps.reports.availability_days import seal_days
 from apps.reports.services import snapshot_refresh, weekly_report_send
 
 
@@ -33,3 +34,13 @@ def refresh_snapshots() -> None:
     now = timezone.now()
     for cluster in Cluster.objects.all():
         snapshot_refresh(cluster=cluster, now=now)
+
+
+@shared_task(name="apps.reports.tasks.seal_availability_days", ignore_result=True, expires=3000)
+def seal_availability_days() -> None:
+    """Sum each cluster's finished days' node downtime for the reports' availability (beat,
+    hourly; docs/formulas.md, GPU availability): new days, and days a back-filled change
+    made stale."""
+    now = timezone.now()
+    for cluster in Cluster.objects.all():
+        seal_days(cluster=cluster, now=now)

@@ -49,8 +49,9 @@ def weekly_page(request: HttpRequest) -> HttpResponse:
         "bad_week": bad_week,
     }
     if cluster is not None:
-        report = weekly_report(cluster=cluster, start=start, now=now)
-        previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
+        peaks: dict[int, float | None] = {}  # each job's peak read once for both weeks
+        report = weekly_report(cluster=cluster, start=start, now=now, peaks=peaks)
+        previous = weekly_report(cluster=cluster, start=start - WEEK, now=now, peaks=peaks)
         gpus = int_param(request, "gpus", 16_384, 8, 1_000_000)
         context.update(
             r=report,
@@ -82,7 +83,8 @@ def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
         start = week_param(request, now)
     except BadWeek as exc:
         return HttpResponseBadRequest(f"{exc}\n", content_type="text/plain; charset=utf-8")
-    report = weekly_report(cluster=cluster, start=start, now=now)
+    peaks: dict[int, float | None] = {}
+    report = weekly_report(cluster=cluster, start=start, now=now, peaks=peaks)
     name = f"kuae-weekly-{cluster.name}-{report['week']}"
     if fmt == "csv":
         response = HttpResponse(weekly_csv(report, now=now), content_type="text/csv; charset=utf-8")
@@ -91,7 +93,7 @@ def weekly_download(request: HttpRequest, fmt: str) -> HttpResponse:
             weekly_zip(report, now=now, folder=name), content_type="application/zip"
         )
     else:
-        previous = weekly_report(cluster=cluster, start=start - WEEK, now=now)
+        previous = weekly_report(cluster=cluster, start=start - WEEK, now=now, peaks=peaks)
         trends = weekly_trends(cluster=cluster, start=start, now=now)
         response = HttpResponse(
             weekly_pdf(report, previous, trends), content_type="application/pdf"

@@ -10,23 +10,29 @@ from typing import Any
 from apps.common.weeks import WEEK, week_label, week_start
 from apps.fleet.models import Cluster
 from apps.incidents.choices import category_label
-from apps.reports.availability import availability
+from apps.reports.availability_days import window_availability
 from apps.reports.effective import weekly
-from apps.reports.inputs import incident_facts, job_runs, node_histories, phase_spans
+from apps.reports.inputs import incident_facts, job_runs, phase_spans
 from apps.reports.models import Snapshot
 from apps.reports.selectors import reliability_report, targets_for, weekly_reliability
 from apps.reports.targets import MFU_REFERENCE
 
 
-def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> dict[str, Any]:
+def weekly_report(
+    *,
+    cluster: Cluster,
+    start: dt.datetime,
+    now: dt.datetime,
+    peaks: dict[int, float | None] | None = None,
+) -> dict[str, Any]:
     """Every field of docs/formulas.md, Weekly effective training rate, for the ISO week starting
-    `start`, plus the incidents behind the lost hours and their categories."""
+    `start`, plus the incidents behind the lost hours and their categories. `peaks`: the
+    jobs' peaks shared between the reports of one answer (`inputs.job_runs`)."""
     end = start + WEEK
-    report = weekly(job_runs(cluster=cluster, start=start, end=end), start=start, end=end, now=now)
+    runs = job_runs(cluster=cluster, start=start, end=end, peaks=peaks)
+    report = weekly(runs, start=start, end=end, now=now)
     rel = reliability_report(cluster=cluster, start=start, end=end, now=now, job_nodes=128)
-    avail = availability(
-        node_histories(cluster=cluster, start=start, end=end), start=start, end=end, now=now
-    )
+    avail = window_availability(cluster=cluster, start=start, end=end, now=now)
     cut = min(end, now)
     phases = phase_gpu_hours(phase_spans(cluster=cluster, start=start, end=cut), start, cut)
     lost_by_incident = report.pop("by_incident")
@@ -60,7 +66,7 @@ def weekly_report(*, cluster: Cluster, start: dt.datetime, now: dt.datetime) -> 
         "mtbf_level": "cluster",
         "mttr_minutes": rel["mttr_minutes"],
         "recovery_minutes": rel["recovery_minutes"],
-        "availability": avail["availability"],
+        "availability": avail,
         "targets": targets_for(cluster=cluster).floors(),
         "mfu_reference": MFU_REFERENCE,
         "lost_by_category": sorted(

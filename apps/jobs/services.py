@@ -30,6 +30,7 @@ from apps.jobs.models import (
     NodeStepMetric,
     RankStack,
 )
+from apps.jobs.peaks import job_models_forget
 from apps.jobs.phase_intake import PhaseItem
 from apps.jobs.readers import job_progressed
 
@@ -92,6 +93,7 @@ def job_update(*, job: Job, nodes: Sequence[Node] | None = None, **fields: Any) 
     job.save()
     if nodes is not None:
         job.nodes.set(nodes)
+        job_models_forget([job.pk])  # its MFU's peak is read again (docs/formulas.md, MFU)
     return job
 
 

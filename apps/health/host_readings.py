@@ -6,27 +6,82 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
+
+from django.db.models import (
+    Case,
+    CharField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.functions import Concat
 
 from apps.common.words import Words
 from apps.fleet.models import Cluster
 from apps.health.checks.base import Context
+from apps.health.choices import ResultStatus
+from apps.health.detectors.findings import TargetType
 from apps.health.detectors.host_counters import HostHistory
 from apps.health.models import CheckResult
 from apps.telemetry.models import HostReading
 from apps.telemetry.services.host_judged import HostJudged, host_readings_judged
 
 
+@dataclass(frozen=True)
+class Unchanged:
+    """How a counter check's subject that nothing happened to is known in SQL (docs/checks.md,
+    Candidates): its result target's type (`by_node`: the target names the node alone, as
+    `node:HOST`) and the pass message it would get again."""
+
+    target: TargetType
+    message: str
+    by_node: bool = False
+
+    def target_sql(self) -> Concat:
+        """A reading row's result target, as the check's target function makes it."""
+        if self.by_node:
+            return Concat(
+                Value(f"{self.target.prefix}:"), "node__hostname", output_field=CharField()
+            )
+        return Concat(
+            Value(f"{self.target.prefix}:"),
+            "node__hostname",
+            Value(self.target.sep),
+            "subject",
+            output_field=CharField(),
+        )
+
+
 def host_histories(
-    ctx: Context, kind: str, target: Callable[[str, str], str], *, runs_key: str = ""
+    ctx: Context,
+    kind: str,
+    target: Callable[[str, str], str],
+    *,
+    runs_key: str = "",
+    unchanged: Unchanged | None = None,
 ) -> list[HostHistory]:
     """Every subject of host reading `kind` in the cluster with its latest and judged
     readings, the growth the previous run kept in each result's `details.grew` and, with
     `runs_key`, the count it kept under that key (2 queries, 3 with `runs_key`). Queues the
-    write that makes each new reading the judged one (`ctx.writes`)."""
-    rows = HostReading.objects.filter(
-        node__cluster=ctx.cluster, kind=kind, ts__isnull=False
-    ).values_list("pk", "node__hostname", "subject", "ts", "values", "judged_ts", "judged_values")
+    write that makes each new reading the judged one (`ctx.writes`).
+
+    With `unchanged` (a check judging counters' growth alone), a subject whose latest values
+    are the judged ones, and whose stored result is that pass with no growth kept for the
+    hour, is counted (`ctx.unchanged`), not loaded: nothing grew, so it would pass again
+    with the same words and keep nothing, and its judged reading may stay (growth is measured
+    from equal values either way). One more query, and the rows read are the rest."""
+    readings = HostReading.objects.filter(node__cluster=ctx.cluster, kind=kind, ts__isnull=False)
+    if unchanged is not None:
+        readings = _skip_unchanged(ctx, readings, unchanged)
+    rows = readings.values_list(
+        "pk", "node__hostname", "subject", "ts", "values", "judged_ts", "judged_values"
+    )
     grew = _grew(ctx.cluster, ctx.kind)
     runs = ctx.streaks(runs_key) if runs_key else {}
     out, judged = [], []
@@ -51,6 +106,29 @@ def host_histories(
     if judged:
         ctx.writes.append(partial(host_readings_judged, judged))
     return out
+
+
+def _skip_unchanged(
+    ctx: Context, rows: QuerySet[HostReading], unchanged: Unchanged
+) -> QuerySet[HostReading]:
+    """`rows` but the unchanged subjects (`host_histories`), which are counted into
+    `ctx.unchanged` — but for those on nodes under maintenance, whose findings are dropped."""
+    stored = CheckResult.objects.filter(
+        cluster=ctx.cluster,
+        kind=ctx.kind,
+        target=OuterRef("target"),
+        status=ResultStatus.PASS,
+        message=unchanged.message,
+    ).exclude(details__has_key="grew")
+    same = Q(judged_ts__isnull=False, values=F("judged_values")) & Q(Exists(stored))
+    rows = rows.annotate(target=unchanged.target_sql()).annotate(
+        same=Case(When(same, then=Value(True)), default=Value(False))
+    )
+    counted = rows.filter(same=True)
+    if ctx.in_maintenance:
+        counted = counted.exclude(node__hostname__in=list(ctx.in_maintenance))
+    ctx.unchanged += counted.count()
+    return rows.filter(same=False)
 
 
 def _grew(

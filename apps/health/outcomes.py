@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 from django.db import IntegrityError
-from django.db.models import Max, Q
+from django.db.models import BooleanField, ExpressionWrapper, Max, Q
 
 from apps.common.bulk import among, insert_ignore, update_many
 from apps.fleet.choices import NodeState, StateSource
@@ -107,24 +107,32 @@ def _store_results(
         # A run that judged only its candidates (docs/checks.md, Candidates) reads only
         # their results, not the whole fleet's.
         stored = among(stored, "target", [f.target for f in findings])
+    kept = ExpressionWrapper(Q(details__has_key=KEPT), output_field=BooleanField())
     existing = {
-        target: (pk, status, message)
-        for target, pk, status, message in stored.values_list("target", "pk", "status", "message")
+        target: (pk, status, message, had)
+        for target, pk, status, message, had in stored.annotate(kept=kept).values_list(
+            "target", "pk", "status", "message", "kept"
+        )
     }
     # Only results whose verdict or message changed are written: most of 10,000 GPUs pass
     # unchanged minute after minute, and their `at` stays when that pass was set (the
     # kind's last run time is on the run). Non-pass messages carry live figures, so they
     # are refreshed every run. Their times are read for those alone: at 100,000 GPUs,
     # reading every result's two timestamps took longer than the rest of storing them.
+    # A pass that keeps a counter's growth for the next run (`details.grew`: the hour's
+    # growth a per-hour threshold sums) is written too, and once more when it keeps none:
+    # unwritten, the next run would not see the growth and an hour's errors that arrive a
+    # few a run would never add up past the threshold.
     new: list[tuple[object, ...]] = []
     changed, cleared = [], []
     for f in findings:
         message = f.message[:2000]
         if f.target in existing:
-            pk, status, old_message = existing[f.target]
+            pk, status, old_message, had = existing[f.target]
             if status != ResultStatus.PASS and f.status == ResultStatus.PASS:
                 cleared.append(f)
-            if status == f.status == ResultStatus.PASS and old_message == message:
+            keeps = bool(had) or KEPT in f.details
+            if status == f.status == ResultStatus.PASS and old_message == message and not keeps:
                 continue
             changed.append((pk, status, message, f))
         else:
@@ -167,6 +175,8 @@ def _store_results(
     return cleared
 
 
+# What a counter check keeps in a result's details for its next run (apps/health/host_readings.py).
+KEPT = "grew"
 # Up to this many findings, a run reads only their targets' stored results; more (a first
 # run, a whole fleet judged) read the kind's results at once, which is then cheaper.
 AMONG_AT_MOST = 5_000

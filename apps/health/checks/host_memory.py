@@ -15,8 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
-from apps.health.detectors.host_memory import MC, host_memory, mc_target
-from apps.health.host_readings import host_histories, unless_reported
+from apps.health.detectors.host_memory import MC, WITHIN, host_memory, mc_target
+from apps.health.host_readings import Unchanged, host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
@@ -39,8 +39,10 @@ class HostMemoryLimits(Shared):
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Every memory controller's latest reading against the one judged last."""
-    controllers = host_histories(ctx, READING, mc_target)
+    """Every memory controller's latest reading against the one judged last; those whose
+    reading is the judged one and passed are counted, not loaded (docs/checks.md,
+    Candidates)."""
+    controllers = host_histories(ctx, READING, mc_target, unchanged=Unchanged(MC, WITHIN))
     return host_memory(controllers, limits=ctx.limits, now=ctx.now)
 
 

@@ -31,7 +31,7 @@ from apps.health.detectors.findings import (
     warned,
 )
 from apps.health.detectors.host_counters import HostHistory, hourly, not_reported, unread
-from apps.health.host_readings import host_histories, unless_reported
+from apps.health.host_readings import Unchanged, host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category, Severity
 from apps.telemetry.host_series import pull_name
@@ -39,6 +39,7 @@ from apps.telemetry.host_series import pull_name
 KIND, LABEL = "host_oom", _("Out-of-memory kills")
 READING = "vmstat"  # the kind of host reading it judges
 COUNTER = "oom_kill_total"
+QUIET = "no out-of-memory kill within the hour"  # a node's pass, its counter reported
 # Its own category among the checks', so that no other check's pass resolves its incident.
 KILLED = Outcome(Category.SOFTWARE_BUG, Severity.SEV3)
 NOT_MONITORED = _(
@@ -77,7 +78,7 @@ def host_oom(
             )
             out.append(warned(KIND, target, message, details, outcome=KILLED, node=kernel.node))
             continue
-        said = "no out-of-memory kill within the hour"
+        said = QUIET
         out.append(
             passed(
                 KIND,
@@ -91,8 +92,15 @@ def host_oom(
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Every node's latest `vmstat` reading against the one judged last."""
-    kernels = host_histories(ctx, READING, lambda host, _subject: node_target(host))
+    """Every node's latest `vmstat` reading against the one judged last; those whose
+    reading is the judged one and passed are counted, not loaded (docs/checks.md,
+    Candidates)."""
+    kernels = host_histories(
+        ctx,
+        READING,
+        lambda host, _subject: node_target(host),
+        unchanged=Unchanged(NODE, QUIET, by_node=True),
+    )
     return host_oom(kernels, limits=ctx.limits, now=ctx.now)
 
 

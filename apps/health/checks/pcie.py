@@ -15,8 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.health.checks.base import CheckSpec, Context
 from apps.health.detectors.findings import Finding
-from apps.health.detectors.pcie import DEVICE, pcie, pcie_target
-from apps.health.host_readings import host_histories, unless_reported
+from apps.health.detectors.pcie import DEVICE, WITHIN, pcie, pcie_target
+from apps.health.host_readings import Unchanged, host_histories, unless_reported
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.host_series import pull_name
@@ -39,8 +39,10 @@ class PcieLimits(Shared):
 
 
 def run(ctx: Context) -> list[Finding]:
-    """Every PCIe device's latest reading against the one judged last."""
-    devices = host_histories(ctx, READING, pcie_target)
+    """Every PCIe device's latest reading against the one judged last; those whose reading
+    is the judged one and passed are counted, not loaded (docs/checks.md, Candidates): a
+    link's width and speed are judged within the reading, its counters by their growth."""
+    devices = host_histories(ctx, READING, pcie_target, unchanged=Unchanged(DEVICE, WITHIN))
     return pcie(devices, limits=ctx.limits, now=ctx.now)
 
 

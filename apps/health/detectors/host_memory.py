@@ -39,6 +39,7 @@ COUNTERS = ("ce_total", "ue_total")
 
 # What one result is about: a node's memory controller (`mc:HOST/mc0`, "memory controller mc0").
 MC = declare_target(TargetType("mc", "memory controller"))
+WITHIN = "within limits"  # a controller's pass with both counters reported, growth measured
 
 
 def mc_target(host: str, controller: str) -> str:
@@ -82,6 +83,6 @@ def host_memory(
             first = (
                 " (first reading: growth is measured from the next)" if mc.judged_at is None else ""
             )
-            message = f"within limits{first}{not_reported(missing)}"
+            message = f"{WITHIN}{first}{not_reported(missing)}"
             out.append(passed(KIND, target, message, details, node=mc.node))
     return out

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
 KIND = "pcie"
 CATEGORY = {"gpu": Category.GPU, "nic": Category.NIC}
 LINKED = ("gpu", "nic")  # the roles whose links are judged
+WITHIN = "within limits"  # a device's pass with every counter reported
 COUNTERS = ("aer_correctable_total", "aer_nonfatal_total", "aer_fatal_total")
 
 
@@ -118,6 +119,6 @@ def pcie(devices: Sequence[HostHistory], *, limits: PcieLimits, now: dt.datetime
         if missing:
             details["not_reported"] = missing
         out.append(
-            passed(KIND, target, f"within limits{not_reported(missing)}", details, node=device.node)
+            passed(KIND, target, f"{WITHIN}{not_reported(missing)}", details, node=device.node)
         )
     return out

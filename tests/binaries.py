@@ -240,11 +240,13 @@ class PrometheusServer:
 
 
 class CountingProxy(LoopbackServer):
-    """Forwards every request to `upstream` and counts them: what KUAE asks Prometheus."""
+    """Forwards every request to `upstream` and counts them: what KUAE asks Prometheus, and
+    the size of each answer (bytes, as sent)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.requests: list[str] = []
+        self.sizes: list[int] = []
         owner = self
 
         class Handler(QuietHandler):
@@ -267,6 +269,7 @@ class CountingProxy(LoopbackServer):
                     )
                 except httpx.HTTPError:
                     return reply(self, 502)
+                owner.sizes.append(len(answer.content))
                 reply(
                     self,
                     answer.status_code,

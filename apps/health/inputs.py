@@ -141,6 +141,27 @@ def gpus_candidates(
     The detector then judges the candidates as it judged every GPU: a GPU past a threshold,
     one whose stored result is not that pass (a warning to clear, a streak to end), one with
     no result yet (a new GPU), one whose values it cannot compare in SQL (text, missing)."""
+    gpus = GPU.objects.filter(node__cluster=cluster)
+    if fresh_after is not None:
+        gpus = gpus.filter(updated_at__gte=fresh_after)
+    gpus = _unchanged(cluster, gpus, kind, keys, passing=passing, message=message, named=named)
+    counted = gpus.filter(Q(unchanged=True))
+    if skip_hosts:
+        counted = counted.exclude(node__hostname__in=list(skip_hosts))
+    return Candidates(_latest(cluster, gpus.filter(Q(unchanged=False)), keys), counted.count())
+
+
+def _unchanged(
+    cluster: Cluster,
+    gpus: QuerySet[GPU],
+    kind: str,
+    keys: tuple[str, ...],
+    *,
+    passing: Q,
+    message: str,
+    named: Collection[str] = (),
+) -> QuerySet[GPU]:
+    """`gpus` annotated with `target`, `v_<key>` and `unchanged` (`gpus_candidates`)."""
     stored = CheckResult.objects.filter(
         cluster=cluster,
         kind=kind,
@@ -151,17 +172,37 @@ def gpus_candidates(
     same = passing & Q(Exists(stored))
     if named:
         same &= ~Q(target__in=list(named))
-    gpus = GPU.objects.filter(node__cluster=cluster)
-    if fresh_after is not None:
-        gpus = gpus.filter(updated_at__gte=fresh_after)
-    gpus = gpus.annotate(
+    return gpus.annotate(
         target=gpu_target_sql(),
         **{f"v_{k}": JsonNumber("metrics", k) for k in keys},
     ).annotate(unchanged=Case(When(same, then=Value(True)), default=Value(False)))
-    counted = gpus.filter(unchanged=True)
-    if skip_hosts:
-        counted = counted.exclude(node__hostname__in=list(skip_hosts))
-    return Candidates(_latest(cluster, gpus.filter(unchanged=False), keys), counted.count())
+
+
+# A pull with thresholds in the query reads the GPUs of at most this many nodes by name
+# (a regex of their hostnames); more, and it reads every GPU (a first run, a fleet-wide
+# change of thresholds): a regex of thousands of names is slower than the whole answer.
+READ_NODES_MAX = 100
+
+
+def hosts_to_read(
+    cluster: Cluster, kind: str, keys: tuple[str, ...], *, passing: Q, message: str
+) -> frozenset[str] | None:
+    """The nodes whose GPUs a pull must read whatever Prometheus says of their values
+    (docs/integrations.md, 2d: thresholds in the query): those with a GPU that
+    `gpus_candidates` would judge from its stored values and result alone — one whose
+    stored values do not meet `passing` or whose stored result is not that pass (or none
+    yet). A GPU not among them is left unread unless a value of it is past a threshold in
+    Prometheus; its stored values, under the limits, then give the verdict the current
+    ones would (the pass it has). None when more than READ_NODES_MAX nodes, or every node
+    (a first run): read every GPU."""
+    gpus = GPU.objects.filter(node__cluster=cluster)
+    gpus = _unchanged(cluster, gpus, kind, keys, passing=passing, message=message)
+    hosts = gpus.filter(Q(unchanged=False)).values_list("node__hostname", flat=True).distinct()
+    picked = list(hosts[: READ_NODES_MAX + 1])
+    if len(picked) > READ_NODES_MAX:
+        return None
+    nodes = Node.objects.filter(cluster=cluster, gpus__isnull=False).distinct().count()
+    return None if picked and len(picked) >= nodes else frozenset(picked)
 
 
 def _json_value(value: object) -> Any:

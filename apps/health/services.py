@@ -67,7 +67,9 @@ def detect(
     pulled = bool(cluster.prometheus_url) and kind in PULLED_METRICS
     if pulled:
         # The same loaders then read what it stored.
-        prometheus_pull(cluster, now=now, metrics=PULLED_METRICS[kind])
+        plan_of = check_for(kind).pull_plan
+        plan = plan_of(ctx) if plan_of is not None else None
+        prometheus_pull(cluster, now=now, metrics=PULLED_METRICS[kind], plan=plan)
     findings = skip_maintenance(check_for(kind).run(ctx), ctx)
     if pulled:
         message = f"telemetry source {cluster.prometheus_url} answered"

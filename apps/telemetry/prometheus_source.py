@@ -21,12 +21,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import httpx
 import orjson
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q
 
 from apps.fleet.destinations import DestinationRefused, Unresolvable, url_refusal
 from apps.fleet.models import GPU, Cluster, Node
@@ -42,6 +44,10 @@ from apps.telemetry.promql import (
     dcgm_query,
     host_index,
     matrix_of,
+    node_counts,
+    nodes_query,
+    offenders_query,
+    presence_query,
     samples_of,
     vector_of,
 )
@@ -198,8 +204,25 @@ def pull_asks(metrics: Collection[str]) -> bool:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class PullPlan:
+    """A pull with the check's thresholds in the query (docs/integrations.md, 2d: thresholds
+    in the query): `over` is KUAE name → the limit at or over which a GPU must be read;
+    `read` the nodes whose GPUs must be read whatever their values (those whose stored
+    values or results could not give the verdict unread). The GPUs of other nodes are
+    read only when a value is past a threshold; a node whose GPUs all report is marked as
+    reporting (its GPUs' `updated_at`, its `last_seen_at`) without its values."""
+
+    over: Mapping[str, float]
+    read: frozenset[str]
+
+
 def prometheus_pull(
-    cluster: Cluster, *, now: dt.datetime, metrics: Collection[str] | None = None
+    cluster: Cluster,
+    *,
+    now: dt.datetime,
+    metrics: Collection[str] | None = None,
+    plan: PullPlan | None = None,
 ) -> tuple[IngestResult, PortIngestResult, HostIngestResult]:
     """Read the latest values of the cluster's GPUs, NIC ports and host readings from its
     Prometheus and store them as posted telemetry is stored (values, events, rollups, the
@@ -212,10 +235,15 @@ def prometheus_pull(
     (`state`, `link_downed` …) one query of node_exporter's series; the host kinds among
     them (`host:memory`, `host:filesystem` …: apps.telemetry.host_series.pull_name) one
     query of node_exporter's host series; a query that would ask for nothing is not asked.
-    SourceDown when the server does not answer; nothing is written then."""
+    With a `plan`, the GPU fields are asked as `PullPlan` says (three queries, whatever
+    the cluster's size). SourceDown when the server does not answer; nothing is written
+    then."""
     samples: list[TelemetrySample] = []
     fields = None if metrics is None else series_for(metrics)
-    if metrics is None or fields:
+    marked: list[int] = []
+    if plan is not None and fields:
+        samples, marked = _pushdown(cluster, fields, plan, now)
+    elif metrics is None or fields:
         known = set(
             GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index")
         )
@@ -238,7 +266,48 @@ def prometheus_pull(
         if readings_query is not None:
             vector = _pull_query(cluster, readings_query, now)
             host = host_readings_of_vector(vector, hosts=instances, ts=now, kinds=kinds)
-    return telemetry_batch_ingest(samples=samples, readings=readings, host=host, now=now)
+    with transaction.atomic():
+        stored = telemetry_batch_ingest(samples=samples, readings=readings, host=host, now=now)
+        if marked:  # reporting, values unread: as a pull that read them would mark them
+            fresh = GPU.objects.filter(node_id__in=marked)
+            fresh.filter(Q(updated_at__lt=now) | Q(updated_at__isnull=True)).update(updated_at=now)
+            Node.objects.filter(pk__in=marked).update(last_seen_at=now)
+    return stored
+
+
+def _pushdown(
+    cluster: Cluster, fields: list[str], plan: PullPlan, now: dt.datetime
+) -> tuple[list[TelemetrySample], list[int]]:
+    """The samples `plan` has read (the GPUs past a threshold, every GPU of its `read`
+    nodes and of the nodes a count cannot vouch for) and the ids of the other nodes whose
+    every stored GPU reports a value (to be marked as reporting). Three instant queries:
+    a GPU count per node, the offenders, the nodes to read (not asked when none)."""
+    gpus = list(GPU.objects.filter(node__cluster=cluster).values_list("node__hostname", "index"))
+    known = set(gpus)
+    hosts = host_index({host for host, _ in known})
+    stored = dict(
+        Node.objects.filter(cluster=cluster)
+        .annotate(n=Count("gpus"))
+        .filter(n__gt=0)
+        .values_list("hostname", "n")
+    )
+    counts = node_counts(
+        _pull_query(cluster, presence_query(fields, {i for _, i in gpus}), now), hosts
+    )
+    # A node answered with its stored count reports every GPU; one answered with fewer,
+    # more (indexes KUAE does not know are not counted) or twice is read GPU by GPU.
+    vouched = {h for h, n in counts.items() if n is not None and n == stored.get(h)}
+    read = set(plan.read) | (set(counts) - vouched)
+    vector = _pull_query(cluster, offenders_query(fields, plan.over), now)
+    if read:
+        vector += _pull_query(cluster, nodes_query(fields, read), now)
+    samples = samples_of(vector, hosts=hosts, known=known, ts=now)
+    marked = list(
+        Node.objects.filter(cluster=cluster, hostname__in=vouched - read).values_list(
+            "pk", flat=True
+        )
+    )
+    return samples, marked
 
 
 def _pull_query(cluster: Cluster, query: str, now: dt.datetime) -> list[tuple[dict, float]]:

@@ -68,7 +68,9 @@ def all_series() -> list[str]:
     return list(series_for(frozenset(line.name for e in exporters() for line in e.lines)))
 
 
-def dcgm_query(fields: Iterable[str] | None = None, *, identity: bool = True) -> str:
+def dcgm_query(
+    fields: Iterable[str] | None = None, *, identity: bool = True, matcher: str = ""
+) -> str:
     """The one instant query of a pull: the latest value of each of `fields` (series of any
     exporter; None: every one) per GPU.
 
@@ -78,7 +80,9 @@ def dcgm_query(fields: Iterable[str] | None = None, *, identity: bool = True) ->
     dcgm-exporter's temperature, AMD's power, Gaudi's utilisation) also carries the GPU's
     identity labels (UUID, model, PCI address), which the other series leave out: the
     answer is about half as long as with every label on every series. Still one query
-    whatever the vendors: the series of every exporter are one regex."""
+    whatever the vendors: the series of every exporter are one regex. `matcher` (PromQL,
+    `label=~"…"`) narrows every selector."""
+    extra = f",{matcher}" if matcher else ""
     names: dict[str, None] = {}
     for field in all_series() if fields is None else fields:
         names.update(dict.fromkeys(_spellings(field)))
@@ -93,10 +97,10 @@ def dcgm_query(fields: Iterable[str] | None = None, *, identity: bool = True) ->
                     names.pop(each, None)
         by = ", ".join((*VALUE_LABELS, *IDENTITY_LABELS))
         selector = f'__name__="{ids[0]}"' if len(ids) == 1 else f'__name__=~"{"|".join(ids)}"'
-        parts.append(f"max by ({by}) ({{{selector}}})")
+        parts.append(f"max by ({by}) ({{{selector}{extra}}})")
     if names:
         pattern = "|".join(sorted(names))
-        parts.append(f'max by ({", ".join(VALUE_LABELS)}) ({{__name__=~"{pattern}"}})')
+        parts.append(f'max by ({", ".join(VALUE_LABELS)}) ({{__name__=~"{pattern}"{extra}}})')
     return " or ".join(parts)
 
 
@@ -345,4 +349,87 @@ def matrix_of(answer: Any) -> list[tuple[dict[str, str], list[tuple[float, float
             if math.isfinite(value) and value < DCGM_NOT_SUPPORTED:
                 points.append((ts, value))
         out.append(({str(k): str(v) for k, v in labels.items()}, points))
+    return out
+
+
+# --- the thresholds pushed into PromQL (docs/integrations.md, 2d: thresholds in the query) ---
+
+# What a present value is: below dcgm's "not supported" sentinel (NaN compares false too).
+_PRESENT = f"< {DCGM_NOT_SUPPORTED}"
+
+
+def _by_index_label(fields: Iterable[str]) -> dict[str, list[str]]:
+    """Each index label → the spellings of those of `fields` (series) its exporter files
+    under it."""
+    out: dict[str, dict[str, None]] = {}
+    index = series_index()
+    for field in fields:
+        for line in index.get(field, ()):
+            out.setdefault(line.index_label, {}).update(dict.fromkeys(_spellings(field)))
+    return {label: sorted(names) for label, names in out.items()}
+
+
+def _names(names: Sequence[str]) -> str:
+    return f'__name__="{names[0]}"' if len(names) == 1 else f'__name__=~"{"|".join(names)}"'
+
+
+def presence_query(fields: Iterable[str], indexes: Iterable[int]) -> str:
+    """One series per node (per host label spelling): how many distinct GPUs, of the index
+    numbers `indexes`, have a present value (not NaN, not dcgm's "not supported") of any of
+    `fields` (series). What marks a node's GPUs as reporting without reading them."""
+    pattern = "|".join(str(i) for i in sorted(set(indexes))) or "none"
+    parts = [
+        f'{{{_names(names)},{label}=~"{pattern}"}} {_PRESENT}'
+        for label, names in _by_index_label(fields).items()
+    ]
+    per_gpu = ", ".join((*HOST_LABELS, *index_labels()))
+    return f"count by ({', '.join(HOST_LABELS)}) (max by ({per_gpu}) ({' or '.join(parts)}))"
+
+
+def offenders_query(fields: Iterable[str], over: Mapping[str, float]) -> str:
+    """`dcgm_query(fields)` of only the GPUs with a present value at or over a threshold:
+    `over` is KUAE name → its limit; each series of `fields` that fills one of those names
+    is compared with the lowest such limit in its own unit (the limit / the line's scale).
+    A GPU so picked comes with every series of `fields`, as a whole pull has it; one
+    picked by a series that is not the value its name is judged by (AMD's junction
+    temperature, a fallback) is read and judged too: more read, never one missed."""
+    fields = list(fields)
+    index = series_index()
+    limits: dict[str, float] = {}
+    for field in fields:
+        for line in index.get(field, ()):
+            if line.name in over and line.scale > 0:
+                limit = over[line.name] / line.scale
+                for spelled in _spellings(field):
+                    limits[spelled] = min(limits.get(spelled, limit), limit)
+    by_limit: dict[float, list[str]] = {}
+    for name, limit in limits.items():
+        by_limit.setdefault(limit, []).append(name)
+    per_gpu = ", ".join((*HOST_LABELS, *index_labels()))
+    hot = " or ".join(
+        f"{{{_names(sorted(names))}}} >= {limit!r} {_PRESENT}"
+        for limit, names in sorted(by_limit.items())
+    )
+    return f"({dcgm_query(fields)}) and on ({per_gpu}) (max by ({per_gpu}) ({hot}))"
+
+
+def nodes_query(fields: Iterable[str], hostnames: Iterable[str]) -> str:
+    """`dcgm_query(fields)` of the GPUs of the nodes `hostnames` only (their host label,
+    either spelling, matched as `host_index` matches it): one regex of a few nodes."""
+    pattern = "|".join(_host_pattern(h) for h in sorted(set(hostnames)))
+    parts = [dcgm_query(fields, matcher=f'{label}=~"{pattern}"') for label in HOST_LABELS]
+    return " or ".join(f"({part})" for part in parts)
+
+
+def node_counts(
+    vector: Iterable[tuple[Mapping[str, str], float]], hosts: Mapping[str, str]
+) -> dict[str, int | None]:
+    """hostname → the GPU count `presence_query` answered for it; None for a node answered
+    more than once (two host label spellings): its GPUs cannot be told apart by a count."""
+    out: dict[str, int | None] = {}
+    for labels, value in vector:
+        host = _host(labels, hosts)
+        if host is None or not math.isfinite(value):
+            continue
+        out[host] = None if host in out else int(value)
     return out

@@ -31,6 +31,7 @@ from apps.telemetry.monitored import Needed
 
 if TYPE_CHECKING:  # every plug-in's thresholds together, put together by the package
     from apps.health.checks import Limits
+    from apps.telemetry.prometheus_source import PullPlan
 
 
 @dataclass
@@ -104,6 +105,10 @@ class CheckSpec:
     # KUAE metric names this check judges, read from a cluster's Prometheus before each run
     # (empty: the check reads nothing there).
     pulls: frozenset[str] = frozenset()
+    # How to pull them with the check's thresholds in the query, from what is stored
+    # (docs/integrations.md, 2d: thresholds in the query); None from it, or no function: a
+    # pull of every GPU's values.
+    pull_plan: Callable[[Context], PullPlan | None] | None = None
     # Event kinds (name → what a person reads) the telemetry intake accepts for this check,
     # and what such an event belongs to.
     events: Mapping[str, Words] = field(default_factory=dict)

@@ -16,8 +16,10 @@ from apps.health.detectors.thermal import WITHIN
 from apps.health.thresholds import Shared, threshold
 from apps.incidents.choices import Category
 from apps.telemetry.monitored import Needed
+from apps.telemetry.prometheus_source import PullPlan
 
 KIND = "thermal"
+KEYS = ("temp_c", "mem_temp_c")
 WHY = _("the exporter's counters file omits it, or the GPU or its source cannot report it")
 
 
@@ -35,6 +37,25 @@ class ThermalLimits(Shared):
     )
 
 
+def _passing(limits: ThermalLimits) -> Q:
+    """Both temperatures numbers under their limits (the candidates' annotations)."""
+    return Q(v_temp_c__lt=limits.temp_c, v_mem_temp_c__lt=limits.mem_temp_c)
+
+
+def pull_plan(ctx: Context) -> PullPlan | None:
+    """From a cluster's Prometheus, read the GPUs at or over either limit and those of the
+    nodes whose stored values or results could not give the verdict (a first run: every
+    GPU); a GPU under both limits whose stored result is the pass "within limits" is left
+    unread (docs/integrations.md, 2d: thresholds in the query)."""
+    limits = ctx.limits
+    read = inputs.hosts_to_read(
+        ctx.cluster, ctx.kind, KEYS, passing=_passing(limits), message=WITHIN
+    )
+    if read is None:
+        return None
+    return PullPlan(over={"temp_c": limits.temp_c, "mem_temp_c": limits.mem_temp_c}, read=read)
+
+
 def run(ctx: Context) -> list[Finding]:
     """The latest temperatures of the GPUs to judge and how many runs in a row each was hot.
     A fresh GPU under both limits whose stored result is the pass "within limits" would
@@ -44,8 +65,8 @@ def run(ctx: Context) -> list[Finding]:
     picked = inputs.gpus_candidates(
         ctx.cluster,
         ctx.kind,
-        ("temp_c", "mem_temp_c"),
-        passing=Q(v_temp_c__lt=limits.temp_c, v_mem_temp_c__lt=limits.mem_temp_c),
+        KEYS,
+        passing=_passing(limits),
         message=WITHIN,
         fresh_after=ctx.now - dt.timedelta(seconds=limits.heartbeat_s),
         skip_hosts=ctx.in_maintenance,
@@ -66,5 +87,6 @@ SPEC = CheckSpec(
         Needed(_("Temperature"), ("temp_c",), KIND, _("thermal"), WHY),
         Needed(_("Memory temperature"), ("mem_temp_c",), KIND, _("thermal"), WHY),
     ),
-    pulls=frozenset({"temp_c", "mem_temp_c"}),
+    pulls=frozenset(KEYS),
+    pull_plan=pull_plan,
 )

@@ -35,9 +35,9 @@ from apps.telemetry.services.host_judged import HostJudged, host_readings_judged
 
 @dataclass(frozen=True)
 class Unchanged:
-    """How a counter check's subject that nothing happened to is known in SQL (docs/checks.md,
-    Candidates): its result target's type (`by_node`: the target names the node alone, as
-    `node:HOST`) and the pass message it would get again."""
+    """How a counter check's subject that nothing happened to is known in SQL
+    (docs/checks.md, Candidates): its result target's type (`by_node`: the target names the
+    node alone, as `node:HOST`) and the pass message it would get again."""
 
     target: TargetType
     message: str

@@ -40,8 +40,8 @@ class HostMemoryLimits(Shared):
 
 def run(ctx: Context) -> list[Finding]:
     """Every memory controller's latest reading against the one judged last; those whose
-    reading is the judged one and passed are counted, not loaded (docs/checks.md,
-    Candidates)."""
+    reading is the judged one and passed are counted, not loaded
+    (docs/checks.md, Candidates)."""
     controllers = host_histories(ctx, READING, mc_target, unchanged=Unchanged(MC, WITHIN))
     return host_memory(controllers, limits=ctx.limits, now=ctx.now)
 

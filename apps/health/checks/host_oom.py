@@ -93,8 +93,8 @@ def host_oom(
 
 def run(ctx: Context) -> list[Finding]:
     """Every node's latest `vmstat` reading against the one judged last; those whose
-    reading is the judged one and passed are counted, not loaded (docs/checks.md,
-    Candidates)."""
+    reading is the judged one and passed are counted, not loaded
+    (docs/checks.md, Candidates)."""
     kernels = host_histories(
         ctx,
         READING,

@@ -170,18 +170,18 @@ def _checksums(
 ) -> list[Finding]:
     if rounds is None:
         rounds = probe_rounds(gpus, limits)
+    # model → its round and the value it compares against (figured once, not per GPU)
+    judged = {m: (r, won) for m, r in rounds.items() if (won := r.winner()) is not None}
     out = []
     for gpu in gpus:
         if gpu.probe_at is None or not votes_in(gpu):
             continue
         model = canonical_model(gpu.model)
-        round_ = rounds.get(model)
-        if round_ is None or not round_.holds(gpu.probe_at, limits.sdc_round_s):
+        if model not in judged:
+            continue  # no round, or no value more than half of its nodes voted for
+        round_, (value, count) = judged[model]
+        if not round_.holds(gpu.probe_at, limits.sdc_round_s):
             continue
-        won = round_.winner()
-        if won is None:
-            continue
-        value, count = won
         nodes = round_.nodes
         mine = gpu.metrics["gemm_checksum"]
         target = gpu_target(gpu.node, gpu.index)

@@ -13,6 +13,8 @@ from django.db.models import (
     Case,
     CharField,
     Exists,
+    ExpressionWrapper,
+    Field,
     OuterRef,
     Q,
     QuerySet,
@@ -79,13 +81,20 @@ def _latest(cluster: Cluster, gpus: QuerySet[GPU], keys: tuple[str, ...]) -> lis
             index,
             # docs/pages.md, Vendors and models: a blank model is the cluster's
             cluster.model_of(model),
-            {k: _json_value(v) for k, v in zip(keys, values, strict=True) if v is not None},
+            {k: json_value(v) for k, v in zip(keys, values, strict=True) if v is not None},
             from_epoch(updated) if updated is not None else None,
             from_epoch(probe) if probe is not None else None,
             source,
         )
         for hostname, index, model, updated, probe, source, *values in rows
     ]
+
+
+def json_text(key: str) -> ExpressionWrapper:
+    """A GPU's metric `key` as `gpus_latest` reads it (`json_value` makes it the value), to
+    compare with values read so: text on PostgreSQL, the JSON's own number on SQLite — so
+    equal here means equal in Python too (compared as they are, not as text)."""
+    return ExpressionWrapper(KT(f"metrics__{key}"), output_field=Field())
 
 
 def gpu_target_sql() -> Concat:
@@ -128,13 +137,16 @@ def gpus_candidates(
     fresh_after: dt.datetime | None = None,
     named: Collection[str] = (),
     skip_hosts: Collection[str] = (),
+    among: Q | None = None,
 ) -> Candidates:
     """The cluster's GPUs `kind` must judge, chosen in SQL: every GPU but those whose values
     meet `passing` (a condition on the annotations `v_<key>`, each key's value as a JSON
-    number, else NULL) and whose stored result of `kind` is a pass with `message` — they
-    would pass again, unchanged. A GPU whose target is in `named` (one an event names) is
-    always judged; with `fresh_after`, GPUs whose values are older are neither judged nor
-    counted (the detector skips them). The unchanged ones on `skip_hosts` (nodes under
+    number, else NULL, and `t_<key>`, its value as `gpus_latest` reads it) and whose stored
+    result of `kind` is a pass with `message` — they would pass again, unchanged. A GPU
+    whose target is in `named` (one an event names) is always judged; with `fresh_after`,
+    GPUs whose values are older are neither judged nor counted (the detector skips them);
+    with `among` (a condition on the same annotations), so are the GPUs that do not meet
+    it (those the detector gives no finding). The unchanged ones on `skip_hosts` (nodes under
     maintenance) are not counted: their findings would have been dropped. Two statements,
     whatever the number of healthy GPUs; the rows read are the candidates'.
 
@@ -144,7 +156,9 @@ def gpus_candidates(
     gpus = GPU.objects.filter(node__cluster=cluster)
     if fresh_after is not None:
         gpus = gpus.filter(updated_at__gte=fresh_after)
-    gpus = _unchanged(cluster, gpus, kind, keys, passing=passing, message=message, named=named)
+    gpus = _unchanged(
+        cluster, gpus, kind, keys, passing=passing, message=message, named=named, among=among
+    )
     counted = gpus.filter(Q(unchanged=True))
     if skip_hosts:
         counted = counted.exclude(node__hostname__in=list(skip_hosts))
@@ -160,8 +174,10 @@ def _unchanged(
     passing: Q,
     message: str,
     named: Collection[str] = (),
+    among: Q | None = None,
 ) -> QuerySet[GPU]:
-    """`gpus` annotated with `target`, `v_<key>` and `unchanged` (`gpus_candidates`)."""
+    """`gpus` annotated with `target`, `v_<key>`, `t_<key>` and `unchanged`, and with
+    `among`, only those that meet it (`gpus_candidates`)."""
     stored = CheckResult.objects.filter(
         cluster=cluster,
         kind=kind,
@@ -172,10 +188,14 @@ def _unchanged(
     same = passing & Q(Exists(stored))
     if named:
         same &= ~Q(target__in=list(named))
-    return gpus.annotate(
+    gpus = gpus.annotate(
         target=gpu_target_sql(),
         **{f"v_{k}": JsonNumber("metrics", k) for k in keys},
-    ).annotate(unchanged=Case(When(same, then=Value(True)), default=Value(False)))
+        **{f"t_{k}": json_text(k) for k in keys},
+    )
+    if among is not None:
+        gpus = gpus.filter(among)
+    return gpus.annotate(unchanged=Case(When(same, then=Value(True)), default=Value(False)))
 
 
 # A pull with thresholds in the query reads the GPUs of at most this many nodes by name
@@ -205,7 +225,7 @@ def hosts_to_read(
     return None if picked and len(picked) >= nodes else frozenset(picked)
 
 
-def _json_value(value: object) -> Any:
+def json_value(value: object) -> Any:
     """A JSON value read as text (PostgreSQL's `->>`: `62`, `1834.2`, `true`, a string
     unquoted) or as itself (SQLite) → the value the document holds (a number: the intake
     keeps numbers only)."""

@@ -48,12 +48,17 @@ def sdc(
     gpus: Sequence[GpuLatest],
     *,
     limits: SdcLimits,
+    rounds: Mapping[str, Round] | None = None,
 ) -> list[Finding]:
     """A non-finite loss/grad norm fails its job; a GPU whose latest checksum (within one
     probe round, by receive time, of the newest of its model) differs from the vote of more
     than half of the round's nodes, at least 3 of them other than its own, fails its node.
-    Votes are counted by node (docs/checks.md, `sdc`); otherwise there is no verdict."""
-    return _losses(bad_samples, running_jobs) + _checksums(gpus, limits)
+    Votes are counted by node (docs/checks.md, `sdc`); otherwise there is no verdict.
+
+    With `rounds` (each model's round, figured over the whole cluster), `gpus` may be only
+    some of the cluster's GPUs (docs/checks.md, Candidates): each is judged against its
+    model's round as it would be among all of them."""
+    return _losses(bad_samples, running_jobs) + _checksums(gpus, limits, rounds)
 
 
 def _losses(bad_samples: Sequence[NonFinite], running_jobs: Mapping[int, str]) -> list[Finding]:
@@ -85,12 +90,38 @@ def _losses(bad_samples: Sequence[NonFinite], running_jobs: Mapping[int, str]) -
     return out
 
 
-def node_votes(round_: Sequence[GpuLatest]) -> dict[str, float]:
-    """Each node's vote in a probe round: the checksum most of its GPUs reported. A node
-    whose GPUs split evenly between its top values casts no vote."""
-    by_node: dict[str, Counter[float]] = defaultdict(Counter)
-    for gpu in round_:
-        by_node[gpu.node][gpu.metrics["gemm_checksum"]] += 1
+# A GPU that agrees with its round: what the plug-in's candidates query takes as passing
+# unchanged (checks/sdc.py).
+AGREES = "checksum agrees with the majority of nodes"
+
+
+@dataclass(frozen=True)
+class Round:
+    """One model's probe round (docs/checks.md, `sdc`): when its newest probe arrived, each
+    voting node's vote, and how many nodes it holds (those casting no vote included)."""
+
+    newest: dt.datetime
+    votes: dict[str, float]
+    nodes: int
+
+    def holds(self, probe_at: dt.datetime, round_s: int) -> bool:
+        """Whether a probe received at `probe_at` is in this round."""
+        return (self.newest - probe_at).total_seconds() <= round_s
+
+    def winner(self) -> tuple[float, int] | None:
+        """The value more than half of the round's nodes voted for and how many did; None
+        when no value has such a majority."""
+        if not self.votes:
+            return None
+        value, count = Counter(self.votes.values()).most_common(1)[0]
+        if count * 2 <= self.nodes:
+            return None  # no strict majority of the round's nodes: nothing to compare against
+        return value, count
+
+
+def tally_votes(by_node: Mapping[str, Counter[float]]) -> dict[str, float]:
+    """Each node's vote from how many of its GPUs reported each checksum: the value most of
+    them reported; a node whose GPUs split evenly between its top values casts no vote."""
     votes = {}
     for node, counts in by_node.items():
         top = counts.most_common(2)
@@ -99,14 +130,29 @@ def node_votes(round_: Sequence[GpuLatest]) -> dict[str, float]:
     return votes
 
 
-def _checksums(gpus: Sequence[GpuLatest], limits: SdcLimits) -> list[Finding]:
+def node_votes(round_: Sequence[GpuLatest]) -> dict[str, float]:
+    """Each node's vote in a probe round: the checksum most of its GPUs reported. A node
+    whose GPUs split evenly between its top values casts no vote."""
+    by_node: dict[str, Counter[float]] = defaultdict(Counter)
+    for gpu in round_:
+        by_node[gpu.node][gpu.metrics["gemm_checksum"]] += 1
+    return tally_votes(by_node)
+
+
+def votes_in(gpu: GpuLatest) -> bool:
+    """Whether a GPU takes part in a vote: a numeric checksum and a receive time."""
+    value = gpu.metrics.get("gemm_checksum")
+    return isinstance(value, int | float) and gpu.probe_at is not None
+
+
+def probe_rounds(gpus: Sequence[GpuLatest], limits: SdcLimits) -> dict[str, Round]:
+    """Each model's probe round among `gpus` (every GPU of the cluster)."""
     by_model: dict[str, list[GpuLatest]] = defaultdict(list)
     for gpu in gpus:
-        value = gpu.metrics.get("gemm_checksum")
-        if isinstance(value, int | float) and gpu.probe_at is not None:
+        if votes_in(gpu):
             # one model under any of its names (docs/pages.md, One name per model)
             by_model[canonical_model(gpu.model)].append(gpu)
-    out = []
+    out = {}
     for model, members in by_model.items():
         # probe_at is when KUAE received the probe, so no stamp can move a GPU out of it.
         newest = max(g.probe_at for g in members if g.probe_at)
@@ -115,38 +161,51 @@ def _checksums(gpus: Sequence[GpuLatest], limits: SdcLimits) -> list[Finding]:
             for g in members
             if g.probe_at and (newest - g.probe_at).total_seconds() <= limits.sdc_round_s
         ]
-        nodes = len({g.node for g in round_})
-        votes = node_votes(round_)
-        if not votes:
+        out[model] = Round(newest, node_votes(round_), len({g.node for g in round_}))
+    return out
+
+
+def _checksums(
+    gpus: Sequence[GpuLatest], limits: SdcLimits, rounds: Mapping[str, Round] | None
+) -> list[Finding]:
+    if rounds is None:
+        rounds = probe_rounds(gpus, limits)
+    # model → its round and the value it compares against (figured once, not per GPU)
+    judged = {m: (r, won) for m, r in rounds.items() if (won := r.winner()) is not None}
+    out = []
+    for gpu in gpus:
+        if gpu.probe_at is None or not votes_in(gpu):
             continue
-        value, count = Counter(votes.values()).most_common(1)[0]
-        if count * 2 <= nodes:
-            continue  # no strict majority of the round's nodes: nothing to compare against
-        for gpu in round_:
-            mine = gpu.metrics["gemm_checksum"]
-            target = gpu_target(gpu.node, gpu.index)
-            # Nodes other than this GPU's own that voted for the round's value.
-            voters = count - (votes.get(gpu.node) == value)
-            details = {"checksum": mine, "majority": value, "voters": count, "nodes": nodes}
-            if mine == value:
-                message = "checksum agrees with the majority of nodes"
-                out.append(passed(KIND, target, message, details, node=gpu.node))
-                continue
-            if voters < MIN_OTHER_VOTERS:
-                continue  # too few other nodes to outvote this one: no verdict
-            message = (
-                f"GEMM checksum {mine!r} differs from {value!r}, the vote of {count} of the "
-                f"{nodes} {model} nodes in the probe round"
+        model = canonical_model(gpu.model)
+        if model not in judged:
+            continue  # no round, or no value more than half of its nodes voted for
+        round_, (value, count) = judged[model]
+        if not round_.holds(gpu.probe_at, limits.sdc_round_s):
+            continue
+        nodes = round_.nodes
+        mine = gpu.metrics["gemm_checksum"]
+        target = gpu_target(gpu.node, gpu.index)
+        # Nodes other than this GPU's own that voted for the round's value.
+        voters = count - (round_.votes.get(gpu.node) == value)
+        details = {"checksum": mine, "majority": value, "voters": count, "nodes": nodes}
+        if mine == value:
+            out.append(passed(KIND, target, AGREES, details, node=gpu.node))
+            continue
+        if voters < MIN_OTHER_VOTERS:
+            continue  # too few other nodes to outvote this one: no verdict
+        message = (
+            f"GEMM checksum {mine!r} differs from {value!r}, the vote of {count} of the "
+            f"{nodes} {model} nodes in the probe round"
+        )
+        out.append(
+            failed(
+                KIND,
+                target,
+                message,
+                details,
+                outcome=CORRUPT_GPU,
+                node=gpu.node,
+                occurred_at=gpu.probe_at,
             )
-            out.append(
-                failed(
-                    KIND,
-                    target,
-                    message,
-                    details,
-                    outcome=CORRUPT_GPU,
-                    node=gpu.node,
-                    occurred_at=gpu.probe_at,
-                )
-            )
+        )
     return out

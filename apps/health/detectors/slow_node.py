@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # the check's thresholds, declared by its plug-in
 
 KIND = "slow_node"
 SLOW = Outcome(Category.SLOW_NODE, Severity.SEV3, node_state=NodeState.SUSPECT)
+# A GPU whose GEMM probe is not slow: what the plug-in's candidates query takes as passing
+# unchanged (checks/slow_node.py).
+GEMM_WITHIN = "GEMM throughput within the limit"
 
 
 def slow_node(
@@ -36,13 +39,18 @@ def slow_node(
     *,
     limits: SlowNodeLimits,
     job_names: Mapping[int, str] | None = None,
+    medians: Mapping[str, float] | None = None,
 ) -> list[Finding]:
     """Per running job, a node whose median compute time (last 20 samples, ≥ 5 of them)
     exceeds 1.10 × the median over its nodes (≥ 4 nodes) is slow; so is a GPU whose latest
-    GEMM TFLOP/s is under 0.90 × the median of its model in the cluster."""
+    GEMM TFLOP/s is under 0.90 × the median of its model in the cluster.
+
+    With `medians` (each model's median over the whole cluster), `gpus` may be only some of
+    the cluster's GPUs (docs/checks.md, Candidates): each is judged against its model's
+    median as it would be among all of them."""
     names = job_names or {}
     out = [f for job, per_node in job_nodes.items() for f in _compute(job, per_node, limits, names)]
-    out.extend(_gemm(gpus, limits))
+    out.extend(_gemm(gpus, limits, medians))
     return out
 
 
@@ -83,7 +91,9 @@ def _compute(
     return out
 
 
-def _gemm(gpus: Sequence[GpuLatest], limits: SlowNodeLimits) -> list[Finding]:
+def _gemm(
+    gpus: Sequence[GpuLatest], limits: SlowNodeLimits, medians: Mapping[str, float] | None
+) -> list[Finding]:
     by_model: dict[str, list[tuple[GpuLatest, float]]] = defaultdict(list)
     for gpu in gpus:
         value = number(gpu.metrics.get("gemm_tflops"))
@@ -92,7 +102,12 @@ def _gemm(gpus: Sequence[GpuLatest], limits: SlowNodeLimits) -> list[Finding]:
             by_model[canonical_model(gpu.model)].append((gpu, value))
     out = []
     for model, members in by_model.items():
-        median = statistics.median(v for _, v in members)
+        if medians is None:
+            median = statistics.median(v for _, v in members)
+        elif model in medians:  # the cluster's, figured in SQL
+            median = medians[model]
+        else:
+            continue  # a model first reported since: judged on the next run
         for gpu, value in members:
             target = gpu_target(gpu.node, gpu.index)
             details = {"gemm_tflops": value, "model_median": median, "model": model}
@@ -103,6 +118,5 @@ def _gemm(gpus: Sequence[GpuLatest], limits: SlowNodeLimits) -> list[Finding]:
                 )
                 out.append(warned(KIND, target, message, details, outcome=SLOW, node=gpu.node))
             else:
-                message = "GEMM throughput within the limit"
-                out.append(passed(KIND, target, message, details, node=gpu.node))
+                out.append(passed(KIND, target, GEMM_WITHIN, details, node=gpu.node))
     return out

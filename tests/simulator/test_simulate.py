@@ -11,10 +11,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from apps.common.weeks import week_start
 from apps.fleet.models import Cluster, Node, NodeStateChange
 from apps.fleet.services import cluster_create
 from apps.incidents.models import Incident
 from apps.jobs.models import Checkpoint, Job, JobMetric, NodeStepMetric
+from apps.reports.models import AvailabilityDay
+from apps.reports.weekly import weekly_report
 from apps.simulator.demo import demo_tick
 from apps.simulator.mix import LLAMA3_RATE_PER_NODE_DAY
 from apps.simulator.plan import make_plan
@@ -65,6 +68,16 @@ def test_simulate_writes_a_consistent_history():
         assert incident.occurred_at <= incident.detected_at
         if incident.recovered_at:
             assert incident.detected_at <= incident.recovered_at
+    # The finished days' availability is summed, as beat keeps it, with the same figures
+    # as the history gives (docs/formulas.md, GPU availability).
+    now = timezone.now()
+    today = now.astimezone(dt.UTC).date()
+    summed = set(AvailabilityDay.objects.filter(cluster=cluster).values_list("day", flat=True))
+    assert {today - dt.timedelta(days=k) for k in (1, 2, 3)} <= summed and today not in summed
+    start = week_start(now - dt.timedelta(days=1))  # a week holding a summed day
+    report = weekly_report(cluster=cluster, start=start, now=now)
+    AvailabilityDay.objects.all().delete()
+    assert weekly_report(cluster=cluster, start=start, now=now) == report
 
 
 @pytest.mark.django_db

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
+from apps.reports.availability_days import KEEP_DAYS, seal_days
 from apps.simulator.accelerators import BY_VENDOR, FLEETS, MIXED, MIXED_MTHREADS, fleet_models
 from apps.simulator.plan import make_plan
 from apps.simulator.writer import cluster_wipe, write_plan
@@ -89,12 +90,17 @@ class Command(BaseCommand):
             raise CommandError(
                 f"another cluster already has a node named {taken.first()}; choose a --host-prefix"
             )
-        write_plan(
+        cluster = write_plan(
             plan,
             cluster_name=opts["cluster"],
             interval_s=opts["metric_interval"],
             log=lambda msg: self.stderr.write(f"  {msg}"),
         )
+        # The finished days' availability sums, as beat would have kept them over the days
+        # simulated (docs/formulas.md, GPU availability), so the reports read them as a
+        # running installation's do.
+        sealed = seal_days(cluster=cluster, now=timezone.now(), limit=KEEP_DAYS)
+        self.stderr.write(f"  {len(sealed)} finished days' availability summed")
         models = (
             ""
             if opts["vendor"] == "nvidia"

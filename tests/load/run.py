@@ -259,15 +259,7 @@ def _burst_job(env: dict[str, str], hosts: list[str]) -> int:
         "job.nodes.set(nodes)\n"
         "print(job.pk)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(out.stdout.strip().splitlines()[-1])
+    return _shell_number(env, script)
 
 
 def _reported(env: dict[str, str], job: int) -> int:
@@ -276,6 +268,11 @@ def _reported(env: dict[str, str], job: int) -> int:
         "from apps.jobs.models import Rank\n"
         f"print(Rank.objects.filter(job_id={job}, report_at__isnull=False).count())\n"
     )
+    return _shell_number(env, script)
+
+
+def _shell_number(env: dict[str, str], script: str) -> int:
+    """The number `script` prints last, run by `manage.py shell` on the load's database."""
     out = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", script],
         cwd=ROOT,

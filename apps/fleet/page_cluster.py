@@ -25,7 +25,12 @@ def largest(sizes: list[tuple[str, int]]) -> str | None:
 
 
 def cluster_remember(request: HttpRequest, name: str) -> None:
-    """Keep `name` as the person's last choice (written only when it changes)."""
+    """Keep `name` as the person's last choice (written only when it changes). A page's own
+    script fetching a part of it (`Sec-Fetch-Dest: empty`: the overview's health line, which
+    names its cluster) never does: a refresh sent by the page a person just left, answered
+    after they chose another cluster, would otherwise take their choice back."""
+    if request.headers.get("Sec-Fetch-Dest") == "empty":
+        return
     session = getattr(request, "session", None)
     if session is not None and name and session.get(SESSION_KEY) != name:
         session[SESSION_KEY] = name

@@ -28,6 +28,7 @@ def test_operator_signs_in_and_sees_the_cluster(chromium, live_server, tmp_path)
     page.click(".login button[type=submit]")  # not the header's language switch
     page.wait_for_selector("nav >> text=Nodes")
     assert page.locator("h1").inner_text() == "kuae-sim"
+    page.wait_for_selector("a.tile")  # healthy tiles are drawn by the page's script
     assert page.locator("a.tile").count() == 32
     assert page.locator(".kpi").count() >= 5
     page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)

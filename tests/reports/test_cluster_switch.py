@@ -64,6 +64,20 @@ def test_a_choice_is_kept_on_every_page(fleet, chosen_on) -> None:  # noqa: ANN0
     assert _shown(client, "/reports/trends/") == "kuae-sim"
 
 
+def test_a_pages_own_refresh_does_not_take_the_choice_back(fleet) -> None:  # noqa: ANN001
+    """The overview's health line is fetched by its script with the page's cluster named; one
+    sent by the kuae-sim overview and answered after the person chose kuae-mtt (seen in a
+    browser test: the next page opened on kuae-sim) leaves their choice as it is."""
+    client = _client()
+    client.get("/?cluster=kuae-mtt")
+    refresh = client.get("/health/summary/?cluster=kuae-sim", headers={"Sec-Fetch-Dest": "empty"})
+    assert refresh.status_code == 200
+    assert _shown(client, "/reports/weekly/") == "kuae-mtt"
+    # a page opened naming the other cluster still makes it the choice
+    client.get("/health/?cluster=kuae-sim", headers={"Sec-Fetch-Dest": "document"})
+    assert _shown(client, "/reports/weekly/") == "kuae-sim"
+
+
 def test_the_choice_is_each_persons(fleet) -> None:  # noqa: ANN001
     """One person's choice does not move another's pages; a choice of a cluster since
     deleted falls back to the largest; an unknown cluster named is a 404, not kept."""

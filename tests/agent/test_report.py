@@ -97,7 +97,10 @@ def test_every_sample_arrives_exactly_once_through_an_outage(live_server, job, t
     assert JobPhase.objects.filter(job=job, name="startup").count() == 1
     assert all(proxy.seen[m] for m in ("503", "lost", "hang", "refuse", "up")), proxy.seen
     assert proxy.forwarded_samples > 2 * n  # a lost answer's batch was sent again: stored once
-    assert slowest < 0.01  # the training thread never waited on the network
+    # the training thread never waited on the network: every wait there is 0.4 s or more
+    # (the backoff, the 1 s timeout, the 1.5 s hang); a step is a queue append, under 50 ms
+    # even on a loaded 2-core machine (a CI run saw 12 ms once)
+    assert slowest < 0.05
     assert not list((tmp_path / "spool").glob("*.json"))  # the spill was delivered
     proxy.close()
 

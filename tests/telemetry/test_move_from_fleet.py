@@ -100,17 +100,21 @@ def test_events_and_rollups_keep_their_rows_ids_and_partitions_across_the_move_a
         ]
     )  # fmt: skip
     OldEvent.objects.filter(kind="ecc_sbe").delete()  # the last id: a gap the counter keeps
-    yesterday = (now - dt.timedelta(days=1)).replace(minute=0, second=0)
-    for bucket, temp in [(yesterday, 71.0), (now.replace(minute=0, second=0), 64.0)]:
+    # Days before the test database was made have no partition, however near midnight (UTC)
+    # it was made; today's and the next two days' are made here if that was yesterday.
+    earlier = (now - dt.timedelta(days=5)).replace(minute=0, second=0)
+    if POSTGRES:
+        partitions_ensure("fleet_noderollup", "bucket")
+    for bucket, temp in [(earlier, 71.0), (now.replace(minute=0, second=0), 64.0)]:
         OldRollup.objects.create(
             node=node, bucket=bucket, temp_c_max=temp, temp_c_sum=temp * 8, temp_c_n=8
         )
     written_events, written_rollups = events(OldEvent), rollups(OldRollup)
     deleted_id = written_events[-1][0] + 1
     today, day_before = (
-        partition_name("fleet_noderollup", day) for day in (now.date(), yesterday.date())
+        partition_name("fleet_noderollup", day) for day in (now.date(), earlier.date())
     )
-    if POSTGRES:  # today's in its partition; yesterday had none made: DEFAULT holds it
+    if POSTGRES:  # today's in its partition; the earlier day has none: DEFAULT holds it
         assert where_rollups_are() == {today: 1, default_name("fleet_noderollup"): 1}
 
     new = migrate(AFTER)
@@ -131,7 +135,7 @@ def test_events_and_rollups_keep_their_rows_ids_and_partitions_across_the_move_a
     assert xid.kind_label == "XID error" and xid.node.hostname == "gpu000"
     added = TelemetryEvent.objects.create(node_id=node.pk, gpu=0, at=now, kind="xid", value=13)
     assert added.pk > deleted_id
-    rollup = NodeRollup.objects.get(bucket=yesterday)
+    rollup = NodeRollup.objects.get(bucket=earlier)
     assert rollup.mean("temp_c") == 71.0
     hour = now.replace(minute=0, second=0)
     later = NodeRollup.objects.create(node_id=node.pk, bucket=hour + dt.timedelta(minutes=5))

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.core.cache import cache
 from django.db.models import Count, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.fleet.choices import AVAILABLE_STATES, NodeState
-from apps.fleet.models import Cluster, Node, NodeStateChange
+from apps.fleet.models import GPU, Cluster, Node, NodeStateChange
 from apps.fleet.readers import busy_node_ids
 
 
@@ -30,6 +31,27 @@ def cluster_get(*, name: str | None = None) -> Cluster | None:
     no such cluster."""
     clusters = Cluster.objects.order_by("name")
     return (clusters.filter(name=name) if name else clusters).first()
+
+
+# How long a process remembers the (vendor, model) names a cluster's GPUs are stored under:
+# reading them walks every GPU (102,400 on the largest fleet, a fifth of a page's time), and
+# a cluster gains a GPU model about as often as it gains a rack (docs/pages.md, Vendors and
+# models).
+GPU_KINDS_TTL_S = 300
+
+
+def cluster_gpu_kinds(cluster: Cluster) -> list[tuple[str, str]]:
+    """The distinct (vendor, model) names the cluster's GPUs are stored under, sorted;
+    remembered `GPU_KINDS_TTL_S` in the process's cache (one query when not)."""
+    key = f"cluster-gpu-kinds:{cluster.pk}"
+    kinds: list[tuple[str, str]] | None = cache.get(key)
+    if kinds is None:
+        # order_by(): the GPUs' own ordering would make every GPU distinct
+        rows = GPU.objects.filter(node__cluster=cluster).values_list("vendor", "model")
+        kinds = sorted(set(rows.order_by().distinct()))
+        if kinds:  # a cluster with no GPUs yet is read again: they may come
+            cache.set(key, kinds, GPU_KINDS_TTL_S)
+    return kinds
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,12 @@ class ResultStatus(ColouredChoices):
         return {"pass": Hue.GREEN, "warn": Hue.AMBER, "fail": Hue.RED, "error": Hue.PURPLE}
 
 
+# Every verdict but a pass, as an equality list: the results index (cluster, status) finds
+# the few of them among a large fleet's passes, where `exclude(status="pass")` reads every
+# result of the cluster.
+NOT_PASSING = (ResultStatus.WARN, ResultStatus.FAIL, ResultStatus.ERROR)
+
+
 SEVERITY_ORDER = {"pass": 0, "error": 1, "warn": 2, "fail": 3}
 
 

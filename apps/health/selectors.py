@@ -14,7 +14,13 @@ from apps.common.words import Words
 from apps.fleet.choices import NodeState
 from apps.fleet.models import Cluster, Node
 from apps.health.checks import PLUGINS, CheckSpec
-from apps.health.choices import SEVERITY_ORDER, SOURCE_TARGET, ResultStatus, RunStatus
+from apps.health.choices import (
+    NOT_PASSING,
+    SEVERITY_ORDER,
+    SOURCE_TARGET,
+    ResultStatus,
+    RunStatus,
+)
 from apps.health.models import CheckResult, CheckRun, CheckSchedule
 from apps.incidents.choices import ACTIVE_STATUSES
 from apps.incidents.models import Incident
@@ -62,7 +68,7 @@ def kind_statuses(*, cluster: Cluster) -> list[KindStatus]:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for kind, status in (
         CheckResult.objects.filter(cluster=cluster)
-        .exclude(status="pass")
+        .filter(status__in=NOT_PASSING)
         .values_list("kind", "status")
     ):
         counts[(kind, status)] += 1
@@ -102,7 +108,7 @@ def summary(*, cluster: Cluster) -> Summary:
     ]
     counts = Counter(
         CheckResult.objects.filter(cluster=cluster)
-        .exclude(status="pass")
+        .filter(status__in=NOT_PASSING)
         .values_list("status", flat=True)
     )
     errors = CheckRun.objects.filter(cluster=cluster, status="error").order_by("-id")[:20].count()
@@ -124,7 +130,7 @@ def health_grid(*, cluster: Cluster) -> list[tuple[str, list[HealthTile]]]:
     worst: dict[int, tuple[str, str]] = {}
     for node_id, status, kind, message in (
         CheckResult.objects.filter(cluster=cluster, node__isnull=False)
-        .exclude(status="pass")
+        .filter(status__in=NOT_PASSING)
         .values_list("node_id", "status", "kind", "message")
     ):
         if node_id not in worst or SEVERITY_ORDER[status] > SEVERITY_ORDER[worst[node_id][0]]:

@@ -7,6 +7,7 @@ import datetime as dt
 import statistics
 from collections import defaultdict
 
+from apps.health.choices import NOT_PASSING
 from apps.health.localise import NodeEvidence, Suspect, rank
 from apps.health.models import CheckResult
 from apps.jobs.models import Job, NodeStepMetric
@@ -43,7 +44,7 @@ def job_suspects(*, job: Job, now: dt.datetime) -> list[Suspect]:
     warning: dict[int, list[str]] = defaultdict(list)
     for node_id, kind, status in (
         CheckResult.objects.filter(node_id__in=ids)
-        .exclude(status="pass")
+        .filter(status__in=NOT_PASSING)
         .values_list("node_id", "kind", "status")
     ):
         (failing if status == "fail" else warning)[node_id].append(kind)

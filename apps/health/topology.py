@@ -18,8 +18,9 @@ from django.utils.translation import pgettext_lazy
 from apps.accounts.permissions import role_required
 from apps.common import node_grid
 from apps.fleet.choices import NodeState
-from apps.fleet.models import GPU, Cluster, Node
+from apps.fleet.models import Cluster, Node
 from apps.fleet.page_cluster import page_cluster
+from apps.fleet.selectors import cluster_gpu_kinds
 from apps.fleet.vendors import LINK_WORDS, VENDORS, link_word, vendor_of
 from apps.health import blast
 from apps.health.choices import ResultStatus
@@ -203,16 +204,10 @@ def topology(cluster: Cluster) -> dict[str, list[ComponentRow]]:
 def cluster_link_words(cluster: Cluster | None) -> str:
     """What the cluster's GPU-to-GPU link domains are called: its GPUs' vendors' words
     (`NVLink`, `XGMI`, `NVLink / XGMI` for a mixed cluster), NVLink when none is known
-    (one query)."""
+    (`cluster_gpu_kinds`: remembered a few minutes)."""
     if cluster is None:
         return LINK_WORDS["nvidia"]
-    # order_by(): the GPUs' own ordering would make every GPU distinct
-    rows = (
-        GPU.objects.filter(node__cluster=cluster)
-        .values_list("vendor", "model")
-        .order_by()
-        .distinct()
-    )
+    rows = cluster_gpu_kinds(cluster)
     found = {vendor_of(v, m) for v, m in rows}
     vendors = [v for v in VENDORS if v in found]
     return " / ".join(link_word(v) for v in vendors) or LINK_WORDS["nvidia"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import BigIntegerField, Case, Count, F, FloatField, Max, Q, Value, When
+from django.db.models import BigIntegerField, Case, F, FloatField, Q, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Collate, NullIf
 from django.utils.translation import gettext_lazy
@@ -33,10 +33,10 @@ from django.utils.translation import gettext_lazy
 from apps.fleet.gpu_models import canonical_model
 from apps.fleet.models import GPU, Cluster, Node
 from apps.jobs.models import Job
+from apps.reports.gpu_models import FRESH, model_groups
 from apps.telemetry.exporters import series_for
 from apps.telemetry.prometheus_source import SourceDown, prometheus_latest
 
-FRESH = dt.timedelta(minutes=15)
 TOP = 10
 BUSY_UTIL = 50.0
 CLOCK_SHORTFALL = 0.10
@@ -180,14 +180,18 @@ class GPUFleet:
     error: str = ""
     nodes: dict[str, Node] = field(default_factory=dict)
     jobs: dict[str, list[JobRef]] = field(default_factory=dict)
+    # the model groups the posted values were ranked with (`model_groups`; None from a
+    # Prometheus): the page's models card reads them too
+    groups: list[dict[str, Any]] | None = None
 
 
-def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
+def _posted(cluster: Cluster, now: dt.datetime, top: int, groups: list[dict[str, Any]]) -> Rankings:
     """The posted values (fresh within FRESH) ranked in the database: the count and the
-    highest SM clock of each model in one query (one row per model), then each list's `top`
-    by the same keys as `rank_gpus` (names compared bytewise, as Python does; the shortfall
-    against the GPU's model's highest, one `When` per model), which ranks those candidates
-    again — so a 100,000-GPU cluster sends a few dozen GPUs' documents, not all of them."""
+    highest SM clock of each model from the page's model groups (`model_groups`: the pass
+    over every GPU that the models card reads too), then each list's `top` by the same keys
+    as `rank_gpus` (names compared bytewise, as Python does; the shortfall against the GPU's
+    model's highest, one `When` per model), which ranks those candidates again — so a
+    100,000-GPU cluster sends a few dozen GPUs' documents, not all of them."""
     fresh = GPU.objects.filter(node__cluster=cluster, updated_at__gte=now - FRESH).annotate(
         temp=_number("temp_c"),
         util=_number("gpu_util"),
@@ -197,22 +201,19 @@ def _posted(cluster: Cluster, now: dt.datetime, top: int) -> Rankings:
         # mapped to the model's one name below: a row per name, not per GPU)
         kind=Coalesce(NullIf("model", Value("")), Value(cluster.model_of(""))),
     )
-    per_model = (
-        fresh.order_by()
-        .values("kind")
-        .annotate(n=Count("pk"), max_clock=Max("clock", filter=~Q(clock=0)))
-        .values_list("kind", "n", "max_clock")
-    )
     # Each name stored → the model's one name (docs/pages.md, One name per model): "H100"
-    # and "NVIDIA H100 80GB HBM3" are one model, with one highest clock.
+    # and "NVIDIA H100 80GB HBM3" are one model, with one highest clock (a zero clock is no
+    # reading).
     counted = 0
     max_clocks: dict[str, float] = {}
     names: dict[str, str] = {}
-    for kind, n, max_clock in per_model:
-        names[kind] = model = canonical_model(kind)
-        counted += n
-        if max_clock and max_clock > max_clocks.get(model, 0):
-            max_clocks[model] = float(max_clock)
+    for group in groups:
+        model = cluster.model_of(group["model"])
+        names[group["model"] or cluster.model_of("")] = model
+        counted += group["fresh"]
+        highest = group["sm_clock_mhz__v"]
+        if highest and highest > max_clocks.get(model, 0):
+            max_clocks[model] = float(highest)
     host = Collate("node__hostname", "C" if connection.vendor == "postgresql" else "BINARY")
     slowdown = Cast("throttle", BigIntegerField()).bitand(sum(SLOWDOWN_REASONS))
     throttled = Q(throttle__isnull=False) & ~Q(reasons=0)
@@ -253,6 +254,7 @@ def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet
     source = "prometheus" if cluster.prometheus_url else "posted"
     error = ""
     rankings = Rankings()
+    groups = None
     if cluster.prometheus_url:
         try:
             samples = prometheus_latest(cluster, fields=series_for(RANKED_METRICS), now=now)
@@ -265,8 +267,9 @@ def gpu_fleet(*, cluster: Cluster, now: dt.datetime, top: int = TOP) -> GPUFleet
                 top=top,
             )
     else:
-        rankings = _posted(cluster, now, top)
-    fleet = GPUFleet(cluster=cluster, source=source, rankings=rankings, error=error)
+        groups = model_groups(cluster=cluster, now=now)
+        rankings = _posted(cluster, now, top, groups)
+    fleet = GPUFleet(cluster=cluster, source=source, rankings=rankings, error=error, groups=groups)
     listed = {
         r.gpu.hostname
         for rows in (rankings.hottest, rankings.least_utilised, rankings.throttled)

@@ -23,8 +23,10 @@ from django.utils.translation import gettext_lazy
 
 from apps.fleet.models import GPU, Cluster
 from apps.fleet.vendors import VENDOR_LABELS, gpu_name, link_word, vendor_of
-from apps.reports.gpu_fleet import FRESH
 from apps.telemetry.exporters import exporter_for
+
+# How recent a GPU's latest values must be to be counted, ranked and averaged.
+FRESH = dt.timedelta(minutes=15)
 
 # (metric, label, unit, how a model's GPUs' values combine: "mean" or "max", digits)
 COLUMNS: tuple[tuple[str, str | Promise, str, str, int], ...] = (
@@ -90,21 +92,31 @@ def _number(key: str) -> Cast:
     return Cast(KT(f"metrics__{key}"), FloatField())
 
 
-def model_rows(*, cluster: Cluster, now: dt.datetime) -> list[ModelRow]:
-    """The cluster's GPU models, most GPUs first: one query grouped by the names and ways in
-    stored, merged under each model's one name (`Cluster.model_of`)."""
+def model_groups(*, cluster: Cluster, now: dt.datetime) -> list[dict[str, Any]]:
+    """A row per (stored model name, vendor, way in) of the cluster's GPUs: `n` GPUs,
+    `fresh` of them reported in the last FRESH, and per column `<key>__n` fresh GPUs report
+    it and `<key>__v` their sum or highest (one query)."""
     fresh = Q(updated_at__gte=now - FRESH)
     aggregates: dict[str, Any] = {"n": Count("pk"), "fresh": Count("pk", filter=fresh)}
     for key, _label, _unit, how, _digits in COLUMNS:
         value = _number(key)
         aggregates[f"{key}__n"] = Count(value, filter=fresh)
         aggregates[f"{key}__v"] = (Sum if how == "mean" else Max)(value, filter=fresh)
-    grouped = (
+    rows = (
         GPU.objects.filter(node__cluster=cluster)
         .order_by()
         .values("model", "vendor", "source")
         .annotate(**aggregates)
     )
+    return [dict(row) for row in rows]
+
+
+def model_rows(
+    *, cluster: Cluster, now: dt.datetime, groups: list[dict[str, Any]] | None = None
+) -> list[ModelRow]:
+    """The cluster's GPU models, most GPUs first: `groups` (`model_groups`, read here when
+    not given) merged under each model's one name (`Cluster.model_of`)."""
+    grouped = model_groups(cluster=cluster, now=now) if groups is None else groups
     merged: dict[str, dict[str, Any]] = {}
     for each in grouped:
         row: dict[str, Any] = dict(each)  # the aggregates' keys are made above

@@ -12,8 +12,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from apps.accounts.permissions import role_required
-from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, FRESH, GPUFleet, gpu_fleet
-from apps.reports.gpu_models import COLUMNS, model_rows
+from apps.reports.gpu_fleet import BUSY_UTIL, CLOCK_SHORTFALL, GPUFleet, gpu_fleet
+from apps.reports.gpu_models import COLUMNS, FRESH, model_rows
 from apps.reports.params import pick_cluster
 
 FRESH_MIN = int(FRESH.total_seconds() // 60)
@@ -36,7 +36,7 @@ def gpu_fleet_page(request: HttpRequest) -> HttpResponse:
         fleet = gpu_fleet(cluster=cluster, now=now)
         context["fleet"] = fleet
         # each model side by side, with its own figures (a mixed cluster's two vendors)
-        context["gpu_models"] = model_rows(cluster=cluster, now=now)
+        context["gpu_models"] = model_rows(cluster=cluster, now=now, groups=fleet.groups)
         context["model_columns"] = COLUMNS
         # model → its highest SM clock, as pairs (a model named "items" is no dict method)
         context["max_clocks"] = list(fleet.rankings.max_clocks.items())

@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from apps.accounts.choices import OPERATORS
 from apps.accounts.permissions import role_required, user_has_role
 from apps.common import panels
+from apps.fleet.selectors import cluster_gpu_kinds
 from apps.health.pipeline import (
     age_words,
     data_age,
@@ -20,8 +21,7 @@ from apps.health.pipeline import (
     unverified_words,
 )
 from apps.health.selectors import checks_waiting, telemetry_source_down
-from apps.reports.gpu_fleet import FRESH
-from apps.reports.gpu_models import COLUMNS, model_rows
+from apps.reports.gpu_models import COLUMNS, FRESH, model_rows
 from apps.reports.params import pick_cluster
 from apps.reports.selectors import overview, targets_for
 from apps.reports.weekly import week_so_far
@@ -56,8 +56,10 @@ def overview_page(request: HttpRequest) -> HttpResponse:
             if data_at
             else _("no health check has completed yet")
         )
-        # A cluster of several GPU models shows them side by side, each with its figures.
-        models = model_rows(cluster=cluster, now=now)
+        # A cluster of several GPU models shows them side by side, each with its figures
+        # (read only then: the figures walk every GPU).
+        kinds = {cluster.model_of(model) for _vendor, model in cluster_gpu_kinds(cluster)}
+        models = model_rows(cluster=cluster, now=now) if len(kinds) > 1 else []
         if len(models) > 1:
             context["gpu_models"] = models
             context["model_columns"] = COLUMNS

@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from apps.fleet.models import GPU
 from apps.fleet.services import NodeSpec, nodes_register
-from apps.reports.gpu_fleet import FRESH, GPUValues, gpu_fleet, rank_gpus
+from apps.reports.gpu_fleet import GPUValues, gpu_fleet, rank_gpus
+from apps.reports.gpu_models import FRESH
 
 pytestmark = pytest.mark.django_db
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 from django.utils import timezone
 
 from apps.fleet.models import Cluster, Node
@@ -101,6 +102,13 @@ class Command(BaseCommand):
         # running installation's do.
         sealed = seal_days(cluster=cluster, now=timezone.now(), limit=KEEP_DAYS)
         self.stderr.write(f"  {len(sealed)} finished days' availability summed")
+        if connection.vendor == "postgresql":
+            # The planner's statistics of the tables just filled: without them (autovacuum
+            # off, or not round yet) a 100,000-GPU fleet's pages plan for a handful of rows
+            # and sort on disk (docs/operations.md, From 10,000 to 100,000 GPUs).
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+            self.stderr.write("  planner statistics gathered (ANALYZE)")
         models = (
             ""
             if opts["vendor"] == "nvidia"

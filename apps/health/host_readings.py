@@ -75,13 +75,22 @@ def host_histories(
     are the judged ones, and whose stored result is that pass with no growth kept for the
     hour, is counted (`ctx.unchanged`), not loaded: nothing grew, so it would pass again
     with the same words and keep nothing, and its judged reading may stay (growth is measured
-    from equal values either way). One more query, and the rows read are the rest."""
-    readings = HostReading.objects.filter(node__cluster=ctx.cluster, kind=kind, ts__isnull=False)
-    if unchanged is not None:
-        readings = _skip_unchanged(ctx, readings, unchanged)
-    rows = readings.values_list(
-        "pk", "node__hostname", "subject", "ts", "values", "judged_ts", "judged_values"
+    from equal values either way). One more query (a count of the subjects in scope), and
+    the rows read are the rest."""
+    scope = HostReading.objects.filter(node__cluster=ctx.cluster, kind=kind, ts__isnull=False)
+    readings = scope if unchanged is None else _skip_unchanged(ctx, scope, unchanged)
+    rows = list(
+        readings.values_list(
+            "pk", "node__hostname", "subject", "ts", "values", "judged_ts", "judged_values"
+        )
     )
+    if unchanged is not None:
+        # The unchanged are the subjects in scope that were not loaded (but for those on
+        # nodes under maintenance, whose findings are dropped).
+        skipped = frozenset(ctx.in_maintenance)
+        if skipped:
+            scope = scope.exclude(node__hostname__in=list(skipped))
+        ctx.unchanged += scope.count() - sum(row[1] not in skipped for row in rows)
     grew = _grew(ctx.cluster, ctx.kind)
     runs = ctx.streaks(runs_key) if runs_key else {}
     out, judged = [], []
@@ -111,8 +120,7 @@ def host_histories(
 def _skip_unchanged(
     ctx: Context, rows: QuerySet[HostReading], unchanged: Unchanged
 ) -> QuerySet[HostReading]:
-    """`rows` but the unchanged subjects (`host_histories`), which are counted into
-    `ctx.unchanged` — but for those on nodes under maintenance, whose findings are dropped."""
+    """`rows` but the unchanged subjects (`host_histories`, which counts them)."""
     stored = CheckResult.objects.filter(
         cluster=ctx.cluster,
         kind=ctx.kind,
@@ -124,10 +132,6 @@ def _skip_unchanged(
     rows = rows.annotate(target=unchanged.target_sql()).annotate(
         same=Case(When(same, then=Value(True)), default=Value(False))
     )
-    counted = rows.filter(same=True)
-    if ctx.in_maintenance:
-        counted = counted.exclude(node__hostname__in=list(ctx.in_maintenance))
-    ctx.unchanged += counted.count()
     return rows.filter(same=False)
 
 

@@ -148,21 +148,27 @@ def gpus_candidates(
     with `among` (a condition on the same annotations), so are the GPUs that do not meet
     it (those the detector gives no finding). The unchanged ones on `skip_hosts` (nodes under
     maintenance) are not counted: their findings would have been dropped. Two statements,
-    whatever the number of healthy GPUs; the rows read are the candidates'.
+    whatever the number of healthy GPUs: the candidates' rows, and a count of the GPUs in
+    scope (all of them unless `among`; the unchanged are those not loaded).
 
     The detector then judges the candidates as it judged every GPU: a GPU past a threshold,
     one whose stored result is not that pass (a warning to clear, a streak to end), one with
     no result yet (a new GPU), one whose values it cannot compare in SQL (text, missing)."""
-    gpus = GPU.objects.filter(node__cluster=cluster)
+    scope = GPU.objects.filter(node__cluster=cluster)
     if fresh_after is not None:
-        gpus = gpus.filter(updated_at__gte=fresh_after)
+        scope = scope.filter(updated_at__gte=fresh_after)
     gpus = _unchanged(
-        cluster, gpus, kind, keys, passing=passing, message=message, named=named, among=among
+        cluster, scope, kind, keys, passing=passing, message=message, named=named, among=among
     )
-    counted = gpus.filter(Q(unchanged=True))
+    judged = _latest(cluster, gpus.filter(Q(unchanged=False)), keys)
+    # The unchanged are the GPUs in scope that were not loaded: counting them so needs
+    # neither the stored results nor a target per GPU, only `among`'s values.
+    if among is not None:
+        scope = _values(scope, keys).filter(among)
     if skip_hosts:
-        counted = counted.exclude(node__hostname__in=list(skip_hosts))
-    return Candidates(_latest(cluster, gpus.filter(Q(unchanged=False)), keys), counted.count())
+        scope = scope.exclude(node__hostname__in=list(skip_hosts))
+    skipped = frozenset(skip_hosts)
+    return Candidates(judged, scope.count() - sum(g.node not in skipped for g in judged))
 
 
 def _unchanged(
@@ -188,14 +194,18 @@ def _unchanged(
     same = passing & Q(Exists(stored))
     if named:
         same &= ~Q(target__in=list(named))
-    gpus = gpus.annotate(
-        target=gpu_target_sql(),
-        **{f"v_{k}": JsonNumber("metrics", k) for k in keys},
-        **{f"t_{k}": json_text(k) for k in keys},
-    )
+    gpus = _values(gpus, keys).annotate(target=gpu_target_sql())
     if among is not None:
         gpus = gpus.filter(among)
     return gpus.annotate(unchanged=Case(When(same, then=Value(True)), default=Value(False)))
+
+
+def _values(gpus: QuerySet[GPU], keys: tuple[str, ...]) -> QuerySet[GPU]:
+    """`gpus` annotated with `v_<key>` and `t_<key>` (`gpus_candidates`)."""
+    return gpus.annotate(
+        **{f"v_{k}": JsonNumber("metrics", k) for k in keys},
+        **{f"t_{k}": json_text(k) for k in keys},
+    )
 
 
 # A pull with thresholds in the query reads the GPUs of at most this many nodes by name

@@ -166,3 +166,46 @@ def test_the_health_page_says_each_host_check_is_not_monitored_until_fed(ada, cl
     for plugin, watched in ((host_memory, True), (pcie, False), (clock, True)):
         row = next(r for r in html.split("<tr>") if f"<td>{plugin.LABEL}</td>" in r)
         assert ("Not monitored" not in row) is watched, plugin.KIND
+
+
+def test_a_passing_mount_or_clock_whose_figures_move_is_not_rewritten(api, ada, cluster, nodes):
+    """A pass names no live figure (docs/checks.md, `storage`, `clock`): a mount whose free
+    space moves and a clock whose offset moves, both still passing, keep the result their
+    first run wrote; a mount that runs short is rewritten at once, with its figures."""
+    response = api("root").patch(
+        "/api/v1/clusters/c1/", {"required_mounts": ["/checkpoints"]}, format="json"
+    )
+    assert response.status_code == 200, response.content
+
+    def readings(avail_tib: float, offset: float) -> list[tuple[str, str, str, dict]]:
+        disk = {"device": "nas01:/ckpt", "readonly": 0, "device_error": 0}
+        size = {"size_bytes": 100 * 2**40, "avail_bytes": avail_tib * 2**40}
+        return [
+            ("gpu000", "filesystem", "/checkpoints", {**disk, **size}),
+            ("gpu000", "clock", "system", {"offset_s": offset, "synced": 1}),
+        ]
+
+    def stored() -> dict[str, tuple[str, str, int]]:
+        return {
+            r.kind: (r.status, r.message, r.run_id)
+            for r in CheckResult.objects.filter(
+                node__hostname="gpu000", kind__in=["storage", "clock"]
+            )
+        }
+
+    send(ada, T0, readings(40, 0.0012))
+    for kind in ("storage", "clock"):
+        check(cluster, kind, T0 + dt.timedelta(seconds=5))
+    first = stored()
+    assert first["storage"][:2] == ("pass", "/checkpoints writable, at least 5% free")
+    assert first["clock"][:2] == ("pass", "offset within ±0.5 s, synchronised")
+    for minute, (avail, offset) in enumerate([(37.5, -0.0031), (31.25, 0.0007)], start=1):
+        send(ada, T0 + minute * MINUTE, readings(avail, offset))
+        for kind in ("storage", "clock"):
+            check(cluster, kind, T0 + minute * MINUTE + dt.timedelta(seconds=5))
+        assert stored() == first  # same words, same run: nothing rewritten
+    send(ada, T0 + 3 * MINUTE, readings(2, 0.0009))
+    check(cluster, "storage", T0 + 3 * MINUTE + dt.timedelta(seconds=5))
+    status, message, run = stored()["storage"]
+    assert (status, run != first["storage"][2]) == ("warn", True)
+    assert message == "/checkpoints: 2,048.0 GiB of 102,400.0 GiB free (2.0% < 5%)"

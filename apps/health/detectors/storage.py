@@ -157,11 +157,11 @@ def _space(
             node=node,
         )
     pct = 100 * avail / size
-    details.update(free_pct=round(pct, 2), avail_bytes=avail, size_bytes=size)
-    if pct < limits.storage_min_free_pct:
-        message = (
-            f"{point}: {_gib(avail)} of {_gib(size)} free ({pct:.1f}% < "
-            f"{limits.storage_min_free_pct:g}%)"
-        )
+    limit = limits.storage_min_free_pct
+    if pct < limit:
+        details.update(free_pct=round(pct, 2), avail_bytes=avail, size_bytes=size)
+        message = f"{point}: {_gib(avail)} of {_gib(size)} free ({pct:.1f}% < {limit:g}%)"
         return warned(KIND, target, message, details, outcome=LOW, node=node)
-    return passed(KIND, target, f"{point} writable, {pct:.1f}% free", details, node=node)
+    # A pass names no live figure: a mount that keeps passing is not rewritten each run as
+    # its free space moves (docs/checks.md, `storage`).
+    return passed(KIND, target, f"{point} writable, at least {limit:g}% free", details, node=node)
